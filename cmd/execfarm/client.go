@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/transport"
+)
+
+// clientFlags locate the supervisor; they mirror the server's flags and
+// fall back to the same environment variables.
+type clientFlags struct {
+	socket string
+	tcp    bool
+	host   string
+	port   int
+}
+
+func (c *clientFlags) register(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&c.socket, "socket", "", "supervisor unix socket (env SANDBOX_SOCKET_PATH; default "+transport.DefaultSocketPath+")")
+	f.BoolVar(&c.tcp, "tcp", false, "use TCP instead of the unix socket (env SANDBOX_USE_TCP)")
+	f.StringVar(&c.host, "host", "", "TCP host (env SANDBOX_TCP_HOST)")
+	f.IntVar(&c.port, "port", 0, "TCP port (env SANDBOX_TCP_PORT; default 50051)")
+}
+
+func (c *clientFlags) transport() (transport.Config, error) {
+	return transport.FromEnv(transport.Config{SocketPath: c.socket, UseTCP: c.tcp, TCPHost: c.host, TCPPort: c.port}, os.Getenv)
+}
+
+// connect dials the configured supervisor.
+func (c *clientFlags) connect() (sandboxv1.SandboxServiceClient, func(), error) {
+	tc, err := c.transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := tc.Dial()
+	if err != nil {
+		return nil, nil, err
+	}
+	return sandboxv1.NewSandboxServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// connectOrEmbed dials the configured supervisor; with none configured and
+// nothing listening at the default socket, it starts an embedded
+// supervisor on a private socket, which the returned stop shuts down.
+func (c *clientFlags) connectOrEmbed(ctx context.Context, verbose bool) (sandboxv1.SandboxServiceClient, func(), error) {
+	tc, err := c.transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	if tc.Configured() || defaultSocketAnswers() {
+		return c.connect()
+	}
+	worker, err := supervisor.FindWorker("")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := supervisor.Config{Version: version}
+	cfg.Sandbox.WorkerBinary = worker
+	etc, stopEmbedded, err := supervisor.Embedded(ctx, cfg, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start embedded supervisor: %w", err)
+	}
+	if verbose {
+		fmt.Fprintln(os.Stderr, "execfarm: no supervisor configured; started an embedded one at", etc.Address())
+	}
+	conn, err := etc.Dial()
+	if err != nil {
+		_ = stopEmbedded()
+		return nil, nil, err
+	}
+	return sandboxv1.NewSandboxServiceClient(conn), func() {
+		conn.Close()
+		_ = stopEmbedded()
+	}, nil
+}
+
+func defaultSocketAnswers() bool {
+	conn, err := net.DialTimeout("unix", transport.DefaultSocketPath, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// describe renders an error for a person: gRPC errors as "CODE: message".
+func describe(err error) string {
+	if st, ok := status.FromError(err); ok && st.Code() != codes.OK {
+		return fmt.Sprintf("%s: %s", strings.ToUpper(codeName(st.Code())), st.Message())
+	}
+	return err.Error()
+}
+
+func codeName(c codes.Code) string {
+	// codes.Code.String gives "InvalidArgument"; the wire name is
+	// INVALID_ARGUMENT.
+	s := c.String()
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,41 @@
+// Command execfarm is execfarm's single binary: the supervisor (serve),
+// and the client commands (run, status, cancel, ps, health) that talk to a
+// supervisor over gRPC. See README.md.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// exitError carries a process exit status out of a command.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	root := &cobra.Command{
+		Use:           "execfarm",
+		Short:         "Process-isolated code execution: every program in a fresh Linux sandbox",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	var cf clientFlags
+	cf.register(root)
+	root.AddCommand(serveCmd(), runCmd(&cf), statusCmd(&cf), cancelCmd(&cf), psCmd(&cf), healthCmd(&cf))
+	if err := root.Execute(); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "execfarm:", describe(err))
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+)
+
+var runtimes = map[string]sandboxv1.Runtime{
+	"":       sandboxv1.Runtime_RUNTIME_UNSPECIFIED,
+	"goja":   sandboxv1.Runtime_RUNTIME_GOJA,
+	"node":   sandboxv1.Runtime_RUNTIME_NODE,
+	"shell":  sandboxv1.Runtime_RUNTIME_SHELL,
+	"python": sandboxv1.Runtime_RUNTIME_PYTHON,
+}
+
+func runCmd(cf *clientFlags) *cobra.Command {
+	var (
+		rt        string
+		timeoutMs int64
+		memory    int64
+		code      string
+		async     bool
+		verbose   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] (FILE | -e CODE | -)",
+		Short: "Run a program in a fresh sandbox and print its output",
+		Long: `Run a program in a fresh sandbox. Its stdout and stderr are printed as they
+arrive; the exit status is 0 when the execution succeeded and 1 otherwise.
+With no supervisor configured (flags or SANDBOX_* variables) and none at the
+default socket, run starts an embedded supervisor for the one execution.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src, err := source(code, args)
+			if err != nil {
+				return err
+			}
+			r, ok := runtimes[rt]
+			if !ok {
+				return fmt.Errorf("unknown runtime %q (goja, node, shell, python)", rt)
+			}
+			req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: src}, Runtime: r}
+			if timeoutMs > 0 || memory > 0 {
+				req.Limits = &sandboxv1.ResourceLimits{TimeoutMs: timeoutMs, MaxMemoryBytes: memory}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			client, closeFn, err := cf.connectOrEmbed(ctx, verbose)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if async {
+				resp, err := client.ExecuteAsync(ctx, req)
+				if err != nil {
+					return err
+				}
+				fmt.Println(resp.GetExecutionId())
+				return nil
+			}
+			return stream(ctx, client, req, verbose)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&rt, "runtime", "", "goja (TypeScript/JavaScript), shell, python, node (default: the server's)")
+	f.Int64Var(&timeoutMs, "timeout", 0, "wall-clock timeout in ms (default: the server's, 30000)")
+	f.Int64Var(&memory, "memory", 0, "memory limit in bytes (default: the server's, 512 MiB)")
+	f.StringVarP(&code, "eval", "e", "", "run CODE instead of a file")
+	f.BoolVar(&async, "async", false, "submit and print the execution id")
+	f.BoolVarP(&verbose, "verbose", "v", false, "print the termination reason and resource usage to stderr")
+	return cmd
+}
+
+// source returns the program text from -e, a file, or stdin ("-").
+func source(code string, args []string) (string, error) {
+	switch {
+	case code != "" && len(args) > 0:
+		return "", errors.New("give either -e CODE or a file, not both")
+	case code != "":
+		return code, nil
+	case len(args) == 0:
+		return "", errors.New("nothing to run: give a FILE, -e CODE, or - for stdin")
+	case args[0] == "-":
+		b, err := io.ReadAll(os.Stdin)
+		return string(b), err
+	}
+	b, err := os.ReadFile(args[0])
+	return string(b), err
+}
+
+// stream runs req with ExecuteStream and copies output as it arrives.
+func stream(ctx context.Context, client sandboxv1.SandboxServiceClient, req *sandboxv1.ExecuteRequest, verbose bool) error {
+	st, err := client.ExecuteStream(ctx, req)
+	if err != nil {
+		return err
+	}
+	for {
+		chunk, err := st.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return errors.New("stream ended without a result")
+			}
+			return err
+		}
+		switch c := chunk.GetChunk().(type) {
+		case *sandboxv1.ExecuteChunk_Output:
+			os.Stdout.WriteString(c.Output)
+		case *sandboxv1.ExecuteChunk_ErrorOutput:
+			os.Stderr.WriteString(c.ErrorOutput)
+		case *sandboxv1.ExecuteChunk_Result:
+			res := c.Result
+			if verbose {
+				printOutcome(res.GetState(), res.GetOutcome())
+			}
+			if !res.GetSuccess() {
+				if o := res.GetOutcome(); o.GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && res.GetError() != "" {
+					fmt.Fprintln(os.Stderr, "execfarm:", res.GetError())
+				}
+				code := int(res.GetOutcome().GetExitCode())
+				if code <= 0 || code > 255 {
+					code = 1
+				}
+				return exitError{code: code}
+			}
+			return nil
+		}
+	}
+}
+
+func printOutcome(state sandboxv1.ExecutionState, o *sandboxv1.ExecutionOutcome) {
+	u := o.GetUsage()
+	reason := strings.ToLower(strings.TrimPrefix(o.GetTerminationReason().String(), "TERMINATION_REASON_"))
+	fmt.Fprintf(os.Stderr, "execfarm: execution %s %s (reason %s, exit code %d, signal %d)\n",
+		o.GetExecutionId(), strings.ToLower(strings.TrimPrefix(state.String(), "EXECUTION_STATE_")), reason, o.GetExitCode(), o.GetSignal())
+	fmt.Fprintf(os.Stderr, "execfarm: wall %s, cpu user %s system %s, peak memory %d bytes (%s), pids peak %d, oom kills %d, queued %d ms, sandbox %s\n",
+		time.Duration(u.GetWallMs())*time.Millisecond, time.Duration(u.GetCpuUserUs())*time.Microsecond,
+		time.Duration(u.GetCpuSystemUs())*time.Microsecond, u.GetPeakMemoryBytes(), u.GetPeakMemorySource(),
+		u.GetPidsPeak(), u.GetOomKills(), o.GetQueueWaitMs(), o.GetSandboxId())
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/execfarm/execfarm/supervisor/transport"
+)
+
+func serveCmd() *cobra.Command {
+	var (
+		tc             transport.Config
+		cfg            supervisor.Config
+		worker         string
+		cgroupParent   string
+		uidBase        uint32
+		allowDegraded  []string
+		grace          time.Duration
+		retention      time.Duration
+		defaultTimeout int64
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the supervisor: serve the gRPC API and run executions in sandboxes",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if tc, err = transport.FromEnv(tc, os.Getenv); err != nil {
+				return err
+			}
+			if cfg.Sandbox.WorkerBinary, err = supervisor.FindWorker(worker); err != nil {
+				return err
+			}
+			log := hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Info})
+			cfg.Logger = log
+			cfg.Sandbox.Logger = log
+			cfg.Version = version
+			cfg.Sandbox.Cgroup = cgroup.Config{Parent: cgroupParent}
+			if cfg.MaxConcurrent == 0 {
+				cfg.MaxConcurrent = defaultConcurrency()
+			}
+			cfg.Sandbox.IDs = sandbox.NewIDPool(uidBase, 0, cfg.MaxConcurrent+8)
+			cfg.Registry = registry.Config{RetentionMs: retention.Milliseconds()}
+			if defaultTimeout > 0 {
+				cfg.Defaults = supervisor.DefaultLimits
+				cfg.Defaults.TimeoutMs = defaultTimeout
+			}
+			for _, l := range allowDegraded {
+				if l == "seccomp" {
+					cfg.Sandbox.NoSeccomp = true
+				}
+			}
+			layers, err := supervisor.CheckHost(cfg.Sandbox.Cgroup, allowDegraded)
+			if err != nil {
+				return err
+			}
+			for _, l := range layers {
+				if !l.Active {
+					log.Warn("DEGRADED: isolation layer disabled by --allow-degraded", "layer", l.Name, "detail", l.Detail)
+				}
+			}
+			cfg.Layers = layers
+			if n, err := cgroup.Cleanup(cfg.Sandbox.Cgroup); err != nil {
+				log.Warn("clean up leftover sandbox cgroups", "error", err)
+			} else if n > 0 {
+				log.Info("removed leftover sandbox cgroups", "count", n)
+			}
+			s, err := supervisor.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return supervisor.ListenAndServe(ctx, s, tc, grace, func(addr string) {
+				log.Info("serving", "address", addr, "max_concurrent", cfg.MaxConcurrent, "queue_size", cfg.QueueSize)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&tc.SocketPath, "socket", "", "unix socket path (env SANDBOX_SOCKET_PATH; default "+transport.DefaultSocketPath+")")
+	f.BoolVar(&tc.UseTCP, "tcp", false, "listen on TCP instead of the unix socket (env SANDBOX_USE_TCP)")
+	f.StringVar(&tc.TCPHost, "host", "", "TCP host to bind (env SANDBOX_TCP_HOST; default 127.0.0.1)")
+	f.IntVar(&tc.TCPPort, "port", 0, "TCP port (env SANDBOX_TCP_PORT; default 50051)")
+	f.BoolVar(&tc.AllowInsecureRemote, "allow-insecure-tcp", false, "allow insecure TCP on a non-loopback address")
+	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 0, "executions running at once (default: number of CPUs)")
+	f.IntVar(&cfg.QueueSize, "queue-size", 1000, "executions that may wait for a slot")
+	f.StringVar(&cfg.DefaultRuntime, "default-runtime", "goja", "runtime of requests that name none: goja, shell, python")
+	f.StringVar(&worker, "worker", "", "execfarm-worker binary (env EXECFARM_WORKER; default: next to execfarm, then $PATH)")
+	f.StringVar(&cfg.Sandbox.StateDir, "state-dir", "/run/execfarm", "directory for per-sandbox sockets and mountpoints")
+	f.StringVar(&cgroupParent, "cgroup-parent", cgroup.DefaultParent, "parent cgroup of sandbox cgroups (nested under the supervisor's own)")
+	f.Uint32Var(&uidBase, "uid-base", supervisor.DefaultUIDBase, "first host uid of the sandboxes' uid ranges (65536 ids each)")
+	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "run without these isolation layers (e.g. seccomp); never silently")
+	f.DurationVar(&grace, "grace", 10*time.Second, "on SIGTERM, how long running executions may finish before they are killed")
+	f.DurationVar(&retention, "retention", 5*time.Minute, "how long finished executions stay readable")
+	f.Int64Var(&defaultTimeout, "default-timeout-ms", 0, "default wall-clock timeout in ms (default 30000)")
+	return cmd
+}
+
+func defaultConcurrency() int {
+	n := runtimeNumCPU()
+	if n < 1 {
+		return 1
+	}
+	return n
+}

@@ -1,0 +1,41 @@
+//go:build !linux
+
+package cgroup
+
+import (
+	"fmt"
+	"os"
+)
+
+// Manager is one sandbox's cgroup; off Linux it cannot be created.
+type Manager struct{}
+
+func notSupported(op string) error {
+	return fmt.Errorf("cgroup: %s: %w", op, ErrNotSupported)
+}
+
+// DetectMode returns Unavailable off Linux.
+func DetectMode() Mode { return Unavailable }
+
+// New returns an error wrapping ErrNotSupported off Linux.
+func New(cfg Config, name string, l Limits) (*Manager, error) { return nil, notSupported("new") }
+
+// Cleanup returns an error wrapping ErrNotSupported off Linux.
+func Cleanup(cfg Config) (int, error) { return 0, notSupported("cleanup") }
+
+// Probe reports Unavailable off Linux.
+func Probe(cfg Config) ProbeResult {
+	return ProbeResult{Mode: Unavailable, Err: notSupported("probe")}
+}
+
+func (m *Manager) Path() string             { return "" }
+func (m *Manager) Paths() map[string]string { return nil }
+func (m *Manager) Mode() Mode               { return Unavailable }
+func (m *Manager) Warnings() []string       { return nil }
+func (m *Manager) FD() (*os.File, error)    { return nil, notSupported("fd") }
+func (m *Manager) AddProc(pid int) error    { return notSupported("add process") }
+func (m *Manager) Kill() error              { return notSupported("kill") }
+func (m *Manager) Usage() (Usage, error)    { return Usage{}, notSupported("usage") }
+func (m *Manager) Sample()                  {}
+func (m *Manager) OOMKilled() (bool, error) { return false, notSupported("read OOM state") }
+func (m *Manager) Delete() error            { return notSupported("delete") }

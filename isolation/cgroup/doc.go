@@ -1,0 +1,61 @@
+// Package cgroup creates, limits, measures, kills and removes the one
+// cgroup that each sandbox runs in, on cgroup v1 and on cgroup v2 alike.
+//
+// The supervisor creates the cgroup with New before it forks the worker
+// (DESIGN.md, "Isolation, in order"). On v2 the worker is born inside it
+// (SysProcAttr.UseCgroupFD with Manager.FD); on v1 the worker waits on a
+// sync pipe until the supervisor has called Manager.AddProc. The caller
+// owns the Manager: it calls Delete exactly when the sandbox ends, also on
+// error paths, and Cleanup once at start-up for a crashed predecessor's
+// cgroups. Linux only: elsewhere every call returns an error wrapping
+// ErrNotSupported.
+//
+// # Where the cgroups live
+//
+// Every sandbox cgroup is Parent/name, and Parent belongs to execfarm alone
+// (Cleanup removes whatever it finds there). By default Parent is nested:
+// on v1 under the supervisor's own cgroup in each controller
+// (containerd cgroup1.NestedPath), so the node's accounting of the
+// supervisor's pod keeps holding; on v2 under the parent of the
+// supervisor's own cgroup, because v2's "no internal processes" rule
+// forbids enabling controllers for children of a cgroup that holds the
+// supervisor itself. Config.AbsoluteParent takes Parent from the hierarchy
+// root as is.
+//
+// # Limits
+//
+// v2: memory.max, memory.swap.max=0, memory.oom.group=1, pids.max,
+// cpu.max. v1: memory.limit_in_bytes and memory.memsw.limit_in_bytes (the
+// same value, so swap is 0), pids.max, cpu.cfs_period_us/cfs_quota_us.
+// When swap accounting is off, v1 has no memory.memsw.* files and v2 no
+// memory.swap.max: the limit is then skipped and Warnings says so; swap use
+// is still 0 as long as the host has no active swap device (the warning
+// names the case where it has one). v1 has no memory.oom.group: the kernel
+// OOM-kills one process, and the caller kills the whole cgroup with Kill
+// once OOMKilled reports true.
+//
+// # Usage and its sources
+//
+// Peak memory comes from memory.peak (v2, Linux 5.19+) or
+// memory.max_usage_in_bytes (v1); on older v2 kernels it falls back to the
+// highest memory.current seen by Sample and at the read, a lower bound, and
+// Usage.PeakMemorySource names which one was used (DESIGN.md forbids memory
+// figures whose source is not said). CPU time comes from cpu.stat
+// user_usec/system_usec (v2) or cpuacct.usage_user/usage_sys in ns (v1,
+// falling back to cpuacct.stat in USER_HZ ticks). Pids peak comes from
+// pids.peak where the kernel has it, else from the highest pids.current
+// seen by Sample. OOM kills come from memory.events oom_kill (v2) or
+// memory.oom_control oom_kill (v1, Linux 4.13+).
+//
+// containerd/cgroups v3 creates the cgroups and writes the limits
+// (cgroup1.New over a hierarchy of exactly memory, cpu, cpuacct, pids and
+// freezer; cgroup2.NewManager from an OCI specs.LinuxResources converted by
+// cgroup2.ToResources), and places processes on v1. This package reads the
+// usage files itself: containerd's Stat reports a missing v2 file as 0 (so
+// "no memory.peak" and "peak 0" look alike), reads v1 CPU time in 10 ms
+// ticks, and fails as a whole on v1 when memory.memsw.* is absent. Kill is
+// also this package's own: containerd's v2 fallback kill waits for the
+// killed processes, which would steal the exit status of a worker that the
+// caller's exec.Cmd is waiting for, and containerd's v1 freeze loops without
+// a deadline.
+package cgroup

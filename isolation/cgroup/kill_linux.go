@@ -1,0 +1,160 @@
+package cgroup
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// killTimeout bounds how long Kill waits for the cgroup to empty.
+	killTimeout = 5 * time.Second
+	// freezeTimeout bounds how long Kill waits for a freeze to complete
+	// (a task in uninterruptible sleep can hold it in FREEZING).
+	freezeTimeout = time.Second
+	// pollInterval is the pause between two reads of cgroup.procs or of
+	// the freezer state while Kill waits.
+	pollInterval = 2 * time.Millisecond
+)
+
+// Kill sends SIGKILL to every process in the cgroup and its descendants,
+// then waits, bounded by a deadline, until cgroup.procs is empty
+// everywhere. On v2 it writes "1" to cgroup.kill (Linux 5.14+), which also
+// catches processes forked meanwhile; without cgroup.kill (older v2) and
+// on v1 it freezes the cgroup, signals every pid listed and thaws it, so
+// that nothing forks or exits (and frees its pid for reuse) between the
+// listing and the signal. When no freezer works, it re-signals the pids
+// still listed until the cgroup is empty. A killed process that is a child
+// of the caller stays a zombie until the caller waits for it; zombies are
+// not listed in cgroup.procs, so Kill does not wait for the reaping.
+// Errors wrap ErrKillTimeout when processes remain.
+func (m *Manager) Kill() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.deleted {
+		return nil
+	}
+	return m.kill()
+}
+
+func (m *Manager) kill() error {
+	deadline := time.Now().Add(killTimeout)
+	resignal := false
+	killFile := m.file("", "cgroup.kill")
+	if m.mode == V2 && exists(killFile) {
+		if err := writeExisting(killFile, "1"); err != nil {
+			return fmt.Errorf("kill cgroup %s: %w", m.Path(), err)
+		}
+	} else {
+		frozen, err := m.freezeKillThaw()
+		if err != nil {
+			return fmt.Errorf("kill cgroup %s: %w", m.Path(), err)
+		}
+		resignal = !frozen
+	}
+	for {
+		pids, err := m.procs()
+		if err != nil {
+			return fmt.Errorf("kill cgroup %s: list processes: %w", m.Path(), err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill cgroup %s: %w: pids %v", m.Path(), ErrKillTimeout, pids)
+		}
+		if resignal {
+			signalAll(pids)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// freezeKillThaw freezes the cgroup (bounded), signals every listed pid
+// and thaws it. It reports whether the freeze completed; a failed or
+// unfinished freeze is not an error (the caller then re-signals), a failed
+// thaw is.
+func (m *Manager) freezeKillThaw() (frozen bool, err error) {
+	frozen = m.freeze()
+	pids, lerr := m.procs()
+	signalAll(pids)
+	if frozen || m.freezeRequested() {
+		if terr := m.thaw(); terr != nil {
+			return frozen, fmt.Errorf("thaw: %w", terr)
+		}
+	}
+	if lerr != nil {
+		return frozen, fmt.Errorf("list processes: %w", lerr)
+	}
+	return frozen, nil
+}
+
+// freeze requests a freeze and waits, bounded, for it to complete.
+func (m *Manager) freeze() bool {
+	var (
+		file, value string
+		done        func() bool
+	)
+	switch m.mode {
+	case V1:
+		file, value = m.file(cgroup1.Freezer, "freezer.state"), "FROZEN"
+		done = func() bool {
+			b, err := readFile(file)
+			return err == nil && strings.TrimSpace(string(b)) == "FROZEN"
+		}
+	case V2:
+		file, value = m.file("", "cgroup.freeze"), "1"
+		done = func() bool {
+			kv, err := readKeyed(m.file("", "cgroup.events"))
+			return err == nil && kv["frozen"] == 1
+		}
+	default:
+		return false
+	}
+	if err := writeExisting(file, value); err != nil {
+		return false
+	}
+	deadline := time.Now().Add(freezeTimeout)
+	for !done() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pollInterval)
+	}
+	return true
+}
+
+// freezeRequested reports whether a freeze was asked for and may be in
+// progress, so that it must be undone.
+func (m *Manager) freezeRequested() bool {
+	switch m.mode {
+	case V1:
+		b, err := readFile(m.file(cgroup1.Freezer, "freezer.state"))
+		return err == nil && strings.TrimSpace(string(b)) != "THAWED"
+	case V2:
+		b, err := readFile(m.file("", "cgroup.freeze"))
+		return err == nil && strings.TrimSpace(string(b)) == "1"
+	}
+	return false
+}
+
+func (m *Manager) thaw() error {
+	switch m.mode {
+	case V1:
+		return writeExisting(m.file(cgroup1.Freezer, "freezer.state"), "THAWED")
+	case V2:
+		return writeExisting(m.file("", "cgroup.freeze"), "0")
+	}
+	return nil
+}
+
+// signalAll sends SIGKILL to every pid. ESRCH (already gone) is expected;
+// as root no other error can happen, and there is nothing to do about one.
+func signalAll(pids []int) {
+	for _, p := range pids {
+		_ = unix.Kill(p, unix.SIGKILL)
+	}
+}

@@ -1,0 +1,181 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/containerd/cgroups/v3/cgroup2"
+)
+
+// Probe reports, for the host and cfg, the cgroup mode and for every
+// controller sandboxes need (memory, cpu, cpuacct, pids, freezer on v1;
+// memory, cpu, pids on v2) whether it is available and writable: it
+// creates and removes a test cgroup under Parent. It also lists warnings,
+// facts that weaken a guarantee or change a figure's source. The
+// supervisor refuses to start unless the result is OK (DESIGN.md: the
+// probe reports which layers the host supports; a silent fallback is a
+// bug). Parents that Probe had to create are removed again.
+func Probe(cfg Config) ProbeResult {
+	lay, err := resolve(cfg)
+	r := ProbeResult{Mode: lay.mode, Root: lay.root}
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	for _, c := range lay.controllers() {
+		r.Parents = append(r.Parents, lay.parentDir(c))
+	}
+	name := fmt.Sprintf(".probe-%d", os.Getpid())
+	if lay.mode == V1 {
+		probeV1(&r, lay, name)
+	} else {
+		probeV2(&r, lay, name)
+	}
+	return r
+}
+
+func probeV1(r *ProbeResult, lay layout, name string) {
+	for _, n := range v1Controllers {
+		c := string(n)
+		st := ControllerStatus{Name: c}
+		if !exists(filepath.Join(lay.root, c, "cgroup.procs")) {
+			st.Detail = fmt.Sprintf("not mounted at %s", filepath.Join(lay.root, c))
+			r.Controllers = append(r.Controllers, st)
+			continue
+		}
+		st.Available = true
+		err := withTestCgroup(lay, lay.parentDir(c), name, func(dir string) error {
+			if n == "pids" && !exists(filepath.Join(dir, "pids.peak")) {
+				r.Warnings = append(r.Warnings, "pids.peak is absent: the pids peak is the highest pids.current sampled")
+			}
+			return nil
+		})
+		if err != nil {
+			st.Detail = err.Error()
+		} else {
+			st.Writable = true
+		}
+		r.Controllers = append(r.Controllers, st)
+	}
+	mem := filepath.Join(lay.root, "memory")
+	if exists(mem) && !exists(filepath.Join(mem, "memory.memsw.limit_in_bytes")) {
+		r.Warnings = append(r.Warnings, swapWarning("memory.memsw.limit_in_bytes"))
+	}
+	if kv, err := readKeyed(filepath.Join(mem, "memory.oom_control")); err == nil {
+		if _, ok := kv["oom_kill"]; !ok {
+			r.Warnings = append(r.Warnings, "memory.oom_control has no oom_kill counter (Linux < 4.13): OOM kills are inferred from under_oom and not counted")
+		}
+	}
+	if exists(mem) && !exists(filepath.Join(lay.root, "cpuacct", "cpuacct.usage_user")) {
+		r.Warnings = append(r.Warnings, "cpuacct.usage_user is absent (Linux < 4.7): CPU time comes from cpuacct.stat in 10 ms ticks")
+	}
+	r.Warnings = append(r.Warnings, "cgroup v1 has no memory.oom.group: the OOM killer kills one process, and the supervisor kills the rest of the sandbox when it sees the OOM kill")
+}
+
+func probeV2(r *ProbeResult, lay layout, name string) {
+	parent := lay.parentDir(unified)
+	avail, from, err := nearestControllers(lay.root, parent)
+	if err != nil {
+		r.Err = err
+		return
+	}
+	for _, c := range v2Controllers {
+		st := ControllerStatus{Name: c, Available: slices.Contains(avail, c)}
+		if !st.Available {
+			st.Detail = fmt.Sprintf("not in %s", filepath.Join(from, "cgroup.controllers"))
+			r.Controllers = append(r.Controllers, st)
+			continue
+		}
+		err := withTestCgroup(lay, parent, name, func(dir string) error {
+			m, err := cgroup2.Load(strings.TrimPrefix(dir, filepath.Clean(lay.root)), cgroup2.WithMountpoint(lay.root))
+			if err != nil {
+				return err
+			}
+			if err := m.ToggleControllers([]string{c}, cgroup2.Enable); err != nil {
+				return err
+			}
+			got, err := m.Controllers()
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(got, c) {
+				return fmt.Errorf("%w: %s not enabled in %s after writing cgroup.subtree_control", ErrControllerMissing, c, dir)
+			}
+			if c == "memory" {
+				probeV2Memory(r, dir)
+				if !exists(filepath.Join(dir, "memory.oom.group")) {
+					return fmt.Errorf("%w: memory.oom.group (Linux 4.19+)", ErrControllerMissing)
+				}
+			}
+			if c == "pids" && !exists(filepath.Join(dir, "pids.peak")) {
+				r.Warnings = append(r.Warnings, "pids.peak is absent: the pids peak is the highest pids.current sampled")
+			}
+			if c == "cpu" {
+				if !exists(filepath.Join(dir, "cgroup.kill")) {
+					r.Warnings = append(r.Warnings, "cgroup.kill is absent (Linux < 5.14): Kill freezes the cgroup and signals each process")
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			st.Detail = err.Error()
+		} else {
+			st.Writable = true
+		}
+		r.Controllers = append(r.Controllers, st)
+	}
+}
+
+func probeV2Memory(r *ProbeResult, dir string) {
+	if !exists(filepath.Join(dir, "memory.swap.max")) {
+		r.Warnings = append(r.Warnings, swapWarning("memory.swap.max"))
+	}
+	if !exists(filepath.Join(dir, "memory.peak")) {
+		r.Warnings = append(r.Warnings, "memory.peak is absent (Linux < 5.19): peak memory is the highest memory.current sampled, a lower bound")
+	}
+}
+
+// nearestControllers reads cgroup.controllers of dir or of its nearest
+// existing ancestor at or below root.
+func nearestControllers(root, dir string) ([]string, string, error) {
+	root = filepath.Clean(root)
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		b, err := readFile(filepath.Join(d, "cgroup.controllers"))
+		if err == nil {
+			return strings.Fields(string(b)), d, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) || d == root || len(d) < len(root) {
+			return nil, d, fmt.Errorf("read controllers of %s: %w", dir, err)
+		}
+	}
+}
+
+// withTestCgroup creates parent (as needed) and parent/name, runs fn on
+// it, and removes what it created.
+func withTestCgroup(lay layout, parent, name string, fn func(dir string) error) (err error) {
+	created, err := lay.mkdirParents(parent)
+	defer func() {
+		for _, d := range created { // deepest first
+			if rerr := removeTree(d); rerr != nil && err == nil {
+				err = rerr
+			}
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(parent, name)
+	if err := lay.mkdir(dir); err != nil {
+		return fmt.Errorf("create test cgroup %s: %w", dir, err)
+	}
+	defer func() {
+		if rerr := removeTree(dir); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	return fn(dir)
+}

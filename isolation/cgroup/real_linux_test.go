@@ -1,0 +1,371 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// requireRoot skips a test that needs root.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+// requireCgroup returns a Config on the host's real hierarchy with a
+// Parent private to this test process, removed at cleanup. It skips when
+// the host has no hierarchy or lacks a controller, and fails when the
+// probe finds a controller but cannot create a cgroup with it.
+func requireCgroup(t *testing.T) Config {
+	t.Helper()
+	requireRoot(t)
+	cfg := Config{Parent: fmt.Sprintf("/execfarm-test-%d", os.Getpid())}
+	r := Probe(cfg)
+	if r.Mode == Unavailable {
+		t.Skipf("no cgroup hierarchy: %v", r.Err)
+	}
+	if r.Err != nil {
+		t.Fatalf("probe: %v", r.Err)
+	}
+	for _, c := range r.Controllers {
+		if !c.Available {
+			t.Skipf("controller %s not available: %s", c.Name, c.Detail)
+		}
+		if !c.Writable {
+			t.Fatalf("controller %s is available but not writable: %s", c.Name, c.Detail)
+		}
+	}
+	t.Cleanup(func() { cleanupParent(t, cfg) })
+	return cfg
+}
+
+// requireV1 is requireCgroup on a v1 host.
+func requireV1(t *testing.T) Config {
+	t.Helper()
+	requireRoot(t)
+	if DetectMode() != V1 {
+		t.Skipf("host is %s, not cgroup v1", DetectMode())
+	}
+	return requireCgroup(t)
+}
+
+// cleanupParent removes every cgroup the test left under cfg's Parent and
+// the Parent itself, and fails the test if there was something to remove.
+func cleanupParent(t *testing.T, cfg Config) {
+	t.Helper()
+	n, err := Cleanup(cfg)
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+	if n != 0 {
+		t.Errorf("test left %d cgroup(s) behind", n)
+	}
+	lay, err := resolve(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range lay.controllers() {
+		if err := removeTree(lay.parentDir(c)); err != nil {
+			t.Errorf("remove test parent: %v", err)
+		}
+	}
+}
+
+func newManager(t *testing.T, cfg Config, name string, l Limits) *Manager {
+	t.Helper()
+	m, err := New(cfg, name, l)
+	if err != nil {
+		t.Fatalf("New(%q): %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := m.Delete(); err != nil {
+			t.Errorf("Delete: %v", err)
+		}
+	})
+	return m
+}
+
+func readTrim(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func TestRealNewWritesLimits(t *testing.T) {
+	cfg := requireCgroup(t)
+	l := Limits{MemoryMaxBytes: 64 << 20, PidsMax: 32, CPUQuotaMicros: 50000, CPUPeriodMicros: 200000}
+	m := newManager(t, cfg, "limits", l)
+	type file struct{ ctrl, name, want string }
+	var files []file
+	if m.Mode() == V1 {
+		files = []file{
+			{"memory", "memory.limit_in_bytes", "67108864"},
+			{"pids", "pids.max", "32"},
+			{"cpu", "cpu.cfs_quota_us", "50000"},
+			{"cpu", "cpu.cfs_period_us", "200000"},
+		}
+		if exists(filepath.Join(m.Paths()["memory"], "memory.memsw.limit_in_bytes")) {
+			files = append(files, file{"memory", "memory.memsw.limit_in_bytes", "67108864"})
+		} else if len(m.Warnings()) == 0 {
+			t.Error("no memsw file and no warning")
+		}
+	} else {
+		files = []file{
+			{"", "memory.max", "67108864"},
+			{"", "memory.oom.group", "1"},
+			{"", "pids.max", "32"},
+			{"", "cpu.max", "50000 200000"},
+		}
+		if exists(filepath.Join(m.Path(), "memory.swap.max")) {
+			files = append(files, file{"", "memory.swap.max", "0"})
+		}
+	}
+	for _, f := range files {
+		t.Run(f.name, func(t *testing.T) {
+			if got := readTrim(t, filepath.Join(m.Paths()[f.ctrl], f.name)); got != f.want {
+				t.Errorf("%s = %q, want %q", f.name, got, f.want)
+			}
+		})
+	}
+	if _, err := New(cfg, "limits", l); !errors.Is(err, os.ErrExist) {
+		t.Errorf("second New with the same name = %v, want ErrExist", err)
+	}
+}
+
+func TestRealAddProcKillDelete(t *testing.T) {
+	cfg := requireCgroup(t)
+	m, err := New(cfg, "addproc", Limits{PidsMax: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := startSleep(t)
+	if err := m.AddProc(cmd.Process.Pid); err != nil {
+		t.Fatalf("AddProc: %v", err)
+	}
+	for ctrl, dir := range m.Paths() {
+		pids, err := readProcsTree(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(pids, cmd.Process.Pid) {
+			t.Errorf("pid %d not in %s cgroup.procs (%s): %v", cmd.Process.Pid, ctrl, dir, pids)
+		}
+		tasks, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil || !strings.Contains(string(tasks), strconv.Itoa(cmd.Process.Pid)) {
+			t.Errorf("pid %d not in %s/cgroup.procs: %q %v", cmd.Process.Pid, dir, tasks, err)
+		}
+	}
+	if err := m.Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if pids, err := m.procs(); err != nil || len(pids) != 0 {
+		t.Errorf("after Kill procs = %v, %v; want none", pids, err)
+	}
+	wantSIGKILL(t, cmd.Wait())
+	if err := m.Delete(); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	for _, dir := range m.Paths() {
+		if exists(dir) {
+			t.Errorf("%s still exists after Delete", dir)
+		}
+	}
+	if err := m.Delete(); err != nil {
+		t.Errorf("second Delete = %v, want nil", err)
+	}
+}
+
+func TestRealKillTree(t *testing.T) {
+	cfg := requireCgroup(t)
+	m := newManager(t, cfg, "tree", Limits{PidsMax: 16})
+	h := startHelper(t, "spawn")
+	if err := m.AddProc(h.cmd.Process.Pid); err != nil {
+		t.Fatalf("AddProc: %v", err)
+	}
+	h.start(t)
+	line, err := h.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("read grandchildren: %v", err)
+	}
+	var kids []int
+	for _, f := range strings.Fields(line) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("bad pid %q", f)
+		}
+		kids = append(kids, pid)
+	}
+	procs, _ := m.procs()
+	for _, k := range kids {
+		if !slices.Contains(procs, k) {
+			t.Fatalf("grandchild %d not in the cgroup: %v", k, procs)
+		}
+	}
+	if err := m.Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	wantSIGKILL(t, h.cmd.Wait())
+	for _, k := range kids {
+		// Reparented to init, a killed grandchild is a zombie or gone.
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", k))
+		if err == nil {
+			if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && f[0] != "Z" {
+				t.Errorf("grandchild %d is alive (state %s) after Kill", k, f[0])
+			}
+		}
+	}
+}
+
+func TestRealUsage(t *testing.T) {
+	cfg := requireCgroup(t)
+	m := newManager(t, cfg, "usage", Limits{MemoryMaxBytes: 256 << 20, PidsMax: 64})
+	h := startHelper(t, "busy")
+	if err := m.AddProc(h.cmd.Process.Pid); err != nil {
+		t.Fatalf("AddProc: %v", err)
+	}
+	m.Sample()
+	h.start(t)
+	if err := h.cmd.Wait(); err != nil {
+		t.Fatalf("busy helper: %v", err)
+	}
+	u, err := m.Usage()
+	if err != nil {
+		t.Fatalf("Usage: %v", err)
+	}
+	t.Logf("usage: %+v", u)
+	if u.CPUUserMicros+u.CPUSystemMicros <= 0 {
+		t.Errorf("cpu time = %d+%d µs, want > 0", u.CPUUserMicros, u.CPUSystemMicros)
+	}
+	if u.PeakMemoryBytes < 16<<20 {
+		t.Errorf("peak memory = %d, want >= 16 MiB (the helper touched 16 MiB)", u.PeakMemoryBytes)
+	}
+	wantSource := map[Mode][]string{V1: {PeakSourceMaxUsage}, V2: {PeakSourcePeak, PeakSourceCurrent}}[m.Mode()]
+	if !slices.Contains(wantSource, u.PeakMemorySource) {
+		t.Errorf("peak source = %q, want one of %v", u.PeakMemorySource, wantSource)
+	}
+	if u.PidsPeak < 1 {
+		t.Errorf("pids peak = %d, want >= 1", u.PidsPeak)
+	}
+	if u.OOMKills != 0 || u.Source != m.Mode().String() {
+		t.Errorf("OOMKills %d Source %q, want 0 %q", u.OOMKills, u.Source, m.Mode())
+	}
+	if oom, err := m.OOMKilled(); err != nil || oom {
+		t.Errorf("OOMKilled() = %v, %v; want false", oom, err)
+	}
+}
+
+func TestRealOOM(t *testing.T) {
+	cfg := requireCgroup(t)
+	m := newManager(t, cfg, "oom", Limits{MemoryMaxBytes: 32 << 20, PidsMax: 64})
+	h := startHelper(t, "alloc")
+	if err := m.AddProc(h.cmd.Process.Pid); err != nil {
+		t.Fatalf("AddProc: %v", err)
+	}
+	h.start(t)
+	wantSIGKILL(t, h.cmd.Wait())
+	oom, err := m.OOMKilled()
+	if err != nil || !oom {
+		t.Fatalf("OOMKilled() = %v, %v; want true", oom, err)
+	}
+	u, err := m.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.OOMKills < 1 {
+		t.Errorf("OOMKills = %d, want >= 1", u.OOMKills)
+	}
+	// The kernel charges in pages and may overshoot the limit by a few.
+	if u.PeakMemoryBytes > 33<<20 || u.PeakMemoryBytes < 16<<20 {
+		t.Errorf("peak = %d, want near the 32 MiB limit", u.PeakMemoryBytes)
+	}
+}
+
+func TestRealCleanupRemovesLeftover(t *testing.T) {
+	cfg := requireCgroup(t)
+	m, err := New(cfg, "leftover", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := startSleep(t)
+	if err := m.AddProc(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	// No Delete: the predecessor "crashed".
+	n, err := Cleanup(cfg)
+	if err != nil || n != 1 {
+		t.Fatalf("Cleanup() = %d, %v; want 1, nil", n, err)
+	}
+	wantSIGKILL(t, cmd.Wait())
+	for _, dir := range m.Paths() {
+		if exists(dir) {
+			t.Errorf("%s survived Cleanup", dir)
+		}
+	}
+}
+
+func TestRealFD(t *testing.T) {
+	cfg := requireCgroup(t)
+	m := newManager(t, cfg, "fd", Limits{})
+	f, err := m.FD()
+	if m.Mode() == V1 {
+		if !errors.Is(err, ErrNotSupported) {
+			t.Fatalf("FD() on v1 = %v, want ErrNotSupported", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("FD(): %v", err)
+	}
+	defer f.Close()
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(f.Fd())}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start in cgroup: %v", err)
+	}
+	procs, _ := m.procs()
+	if !slices.Contains(procs, cmd.Process.Pid) {
+		t.Errorf("child %d not born in the cgroup: %v", cmd.Process.Pid, procs)
+	}
+	if err := m.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	wantSIGKILL(t, cmd.Wait())
+}
+
+func TestRealProbe(t *testing.T) {
+	cfg := requireCgroup(t)
+	r := Probe(cfg)
+	if !r.OK() {
+		t.Fatalf("Probe not OK: %+v", r)
+	}
+	want := map[Mode][]string{V1: {"memory", "cpu", "cpuacct", "pids", "freezer"}, V2: {"memory", "cpu", "pids"}}[r.Mode]
+	var got []string
+	for _, c := range r.Controllers {
+		got = append(got, c.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("controllers = %v, want %v", got, want)
+	}
+	for _, p := range r.Parents {
+		if entries, err := os.ReadDir(p); err == nil {
+			for _, e := range entries {
+				if e.IsDir() {
+					t.Errorf("probe left %s in %s", e.Name(), p)
+				}
+			}
+		}
+	}
+	t.Logf("probe: %+v", r)
+}

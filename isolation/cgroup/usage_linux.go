@@ -1,0 +1,153 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync/atomic"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+)
+
+// userHZ is the unit of cpuacct.stat: USER_HZ, 100 on every Linux ABI
+// (the kernel converts to clock_t for user space).
+const userHZ = 100
+
+// Usage reads what the sandbox consumed. Call it after the last process
+// exited (or after Kill) and before Delete for final figures; it may also
+// be called while processes run. See Usage's fields and the package doc
+// for the sources.
+func (m *Manager) Usage() (Usage, error) {
+	u := Usage{Source: m.mode.String()}
+	var err error
+	if m.mode == V1 {
+		err = m.usageV1(&u)
+	} else {
+		err = m.usageV2(&u)
+	}
+	if err != nil {
+		return Usage{}, fmt.Errorf("read usage of %s: %w", m.Path(), err)
+	}
+	return u, nil
+}
+
+func (m *Manager) usageV2(u *Usage) error {
+	cpu, err := readKeyed(m.file("", "cpu.stat"))
+	if err != nil {
+		return err
+	}
+	u.CPUUserMicros, u.CPUSystemMicros = cpu["user_usec"], cpu["system_usec"]
+	if v, err := readSingle(m.file("", "memory.peak")); err == nil {
+		u.PeakMemoryBytes, u.PeakMemorySource = v, PeakSourcePeak
+	} else if errors.Is(err, fs.ErrNotExist) {
+		cur, err := readSingle(m.file("", "memory.current"))
+		if err != nil {
+			return err
+		}
+		u.PeakMemoryBytes, u.PeakMemorySource = max(cur, m.memSeen.Load()), PeakSourceCurrent
+	} else {
+		return err
+	}
+	ev, err := readKeyed(m.file("", "memory.events"))
+	if err != nil {
+		return err
+	}
+	u.OOMKills = ev["oom_kill"]
+	u.PidsPeak, err = m.pidsPeak()
+	return err
+}
+
+func (m *Manager) usageV1(u *Usage) error {
+	user, uerr := readSingle(m.file(cgroup1.Cpuacct, "cpuacct.usage_user"))
+	sys, serr := readSingle(m.file(cgroup1.Cpuacct, "cpuacct.usage_sys"))
+	switch {
+	case uerr == nil && serr == nil:
+		u.CPUUserMicros, u.CPUSystemMicros = user/1000, sys/1000 // ns
+	case errors.Is(uerr, fs.ErrNotExist) || errors.Is(serr, fs.ErrNotExist):
+		// Kernels before 4.7: only cpuacct.stat, in USER_HZ ticks.
+		st, err := readKeyed(m.file(cgroup1.Cpuacct, "cpuacct.stat"))
+		if err != nil {
+			return err
+		}
+		u.CPUUserMicros = st["user"] * (1000000 / userHZ)
+		u.CPUSystemMicros = st["system"] * (1000000 / userHZ)
+	default:
+		return errors.Join(uerr, serr)
+	}
+	peak, err := readSingle(m.file(cgroup1.Memory, "memory.max_usage_in_bytes"))
+	if err != nil {
+		return err
+	}
+	u.PeakMemoryBytes, u.PeakMemorySource = peak, PeakSourceMaxUsage
+	oc, err := readKeyed(m.file(cgroup1.Memory, "memory.oom_control"))
+	if err != nil {
+		return err
+	}
+	u.OOMKills = oc["oom_kill"]
+	u.PidsPeak, err = m.pidsPeak()
+	return err
+}
+
+// pidsPeak reads pids.peak, or falls back to the sampled maximum.
+func (m *Manager) pidsPeak() (int64, error) {
+	v, err := readSingle(m.file(cgroup1.Pids, "pids.peak"))
+	if err == nil {
+		return v, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	cur, err := readSingle(m.file(cgroup1.Pids, "pids.current"))
+	if err != nil {
+		return 0, err
+	}
+	return max(cur, m.pidsSeen.Load()), nil
+}
+
+// Sample records pids.current (and, on v2 kernels without memory.peak,
+// memory.current) for the peaks of kernels that do not keep them. It is
+// cheap (one or two small reads) and ignores errors; call it periodically
+// while the sandbox runs.
+func (m *Manager) Sample() {
+	if v, err := readSingle(m.file(cgroup1.Pids, "pids.current")); err == nil {
+		storeMax(&m.pidsSeen, v)
+	}
+	if m.mode == V2 && !exists(m.file("", "memory.peak")) {
+		if v, err := readSingle(m.file("", "memory.current")); err == nil {
+			storeMax(&m.memSeen, v)
+		}
+	}
+}
+
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// OOMKilled reports whether the OOM killer killed a process in the cgroup:
+// memory.events oom_kill > 0 on v2, memory.oom_control oom_kill > 0 on v1
+// (Linux 4.13+; older v1 kernels have no counter, and under_oom 1 is
+// reported instead). DESIGN.md: OOM takes precedence over "killed by
+// SIGKILL" in the termination reason.
+func (m *Manager) OOMKilled() (bool, error) {
+	var (
+		kv  map[string]int64
+		err error
+	)
+	if m.mode == V1 {
+		kv, err = readKeyed(m.file(cgroup1.Memory, "memory.oom_control"))
+	} else {
+		kv, err = readKeyed(m.file("", "memory.events"))
+	}
+	if err != nil {
+		return false, fmt.Errorf("read OOM state of %s: %w", m.Path(), err)
+	}
+	if n, ok := kv["oom_kill"]; ok {
+		return n > 0, nil
+	}
+	return kv["under_oom"] == 1, nil
+}

@@ -1,0 +1,24 @@
+//go:build !linux
+
+package namespace
+
+import (
+	"fmt"
+	"syscall"
+
+	"github.com/execfarm/execfarm/isolation"
+)
+
+// CloneFlags are the namespaces every worker is forked into (none off Linux).
+const CloneFlags = 0
+
+// SysProcAttr returns nil off Linux: namespaces do not exist there.
+func SysProcAttr(r IDRange, cgroupFD int) *syscall.SysProcAttr { return nil }
+
+// SetHostname is not supported off Linux.
+func SetHostname(name string) error {
+	return fmt.Errorf("sethostname: %w", isolation.ErrNotSupported)
+}
+
+// LoopbackUp is not supported off Linux.
+func LoopbackUp() error { return fmt.Errorf("loopback: %w", isolation.ErrNotSupported) }

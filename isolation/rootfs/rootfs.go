@@ -1,0 +1,51 @@
+package rootfs
+
+// Config describes the root filesystem of one sandbox. Paths named "host"
+// are paths in the worker's view before pivot_root (the host's tree).
+type Config struct {
+	// Root is an existing empty host directory on which the new root tmpfs
+	// is mounted (only in the sandbox's mount namespace).
+	Root string
+	// ReadOnly lists host directories bound read-only at the same path,
+	// e.g. "/usr". A host path that is a symlink (merged /usr: /bin ->
+	// usr/bin) is recreated as the same symlink. Missing paths are skipped.
+	ReadOnly []string
+	// Files are written into the new root before it is made read-only,
+	// keyed by absolute sandbox path (e.g. "/etc/passwd"), mode 0644.
+	Files map[string]string
+	// ReadOnlyFiles binds single host files read-only at the same path
+	// (e.g. "/etc/ld.so.cache"). Missing files are skipped.
+	ReadOnlyFiles []string
+	// WorkerBinary is the host path of the worker binary, bound read-only
+	// at WorkerPath inside so that runtimes (goja) can re-exec it.
+	WorkerBinary string
+	// WorkspaceBytes, TmpBytes and ShmBytes size the tmpfs mounted at
+	// WorkspaceDir, /tmp and /dev/shm; 0 means 64 MiB. Their pages are
+	// charged to the sandbox's memory cgroup.
+	WorkspaceBytes, TmpBytes, ShmBytes int64
+	// UID and GID own the workspace (the sandbox user, 1000).
+	UID, GID int
+}
+
+// WorkspaceDir is the sandbox's writable working directory.
+const WorkspaceDir = "/workspace"
+
+// WorkerPath is where the worker binary is visible inside the sandbox.
+const WorkerPath = "/.execfarm/worker"
+
+// maskedPaths are /proc entries hidden behind /dev/null (files) or an empty
+// read-only tmpfs (directories); the list is runc's and Docker's default.
+var maskedPaths = []string{
+	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
+	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+	"/proc/sched_debug", "/proc/scsi", "/proc/sysrq-trigger",
+	"/proc/interrupts", "/proc/kallsyms", "/proc/kmsg",
+}
+
+// readOnlyPaths are /proc entries remounted read-only (runc's default).
+var readOnlyPaths = []string{
+	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+}
+
+// devices are the host device nodes bound into the sandbox's /dev.
+var devices = []string{"null", "zero", "full", "random", "urandom"}

@@ -1,0 +1,24 @@
+package seccomp
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// helperEnv makes the test binary act as the helper process: load the filter
+// (helperFiltered) or not (helperControl), run the probes of
+// helper_linux_test.go and print their results.
+const (
+	helperEnv      = "EXECFARM_SECCOMP_TEST_HELPER"
+	helperFiltered = "filtered"
+	helperControl  = "control"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(runHelper(mode))
+	}
+	goleak.VerifyTestMain(m)
+}

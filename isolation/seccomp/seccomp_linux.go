@@ -1,0 +1,137 @@
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Load installs the sandbox's seccomp filter (see Program) on every thread of
+// the calling process, with SECCOMP_FILTER_FLAG_TSYNC, so that no Go runtime
+// thread escapes it; every process forked afterwards inherits it. It cannot
+// be removed. Call it last, after mounts, pivot_root, rlimits and dropping
+// capabilities: the filter denies mount, pivot_root and friends.
+//
+// Installing a filter without CAP_SYS_ADMIN requires no_new_privs on the
+// calling thread (Documentation/userspace-api/seccomp_filter.rst). Load sets
+// it when it is not already set, so that the filter also holds across
+// set-uid executables; TSYNC then sets it on every other thread. Both steps
+// run on one locked OS thread.
+//
+// Errors: ErrPolicy if the policy does not assemble, ErrNotSupported if the
+// kernel lacks seccomp filters, ErrThreadSync if a thread could not be
+// synchronised, otherwise the *os.SyscallError of prctl or seccomp.
+func Load() error {
+	filter, err := sockFilters()
+	if err != nil {
+		return err
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	if err != nil {
+		return fmt.Errorf("load seccomp filter: %w", os.NewSyscallError("prctl(PR_GET_NO_NEW_PRIVS)", err))
+	}
+	if nnp != 1 {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("load seccomp filter: %w", os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err))
+		}
+	}
+
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(filter)
+	switch {
+	case errno == unix.ENOSYS || errno == unix.EINVAL && !filterModeAvailable():
+		return fmt.Errorf("load seccomp filter: %w: %w", ErrNotSupported, os.NewSyscallError("seccomp", errno))
+	case errno != 0:
+		return fmt.Errorf("load seccomp filter: %w", os.NewSyscallError("seccomp", errno))
+	case r != 0:
+		// With TSYNC, a positive return is the id of a thread that could not
+		// be synchronised; nothing was installed.
+		return fmt.Errorf("load seccomp filter: thread %d: %w", r, ErrThreadSync)
+	}
+	return nil
+}
+
+// sockFilters assembles Program into the kernel's struct sock_filter form.
+func sockFilters() ([]unix.SockFilter, error) {
+	prog, err := Program()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return nil, fmt.Errorf("%w: assemble BPF: %w", ErrPolicy, err)
+	}
+	out := make([]unix.SockFilter, len(raw))
+	for i, ins := range raw {
+		out[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+	}
+	return out, nil
+}
+
+// requiredActions are the return actions Program uses, with the names the
+// kernel lists in /proc/sys/kernel/seccomp/actions_avail.
+var requiredActions = []struct {
+	name   string
+	action uint32
+}{
+	{"kill_process", unix.SECCOMP_RET_KILL_PROCESS},
+	{"errno", unix.SECCOMP_RET_ERRNO},
+	{"allow", unix.SECCOMP_RET_ALLOW},
+}
+
+// Supported reports whether this process can install the sandbox's filter:
+// the kernel has seccomp filter mode (prctl PR_GET_SECCOMP answers, the
+// process is not in strict mode) and offers every return action the filter
+// uses (SECCOMP_GET_ACTION_AVAIL, the source of
+// /proc/sys/kernel/seccomp/actions_avail; kill_process needs Linux 4.14).
+// The string says why, for `execfarm doctor` and readiness reports.
+func Supported() (bool, string) {
+	if runtime.GOARCH != "amd64" {
+		return false, "seccomp policy is written for x86_64 only, this is " + runtime.GOARCH
+	}
+	mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
+	if err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			return false, "kernel built without CONFIG_SECCOMP (prctl PR_GET_SECCOMP: EINVAL)"
+		}
+		return false, "prctl PR_GET_SECCOMP: " + err.Error()
+	}
+	modes := map[int]string{unix.SECCOMP_MODE_DISABLED: "none", unix.SECCOMP_MODE_STRICT: "strict", unix.SECCOMP_MODE_FILTER: "filter"}
+	if mode == unix.SECCOMP_MODE_STRICT {
+		return false, "process is in seccomp strict mode"
+	}
+	var names []string
+	for _, a := range requiredActions {
+		act := a.action
+		_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&act)))
+		switch errno {
+		case 0:
+			names = append(names, a.name)
+		case unix.EOPNOTSUPP:
+			return false, "seccomp action " + a.name + " not available (kernel older than 4.14?)"
+		default:
+			return false, "seccomp(SECCOMP_GET_ACTION_AVAIL, " + a.name + "): " + errno.Error()
+		}
+	}
+	return true, fmt.Sprintf("seccomp filter mode available (current mode %s; actions %s)", modes[mode], strings.Join(names, " "))
+}
+
+// filterModeAvailable tells an EINVAL from seccomp(SET_MODE_FILTER) caused by
+// a kernel without CONFIG_SECCOMP_FILTER from one caused by a bad program.
+func filterModeAvailable() bool {
+	act := uint32(unix.SECCOMP_RET_ALLOW)
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&act)))
+	return errno == 0
+}

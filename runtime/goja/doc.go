@@ -1,0 +1,13 @@
+// Package goja runs a JavaScript program in the goja engine with a Node-like
+// event loop; it is the "goja" runtime that the worker starts, as an
+// unprivileged process inside the sandbox, by re-executing itself.
+//
+// The program is the output of package runtime/transform: plain JavaScript
+// that may use top-level await and may end with an inline source map. Run
+// wraps it in an async function on its first line, so stack traces keep the
+// user's line numbers, and provides console, timers (setTimeout,
+// setInterval, setImmediate and their clear functions, queueMicrotask), a
+// minimal process object (exit, env, argv, platform) and a require that
+// refuses every module. The rule a caller must keep: one Run per process is
+// the intended use; Run owns its goja runtime and never reuses it.
+package goja

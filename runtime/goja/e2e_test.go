@@ -1,0 +1,90 @@
+package goja
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/execfarm/execfarm/runtime/transform"
+)
+
+// TestTypeScriptEndToEnd runs transform output: the path the supervisor and
+// worker take together.
+func TestTypeScriptEndToEnd(t *testing.T) {
+	tests := []struct {
+		name     string
+		code     string
+		stdout   string
+		errSub   []string
+		exitCode int
+	}{
+		{
+			name:   "acceptance",
+			code:   `const n: number = 6 * 7; console.log("answer", n)`,
+			stdout: "answer 42\n",
+		},
+		{
+			name: "language features",
+			code: `interface Pt { x: number; y?: { z: number } }
+enum Kind { A = "a", B = "b" }
+class Counter {
+  #n = 0;
+  static made = 0;
+  constructor(private readonly step: number) { Counter.made++ }
+  inc(): number { return this.#n += this.step }
+}
+const c = new Counter(2); c.inc();
+const p: Pt = { x: 1 };
+const { x, ...rest } = { x: 1, a: 2, b: 3 };
+const arr = [...[1, 2], ...[3]];
+async function* gen() { yield 1; yield 2 }
+const got: number[] = [];
+for await (const v of gen()) got.push(v);
+const slow = (ms: number) => new Promise<number>(r => setTimeout(() => r(ms), ms));
+const all = await Promise.all([slow(5), slow(1)]);
+console.log(c.inc(), Counter.made, p.y?.z ?? "none", x, rest, arr, got, all, ` + "`${Kind.B}-${arr.length}`" + `)`,
+			stdout: "4 1 none 1 { a: 2, b: 3 } [ 1, 2, 3 ] [ 1, 2 ] [ 5, 1 ] b-3\n",
+		},
+		{
+			name: "runtime error names the user's lines",
+			code: `type N = number;
+const a: N = 1;
+
+function fail(msg: string): never {
+  throw new Error(msg);
+}
+await new Promise<void>((r) => setTimeout(r, 1));
+fail("at line five");`,
+			errSub:   []string{"Uncaught Error: at line five\n", "    at fail (main.ts:5:", "    at main.ts:8:"},
+			exitCode: ExitUncaught,
+		},
+		{
+			name:     "error on the first line keeps its column",
+			code:     `const o: any = null; console.log(o.x)`,
+			errSub:   []string{"Uncaught TypeError: Cannot read property 'x'", "main.ts:1:"},
+			exitCode: ExitUncaught,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			js, err := transform.TypeScript(tt.code)
+			if err != nil {
+				t.Fatalf("transform: %v", err)
+			}
+			got := run(t, js, Options{})
+			if got.code != tt.exitCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", got.code, tt.exitCode, got.stderr)
+			}
+			if got.stdout != tt.stdout {
+				t.Errorf("stdout = %q, want %q", got.stdout, tt.stdout)
+			}
+			if tt.errSub == nil && got.stderr != "" {
+				t.Errorf("stderr = %q", got.stderr)
+			}
+			for _, s := range tt.errSub {
+				if !strings.Contains(got.stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, got.stderr)
+				}
+			}
+		})
+	}
+}

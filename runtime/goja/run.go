@@ -1,0 +1,155 @@
+package goja
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	gojavm "github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+	"github.com/dop251/goja_nodejs/eventloop"
+)
+
+// Exit codes returned by Run besides the code passed to process.exit.
+const (
+	// ExitOK means the program ran to completion: the event loop had no
+	// more work.
+	ExitOK = 0
+	// ExitUncaught means an uncaught exception or an unhandled promise
+	// rejection (or a program goja could not compile), as in Node.
+	ExitUncaught = 1
+	// ExitCancelled means the context was cancelled (128 + SIGINT, as a
+	// shell reports an interrupted command).
+	ExitCancelled = 130
+)
+
+// programName is the script name goja reports in stack traces when the
+// program carries no source map.
+const programName = "main.js"
+
+// Options tunes one Run.
+type Options struct {
+	// Deterministic fixes the clock seen by the program at the Unix epoch
+	// (Date.now() returns 0, new Date() is 1970-01-01T00:00:00Z) and seeds
+	// Math.random with Seed. Timers still fire after real time. false means
+	// the real clock and an unpredictable Math.random.
+	Deterministic bool
+	// Seed seeds Math.random when Deterministic is set; 0 is a valid seed.
+	// Ignored otherwise.
+	Seed int64
+}
+
+// Run executes program and returns its exit code once the event loop has no
+// more work: ExitOK, ExitUncaught, ExitCancelled or the code given to
+// process.exit.
+//
+// console.log, info, debug and warn write to stdout, console.error to
+// stderr; uncaught errors are reported on stderr as
+// "Uncaught <Name>: <message>" followed by the stack. Output is buffered and
+// flushed when the event loop goes idle waiting on a timer, at the latest
+// flushDelay after it was written, and before Run returns. Cancelling ctx
+// interrupts the running script and ends the loop promptly.
+func Run(ctx context.Context, program string, stdout, stderr io.Writer, opts Options) (exitCode int) {
+	if ctx.Err() != nil {
+		return ExitCancelled
+	}
+	out := newStream(stdout)
+	errOut := newStream(stderr)
+	defer errOut.Close()
+	defer out.Close()
+
+	prg, wrapperLine, err := compile(program)
+	if err != nil {
+		errOut.WriteString("Uncaught " + err.Error() + "\n")
+		return ExitUncaught
+	}
+
+	loop := eventloop.NewEventLoop(eventloop.EnableConsole(false))
+	r := &runner{loop: loop, stdout: out, stderr: errOut, wrapperLine: wrapperLine}
+	stop := func() bool { return true }
+	loop.Run(func(vm *gojavm.Runtime) {
+		r.vm = vm
+		// Registered inside Run so that StopNoWait finds the loop running.
+		stop = context.AfterFunc(ctx, func() {
+			vm.Interrupt(errCancelled)
+			loop.StopNoWait()
+		})
+		if err := r.setup(opts); err != nil {
+			r.report("Uncaught " + err.Error())
+			r.finish(ExitUncaught)
+			return
+		}
+		_, err := vm.RunProgram(prg)
+		r.endTask(err)
+		r.timers.flushIfIdle()
+	})
+	// false: the cancel callback ran (or is running); it only touches the
+	// VM's interrupt flag and the loop's stop flag, both safe at any time.
+	cancelled := !stop()
+	// Terminate cancels the wake-up timer still armed when the loop was
+	// stopped early, so that no goroutine outlives Run.
+	loop.Terminate()
+
+	switch {
+	case r.done:
+		return r.exitCode
+	case cancelled || r.cancelled:
+		return ExitCancelled
+	default:
+		return r.processExitCode()
+	}
+}
+
+// errCancelled is the interrupt value set when ctx is cancelled.
+var errCancelled = errors.New("goja: execution cancelled")
+
+// exitRequest is the interrupt value set by process.exit.
+type exitRequest struct{ code int }
+
+// compile wraps program for top-level await and compiles it; it returns the
+// line of main.js that calls the wrapper. Source maps are read only from
+// data: URLs inside the program, never from files. Syntax errors on line 1
+// are reported at the user's column, not the wrapped one.
+func compile(program string) (*gojavm.Program, int, error) {
+	src := wrap(program)
+	wrapperLine := strings.Count(src[:strings.LastIndex(src, wrapSuffix)+1], "\n") + 1
+	ast, err := parser.ParseFile(nil, programName, src, 0, parser.WithSourceMapLoader(func(string) ([]byte, error) {
+		return nil, errors.New("goja: source map files are not read")
+	}))
+	if err != nil {
+		var list parser.ErrorList
+		if errors.As(err, &list) {
+			for _, e := range list {
+				if e.Position.Line == 1 && e.Position.Filename == programName && e.Position.Column > len(wrapPrefix) {
+					e.Position.Column -= len(wrapPrefix)
+				}
+			}
+		}
+		return nil, 0, fmt.Errorf("SyntaxError: %w", err)
+	}
+	prg, err := gojavm.CompileAST(ast, false)
+	return prg, wrapperLine, err
+}
+
+// setup installs the globals and the deterministic sources.
+func (r *runner) setup(opts Options) error {
+	vm := r.vm
+	if opts.Deterministic {
+		epoch := time.Unix(0, 0)
+		vm.SetTimeSource(func() time.Time { return epoch })
+		rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x9e3779b97f4a7c15))
+		vm.SetRandSource(rng.Float64)
+	}
+	vm.SetPromiseRejectionTracker(r.trackRejection)
+	if err := r.installConsole(); err != nil {
+		return err
+	}
+	if err := r.installTimers(); err != nil {
+		return err
+	}
+	return r.installProcess()
+}

@@ -1,0 +1,106 @@
+package program
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/execfarm/execfarm/isolation/rootfs"
+	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/runtime/transform"
+)
+
+// Runtime names.
+const (
+	Goja   = "goja"
+	Node   = "node"
+	Shell  = "shell"
+	Python = "python"
+)
+
+// Sentinel errors; the supervisor maps ErrUnknownRuntime and ErrBadEnv to
+// INVALID_ARGUMENT and ErrUnavailable to UNIMPLEMENTED.
+var (
+	ErrUnknownRuntime = errors.New("program: unknown runtime")
+	ErrUnavailable    = errors.New("program: runtime not available on this server")
+	ErrBadEnv         = errors.New("program: invalid environment variable")
+)
+
+// Input is what a caller asked to run.
+type Input struct {
+	// Runtime is one of Goja, Node, Shell, Python.
+	Runtime string
+	// Code is the program text (TypeScript or JavaScript for goja, a shell
+	// command line for shell, Python source for python).
+	Code string
+	// Stdin is given to the program on standard input.
+	Stdin []byte
+	// Env is added to the base environment; keys must be non-empty and
+	// contain neither '=' nor NUL, values no NUL.
+	Env map[string]string
+	// Deterministic asks goja for a fixed clock and seeded Math.random.
+	Deterministic bool
+}
+
+// baseEnv is every runtime process's environment before Input.Env.
+var baseEnv = []string{
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=" + rootfs.WorkspaceDir,
+	"USER=sandbox",
+	"LANG=C.UTF-8",
+}
+
+// Build returns the worker request for in. TypeScript syntax errors come
+// back as *transform.SyntaxError; empty code as transform.ErrEmptyCode.
+func Build(in Input) (*workerv1.RunRequest, error) {
+	if strings.TrimSpace(in.Code) == "" {
+		return nil, transform.ErrEmptyCode
+	}
+	env, err := environ(in.Env)
+	if err != nil {
+		return nil, err
+	}
+	req := &workerv1.RunRequest{Env: env, Dir: rootfs.WorkspaceDir, Stdin: in.Stdin}
+	switch in.Runtime {
+	case Goja:
+		js, err := transform.TypeScript(in.Code)
+		if err != nil {
+			return nil, err
+		}
+		req.Argv = []string{rootfs.WorkerPath, "goja"}
+		req.Program = []byte(js)
+		if in.Deterministic {
+			req.Env = append(req.Env, "EXECFARM_DETERMINISTIC=1")
+		}
+	case Shell:
+		req.Argv = []string{"/bin/sh", "-c", in.Code}
+	case Python:
+		req.Argv = []string{"/usr/bin/python3", "-c", in.Code}
+	case Node:
+		return nil, fmt.Errorf("%w: node (planned: runtime bundle and prelude)", ErrUnavailable)
+	default:
+		return nil, fmt.Errorf("%w: %q", ErrUnknownRuntime, in.Runtime)
+	}
+	return req, nil
+}
+
+func environ(extra map[string]string) ([]string, error) {
+	env := append([]string(nil), baseEnv...)
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := extra[k]
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("%w: %q", ErrBadEnv, k)
+		}
+		// A caller's value replaces the base one rather than shadowing it.
+		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}

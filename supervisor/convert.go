@@ -1,0 +1,130 @@
+package supervisor
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/registry"
+)
+
+// The registry numbers states and reasons as the wire does; these
+// conversions are the one place that relies on it.
+
+func stateToProto(s registry.State) sandboxv1.ExecutionState {
+	return sandboxv1.ExecutionState(s)
+}
+
+func stateFromProto(s sandboxv1.ExecutionState) (registry.State, bool) {
+	rs := registry.State(s)
+	return rs, rs >= registry.StatePending && rs <= registry.StateTimeout
+}
+
+func reasonToProto(r registry.Reason) sandboxv1.TerminationReason {
+	return sandboxv1.TerminationReason(r)
+}
+
+func runtimeToProto(name string) sandboxv1.Runtime {
+	switch name {
+	case program.Goja:
+		return sandboxv1.Runtime_RUNTIME_GOJA
+	case program.Node:
+		return sandboxv1.Runtime_RUNTIME_NODE
+	case program.Shell:
+		return sandboxv1.Runtime_RUNTIME_SHELL
+	case program.Python:
+		return sandboxv1.Runtime_RUNTIME_PYTHON
+	}
+	return sandboxv1.Runtime_RUNTIME_UNSPECIFIED
+}
+
+// validUTF8 returns b as a proto-safe string: proto3 strings must be valid
+// UTF-8, so invalid bytes become U+FFFD. Offsets still count raw bytes.
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func outcomeToProto(id string, r registry.Result) *sandboxv1.ExecutionOutcome {
+	o := &sandboxv1.ExecutionOutcome{
+		ExecutionId:       id,
+		TerminationReason: reasonToProto(r.Reason),
+		ExitCode:          int32(r.ExitCode),
+		Signal:            int32(r.Signal),
+		Usage: &sandboxv1.ResourceUsage{
+			CpuUserUs: r.Usage.CPUUserMicros, CpuSystemUs: r.Usage.CPUSystemMicros,
+			WallMs: r.Usage.WallMs, PeakMemoryBytes: r.Usage.PeakMemoryBytes,
+			PeakMemorySource: r.Usage.PeakMemorySource, PidsPeak: r.Usage.PidsPeak,
+			OomKills: r.Usage.OOMKills,
+		},
+		StdoutTruncated: r.StdoutTruncated,
+		StderrTruncated: r.StderrTruncated,
+		QueueWaitMs:     r.QueueWaitMs,
+		SandboxId:       r.SandboxID,
+		StdoutBytes:     r.StdoutBytes,
+		StderrBytes:     r.StderrBytes,
+	}
+	if x, ok := r.Extra.(extra); ok {
+		o.EffectiveLimits = x.limits.toProto()
+		o.Runtime = runtimeToProto(x.runtime)
+	}
+	return o
+}
+
+func resultToProto(id string, r registry.Result) *sandboxv1.ExecuteResult {
+	return &sandboxv1.ExecuteResult{
+		Success:         r.Success,
+		Error:           errorText(r, ""),
+		ExecutionTimeMs: r.Usage.WallMs,
+		State:           stateToProto(r.State),
+		Outcome:         outcomeToProto(id, r),
+	}
+}
+
+// maxErrorText bounds the stderr tail quoted in a ProDisco error field.
+const maxErrorText = 4096
+
+// errorText is ProDisco's `error`: unset on success; otherwise the
+// program's stderr tail when there is one (an uncaught exception's message
+// lives there), else the reason.
+func errorText(r registry.Result, stderr string) *string {
+	if r.Success {
+		return nil
+	}
+	msg := r.Error
+	if stderr = strings.TrimSpace(stderr); stderr != "" && r.Reason == registry.ReasonExited {
+		if len(stderr) > maxErrorText {
+			stderr = strings.ToValidUTF8(stderr[len(stderr)-maxErrorText:], "")
+		}
+		msg = stderr
+	}
+	if msg == "" {
+		msg = r.Reason.String()
+	}
+	return &msg
+}
+
+func infoToProto(in registry.Info, queuePos int) *sandboxv1.ExecutionInfo {
+	info := &sandboxv1.ExecutionInfo{
+		ExecutionId:       in.ID,
+		State:             stateToProto(in.State),
+		CodePreview:       in.CodePreview,
+		IsCached:          in.IsCached,
+		Runtime:           runtimeToProto(in.Runtime),
+		TerminationReason: reasonToProto(in.Reason),
+		QueuePosition:     int32(queuePos),
+	}
+	// ProDisco's started_at_ms is when the execution was submitted.
+	info.StartedAtMs = in.CreatedAt.UnixMilli()
+	if !in.FinishedAt.IsZero() {
+		f := in.FinishedAt.UnixMilli()
+		info.FinishedAtMs = &f
+	}
+	if in.CachedName != "" {
+		info.CachedName = &in.CachedName
+	}
+	return info
+}

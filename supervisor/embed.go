@@ -1,0 +1,100 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/execfarm/execfarm/supervisor/transport"
+)
+
+// DefaultUIDBase is the first host uid of sandbox uid ranges: far above
+// ordinary users and the /etc/subuid ranges tools hand out from 100000.
+const DefaultUIDBase = 1 << 30
+
+// FindWorker returns the worker binary: explicit if set, else
+// $EXECFARM_WORKER, else execfarm-worker next to the running executable,
+// else on $PATH.
+func FindWorker(explicit string) (string, error) {
+	if explicit == "" {
+		explicit = os.Getenv("EXECFARM_WORKER")
+	}
+	if explicit != "" {
+		p, err := filepath.Abs(explicit)
+		if err != nil {
+			return "", fmt.Errorf("supervisor: worker binary: %w", err)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("supervisor: worker binary: %w", err)
+		}
+		return p, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "execfarm-worker")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("execfarm-worker")
+	if err != nil {
+		return "", errors.New("supervisor: execfarm-worker not found next to execfarm nor on $PATH (set --worker or EXECFARM_WORKER)")
+	}
+	return filepath.Abs(p)
+}
+
+// Embedded starts a private supervisor for one client process (the CLI's
+// `run` when no server is configured or reachable): a unix socket in a
+// fresh temporary directory, its own cgroup parent, executions in the
+// foreground. stop shuts it down and removes everything it created.
+func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc transport.Config, stop func() error, err error) {
+	dir, err := os.MkdirTemp("", "execfarm-embedded-")
+	if err != nil {
+		return tc, nil, fmt.Errorf("supervisor: %w", err)
+	}
+	if cfg.Sandbox.Cgroup.Parent == "" {
+		cfg.Sandbox.Cgroup.Parent = cgroup.DefaultParent + "-embedded-" + strconv.Itoa(os.Getpid())
+	}
+	if cfg.Sandbox.IDs == nil {
+		cfg.Sandbox.IDs = sandbox.NewIDPool(DefaultUIDBase, 0, 64)
+	}
+	layers, err := CheckHost(cfg.Sandbox.Cgroup, allowDegraded)
+	if err != nil {
+		os.RemoveAll(dir)
+		return tc, nil, err
+	}
+	cfg.Layers = layers
+	s, err := New(cfg)
+	if err != nil {
+		os.RemoveAll(dir)
+		return tc, nil, err
+	}
+	tc = transport.Config{SocketPath: filepath.Join(dir, "execfarm.sock")}
+	sctx, cancel := context.WithCancel(ctx)
+	readyc := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- ListenAndServe(sctx, s, tc, 2*time.Second, func(string) { close(readyc) })
+	}()
+	select {
+	case <-readyc:
+	case err := <-done:
+		cancel()
+		os.RemoveAll(dir)
+		return tc, nil, err
+	}
+	stop = func() error {
+		cancel()
+		err := <-done
+		_, _ = cgroup.Cleanup(cfg.Sandbox.Cgroup)
+		os.RemoveAll(dir)
+		return err
+	}
+	return tc, stop, nil
+}

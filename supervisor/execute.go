@@ -1,0 +1,332 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/runtime/transform"
+	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/execfarm/execfarm/supervisor/scheduler"
+)
+
+func defaultConcurrency() int { return runtime.NumCPU() }
+
+// job is a validated request, ready to run.
+type job struct {
+	runtime string
+	req     *workerv1.RunRequest
+	limits  Limits
+}
+
+// extra is what the supervisor keeps in registry.Result.Extra.
+type extra struct {
+	limits  Limits
+	runtime string
+}
+
+// runtimeName maps the wire enum to a runtime name.
+func (s *Server) runtimeName(r sandboxv1.Runtime) (string, error) {
+	switch r {
+	case sandboxv1.Runtime_RUNTIME_UNSPECIFIED:
+		return s.cfg.DefaultRuntime, nil
+	case sandboxv1.Runtime_RUNTIME_GOJA:
+		return program.Goja, nil
+	case sandboxv1.Runtime_RUNTIME_NODE:
+		return program.Node, nil
+	case sandboxv1.Runtime_RUNTIME_SHELL:
+		return program.Shell, nil
+	case sandboxv1.Runtime_RUNTIME_PYTHON:
+		return program.Python, nil
+	}
+	return "", status.Errorf(codes.InvalidArgument, "unknown runtime %d", int32(r))
+}
+
+// prepare validates req and builds its job. Errors are gRPC statuses:
+// INVALID_ARGUMENT for bad code, limits or env; NOT_FOUND for an unknown
+// cached script; UNIMPLEMENTED for a runtime this server cannot run.
+func (s *Server) prepare(req *sandboxv1.ExecuteRequest) (*job, error) {
+	rt, err := s.runtimeName(req.GetRuntime())
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := req.GetSource().(*sandboxv1.ExecuteRequest_Cached); ok {
+		return nil, status.Errorf(codes.NotFound, "cached script %q not found", req.GetCached())
+	}
+	limits, err := resolveLimits(req.GetLimits(), req.TimeoutMs, s.cfg.Defaults, s.cfg.Ceilings)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	wreq, err := program.Build(program.Input{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), Env: req.GetEnv()})
+	if err != nil {
+		return nil, programError(err)
+	}
+	if limits.FileDescriptors > 0 {
+		n := uint64(limits.FileDescriptors)
+		wreq.Rlimits = append(wreq.Rlimits, &workerv1.Rlimit{Resource: "NOFILE", Soft: n, Hard: n})
+	}
+	if limits.CPUTimeMs > 0 {
+		sec := uint64((limits.CPUTimeMs + 999) / 1000)
+		wreq.Rlimits = append(wreq.Rlimits, &workerv1.Rlimit{Resource: "CPU", Soft: sec, Hard: sec + 1})
+	}
+	// Files written by the program are bounded by the workspace anyway;
+	// RLIMIT_FSIZE makes a single runaway write fail early and clearly.
+	fsz := uint64(limits.WorkspaceBytes)
+	wreq.Rlimits = append(wreq.Rlimits, &workerv1.Rlimit{Resource: "FSIZE", Soft: fsz, Hard: fsz})
+	return &job{runtime: rt, req: wreq, limits: limits}, nil
+}
+
+// programError maps program.Build's errors to gRPC statuses.
+func programError(err error) error {
+	var se *transform.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return status.Error(codes.InvalidArgument, se.Error())
+	case errors.Is(err, transform.ErrEmptyCode):
+		return status.Error(codes.InvalidArgument, "code is empty")
+	case errors.Is(err, program.ErrUnavailable):
+		return status.Error(codes.Unimplemented, err.Error())
+	case errors.Is(err, program.ErrUnknownRuntime), errors.Is(err, program.ErrBadEnv):
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// submit validates req, admits it through the scheduler and starts it in
+// the background. The returned execution is PENDING or RUNNING.
+func (s *Server) submit(req *sandboxv1.ExecuteRequest) (*registry.Execution, error) {
+	j, err := s.prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.admit(); err != nil {
+		return nil, err
+	}
+	ticket, err := s.sched.Enqueue()
+	if err != nil {
+		s.running.Done()
+		if errors.Is(err, scheduler.ErrQueueFull) {
+			return nil, status.Errorf(codes.ResourceExhausted, "execution queue full (%d waiting)", s.cfg.QueueSize)
+		}
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	e := s.reg.Create(registry.Meta{
+		CodePreview:    req.GetCode(),
+		Runtime:        j.runtime,
+		MaxOutputBytes: j.limits.OutputBytes,
+	})
+	r := &run{s: s, e: e, j: j, ticket: ticket}
+	s.runs.Store(e.ID(), r)
+	r.ctx, r.cancel = context.WithCancel(s.runCtx)
+	e.SetCancel(func() { r.stop(registry.ReasonCancelled) })
+	go r.execute()
+	return e, nil
+}
+
+// queuePosition returns the execution's place in the queue (1 = next),
+// 0 when it is not queued.
+func (s *Server) queuePosition(id string) int {
+	if v, ok := s.runs.Load(id); ok {
+		return v.(*run).ticket.Position()
+	}
+	return 0
+}
+
+// run is one execution in flight.
+type run struct {
+	s      *Server
+	e      *registry.Execution
+	j      *job
+	ticket *scheduler.Ticket
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	sb     *sandbox.Sandbox
+	reason registry.Reason // set by stop: cancelled or timeout
+}
+
+// stop ends the execution for reason (first reason wins) and kills its
+// sandbox, if it has one yet.
+func (r *run) stop(reason registry.Reason) {
+	r.mu.Lock()
+	if r.reason == 0 {
+		r.reason = reason
+	}
+	sb := r.sb
+	r.mu.Unlock()
+	if sb != nil {
+		_ = sb.Kill()
+	}
+	r.cancel()
+}
+
+func (r *run) stopReason() registry.Reason {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reason
+}
+
+func (r *run) execute() {
+	defer r.s.running.Done()
+	defer r.cancel()
+	queued := time.Now()
+	defer r.s.runs.Delete(r.e.ID())
+	if err := r.ticket.Wait(r.ctx); err != nil {
+		r.finishStopped(0, "cancelled while queued")
+		return
+	}
+	defer r.ticket.Release()
+	queueWait := time.Since(queued).Milliseconds()
+	if err := r.e.Start(); err != nil {
+		return // already terminal: cancelled while queued
+	}
+	l := r.j.limits
+	spec := sandbox.Spec{
+		Limits: cgroup.Limits{
+			MemoryMaxBytes: l.MemoryBytes,
+			PidsMax:        int64(l.Processes),
+			CPUQuotaMicros: int64(l.CPUPercent) * 1000,
+		},
+		WorkspaceBytes: l.WorkspaceBytes,
+	}
+	sb, err := sandbox.Start(r.ctx, &r.s.cfg.Sandbox, spec)
+	if err != nil {
+		if r.stopReason() != 0 || r.ctx.Err() != nil {
+			r.finishStopped(queueWait, "")
+			return
+		}
+		r.s.log.Error("sandbox start failed", "execution", r.e.ID(), "error", err)
+		r.finish(registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal,
+			Error: "sandbox start failed: " + err.Error(), QueueWaitMs: queueWait})
+		return
+	}
+	defer sb.Close()
+	r.mu.Lock()
+	r.sb = sb
+	stopped := r.reason != 0
+	r.mu.Unlock()
+	if stopped {
+		r.finishStopped(queueWait, "")
+		return
+	}
+	timer := time.AfterFunc(time.Duration(l.TimeoutMs)*time.Millisecond, func() { r.stop(registry.ReasonTimeout) })
+	started := time.Now()
+	exit, runErr := sb.Run(r.ctx, r.j.req, func(ev *workerv1.RunEvent) {
+		switch x := ev.GetEvent().(type) {
+		case *workerv1.RunEvent_Stdout:
+			r.e.Write(registry.Stdout, x.Stdout)
+		case *workerv1.RunEvent_Stderr:
+			r.e.Write(registry.Stderr, x.Stderr)
+		}
+	})
+	wall := time.Since(started).Milliseconds()
+	timer.Stop()
+	usage, uerr := sb.Usage()
+	if uerr != nil {
+		r.s.log.Warn("read sandbox usage", "execution", r.e.ID(), "error", uerr)
+	}
+	res := classify(r.stopReason(), exit, runErr, usage, l)
+	res.QueueWaitMs = queueWait
+	res.SandboxID = sb.ID()
+	res.Usage = registry.Usage{
+		CPUUserMicros: usage.CPUUserMicros, CPUSystemMicros: usage.CPUSystemMicros, WallMs: wall,
+		PeakMemoryBytes: usage.PeakMemoryBytes, PeakMemorySource: usage.PeakMemorySource,
+		PidsPeak: usage.PidsPeak, OOMKills: usage.OOMKills,
+	}
+	r.finish(res)
+}
+
+// finishStopped ends an execution that was stopped before it ran.
+func (r *run) finishStopped(queueWait int64, msg string) {
+	reason := r.stopReason()
+	if reason == 0 {
+		reason = registry.ReasonCancelled
+		msg = "supervisor shutting down"
+	}
+	res := registry.Result{State: registry.StateCancelled, Reason: reason, QueueWaitMs: queueWait, Error: msg}
+	if reason == registry.ReasonTimeout {
+		res.State = registry.StateTimeout
+	}
+	if res.Error == "" {
+		res.Error = reason.String()
+	}
+	r.finish(res)
+}
+
+func (r *run) finish(res registry.Result) {
+	res.Extra = extra{limits: r.j.limits, runtime: r.j.runtime}
+	r.e.Finish(res)
+}
+
+// classify turns how the run ended into a registry result. Precedence: an
+// explicit stop (timeout, cancel) first, then an OOM kill (it wins over
+// "killed by SIGKILL", DESIGN.md), then the worker's report.
+func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.Usage, l Limits) registry.Result {
+	switch stop {
+	case registry.ReasonTimeout:
+		return registry.Result{State: registry.StateTimeout, Reason: registry.ReasonTimeout,
+			Error: fmt.Sprintf("timed out after %d ms", l.TimeoutMs)}
+	case registry.ReasonCancelled:
+		return registry.Result{State: registry.StateCancelled, Reason: registry.ReasonCancelled, Error: "cancelled"}
+	}
+	if u.OOMKills > 0 {
+		res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonMemory,
+			Error: fmt.Sprintf("killed: memory limit of %d bytes exceeded (OOM kill)", l.MemoryBytes)}
+		if exit != nil {
+			res.ExitCode, res.Signal = int(exit.GetExitCode()), int(exit.GetSignal())
+		}
+		return res
+	}
+	if runErr != nil || exit == nil {
+		msg := "worker lost"
+		if runErr != nil {
+			msg = "worker lost: " + runErr.Error()
+		}
+		return registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal, Error: msg}
+	}
+	if se := exit.GetStartError(); se != "" {
+		return registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal, Error: "start program: " + se}
+	}
+	if sig := syscall.Signal(exit.GetSignal()); sig != 0 {
+		res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonSignal, Signal: int(sig), ExitCode: -1,
+			Error: "killed by signal " + strings.ToUpper(sigName(sig))}
+		if sig == syscall.SIGXCPU || (sig == syscall.SIGKILL && l.CPUTimeMs > 0 && u.CPUUserMicros+u.CPUSystemMicros >= l.CPUTimeMs*1000) {
+			res.Reason = registry.ReasonCPUTime
+			res.Error = fmt.Sprintf("killed: CPU time limit of %d ms exceeded", l.CPUTimeMs)
+		}
+		return res
+	}
+	code := int(exit.GetExitCode())
+	if code == 0 {
+		return registry.Result{State: registry.StateCompleted, Reason: registry.ReasonExited, Success: true}
+	}
+	return registry.Result{State: registry.StateFailed, Reason: registry.ReasonExited, ExitCode: code,
+		Error: fmt.Sprintf("exited with code %d", code)}
+}
+
+func sigName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGKILL: "sigkill", syscall.SIGSEGV: "sigsegv", syscall.SIGSYS: "sigsys",
+		syscall.SIGABRT: "sigabrt", syscall.SIGTERM: "sigterm", syscall.SIGXCPU: "sigxcpu",
+		syscall.SIGXFSZ: "sigxfsz", syscall.SIGBUS: "sigbus", syscall.SIGPIPE: "sigpipe",
+		syscall.SIGINT: "sigint", syscall.SIGHUP: "sighup",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("%d", int(s))
+}

@@ -1,0 +1,244 @@
+package registry
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Defaults applied by New for zero Config fields.
+const (
+	DefaultRetentionMs      = 5 * 60 * 1000 // 5 minutes, DESIGN.md "Execution semantics"
+	DefaultMaxBufferedBytes = 256 << 20     // 256 MiB
+	DefaultSweepIntervalMs  = 1000
+)
+
+// Config configures a Registry.
+type Config struct {
+	// RetentionMs is how long a terminal execution stays readable after it
+	// ended, milliseconds. Zero => DefaultRetentionMs (5 minutes).
+	RetentionMs int64
+	// MaxBufferedBytes is the budget for output kept by terminal executions,
+	// bytes. When it is exceeded, Sweep removes the terminal executions that
+	// ended first. Running and pending executions are never removed and do
+	// not count against it. Zero => DefaultMaxBufferedBytes (256 MiB).
+	MaxBufferedBytes int64
+	// SweepIntervalMs is the period of Run, milliseconds. Zero =>
+	// DefaultSweepIntervalMs (1 s).
+	SweepIntervalMs int64
+	// Now returns the current time; nil => time.Now. Tests pass a fake clock.
+	Now func() time.Time
+}
+
+// Registry holds executions by id. It is safe for concurrent use.
+type Registry struct {
+	retention time.Duration
+	budget    int64
+	interval  time.Duration
+	now       func() time.Time
+	segLimit  int // segments per execution's write log; 0 => defaultSegLimit (tests lower it)
+
+	buffered atomic.Int64 // bytes kept by all executions held
+
+	mu            sync.Mutex
+	entries       map[string]*entry
+	seq           uint64 // creation counter
+	finSeq        uint64 // finish counter
+	terminalBytes int64  // bytes kept by terminal executions held
+}
+
+// entry is the registry's bookkeeping for one execution. Its terminal fields
+// are set by onFinish, under Registry.mu.
+type entry struct {
+	e          *Execution
+	terminal   bool
+	finishedAt time.Time
+	finSeq     uint64
+	bytes      int64 // kept output bytes, frozen at finish
+}
+
+// New returns an empty Registry configured by cfg.
+func New(cfg Config) *Registry {
+	r := &Registry{
+		retention: time.Duration(cmp.Or(cfg.RetentionMs, DefaultRetentionMs)) * time.Millisecond,
+		budget:    cmp.Or(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes),
+		interval:  time.Duration(cmp.Or(cfg.SweepIntervalMs, DefaultSweepIntervalMs)) * time.Millisecond,
+		now:       cfg.Now,
+		entries:   make(map[string]*entry),
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return r
+}
+
+// Create registers a new Pending execution described by meta and returns it.
+func (r *Registry) Create(meta Meta) *Execution {
+	meta.CodePreview = preview(meta.CodePreview)
+	if meta.MaxOutputBytes <= 0 {
+		meta.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	e := &Execution{
+		id:      uuid.NewString(),
+		meta:    meta,
+		reg:     r,
+		state:   StatePending,
+		created: r.now(),
+		bufs:    [2]*outBuf{newOutBuf(meta.MaxOutputBytes), newOutBuf(meta.MaxOutputBytes)},
+		log:     segLog{limit: r.segLimit},
+		done:    make(chan struct{}),
+	}
+	r.mu.Lock()
+	r.seq++
+	e.seq = r.seq
+	r.entries[e.id] = &entry{e: e}
+	r.mu.Unlock()
+	return e
+}
+
+// Get returns the execution with id, or an error wrapping ErrNotFound.
+func (r *Registry) Get(id string) (*Execution, error) {
+	r.mu.Lock()
+	en, ok := r.entries[id]
+	r.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("get execution %q: %w", id, ErrNotFound)
+	}
+	return en.e, nil
+}
+
+// List returns the executions whose state is in states (empty = all), newest
+// first by creation, then cut to limit (0 or negative = no limit). With
+// completedWithin > 0, terminal executions that ended longer ago than
+// completedWithin are left out; non-terminal ones are always included.
+func (r *Registry) List(states []State, limit int, completedWithin time.Duration) []Info {
+	r.mu.Lock()
+	execs := make([]*Execution, 0, len(r.entries))
+	for _, en := range r.entries {
+		execs = append(execs, en.e)
+	}
+	r.mu.Unlock()
+	// Sort before filtering and limiting: seq is fixed at creation.
+	slices.SortFunc(execs, func(a, b *Execution) int { return cmp.Compare(b.seq, a.seq) })
+	now := r.now()
+	var out []Info
+	for _, e := range execs {
+		in := e.Info()
+		if len(states) > 0 && !slices.Contains(states, in.State) {
+			continue
+		}
+		if completedWithin > 0 && in.State.Terminal() && now.Sub(in.FinishedAt) > completedWithin {
+			continue
+		}
+		out = append(out, in)
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
+// Counts returns the number of pending and running executions.
+func (r *Registry) Counts() (pending, running int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, en := range r.entries {
+		if en.terminal {
+			continue
+		}
+		switch en.e.State() {
+		case StatePending:
+			pending++
+		case StateRunning:
+			running++
+		}
+	}
+	return pending, running
+}
+
+// Len returns the number of executions held, terminal ones included.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.entries)
+}
+
+// BufferedBytes returns the output bytes kept by all executions held,
+// running ones included.
+func (r *Registry) BufferedBytes() int64 { return r.buffered.Load() }
+
+// onFinish records that e became terminal at finished with bytes of output
+// kept. It is called by the Execution without its lock held.
+func (r *Registry) onFinish(e *Execution, finished time.Time, bytes int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	en, ok := r.entries[e.id]
+	if !ok || en.terminal {
+		return
+	}
+	r.finSeq++
+	en.terminal, en.finishedAt, en.finSeq, en.bytes = true, finished, r.finSeq, bytes
+	r.terminalBytes += bytes
+}
+
+// Sweep removes the terminal executions that ended more than the retention
+// time ago, then, while the output kept by terminal executions exceeds the
+// budget, the terminal executions that ended first. It returns how many it
+// removed. Running and pending executions are never removed.
+func (r *Registry) Sweep() int {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var done []*entry
+	removed := 0
+	for id, en := range r.entries {
+		if !en.terminal {
+			continue
+		}
+		if now.Sub(en.finishedAt) > r.retention {
+			r.removeLocked(id, en)
+			removed++
+			continue
+		}
+		done = append(done, en)
+	}
+	if r.terminalBytes <= r.budget {
+		return removed
+	}
+	slices.SortFunc(done, func(a, b *entry) int { return cmp.Compare(a.finSeq, b.finSeq) })
+	for _, en := range done {
+		if r.terminalBytes <= r.budget {
+			break
+		}
+		r.removeLocked(en.e.id, en)
+		removed++
+	}
+	return removed
+}
+
+func (r *Registry) removeLocked(id string, en *entry) {
+	delete(r.entries, id)
+	r.terminalBytes -= en.bytes
+	r.buffered.Add(-en.bytes)
+}
+
+// Run calls Sweep every SweepIntervalMs until ctx is done, then returns
+// ctx.Err().
+func (r *Registry) Run(ctx context.Context) error {
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			r.Sweep()
+		}
+	}
+}

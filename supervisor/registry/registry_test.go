@@ -1,0 +1,256 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestGet(t *testing.T) {
+	r := New(Config{})
+	e := r.Create(Meta{Runtime: "goja"})
+	got, err := r.Get(e.ID())
+	if err != nil || got != e {
+		t.Fatalf("Get(%q) = %v, %v", e.ID(), got, err)
+	}
+	if _, err := r.Get("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(nope) = %v, want ErrNotFound", err)
+	}
+	if !strings.HasPrefix(ErrNotFound.Error(), "registry: ") {
+		t.Errorf("sentinel message %q lacks the package prefix", ErrNotFound)
+	}
+	if len(e.ID()) != 36 {
+		t.Errorf("id %q is not a UUID", e.ID())
+	}
+}
+
+func ids(infos []Info) []string {
+	out := make([]string, len(infos))
+	for i, in := range infos {
+		out[i] = in.ID
+	}
+	return out
+}
+
+func TestList(t *testing.T) {
+	clock := newFakeClock()
+	r := New(Config{Now: clock.Now})
+	var execs []*Execution
+	for range 10 {
+		execs = append(execs, r.Create(Meta{CodePreview: "code"}))
+		clock.Advance(time.Second)
+	}
+	// 0..3 finished long ago, 4..5 finished recently, 6..7 running, 8..9 pending.
+	for i := range 4 {
+		_ = execs[i].Start()
+		execs[i].Finish(completed())
+	}
+	clock.Advance(time.Hour)
+	for i := 4; i < 6; i++ {
+		_ = execs[i].Start()
+		execs[i].Finish(Result{State: StateFailed})
+	}
+	for i := 6; i < 8; i++ {
+		_ = execs[i].Start()
+	}
+	clock.Advance(time.Minute)
+	rev := func(idx ...int) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, execs[i].ID())
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		states []State
+		limit  int
+		within time.Duration
+		want   []string
+	}{
+		{"all", nil, 0, 0, rev(9, 8, 7, 6, 5, 4, 3, 2, 1, 0)},
+		{"limit after sort", nil, 3, 0, rev(9, 8, 7)},
+		{"filter then limit", []State{StateCompleted}, 2, 0, rev(3, 2)},
+		{"several states", []State{StateRunning, StateFailed}, 0, 0, rev(7, 6, 5, 4)},
+		{"completed within", nil, 0, 2 * time.Minute, rev(9, 8, 7, 6, 5, 4)},
+		{"completed within, terminal only", []State{StateCompleted, StateFailed}, 0, 2 * time.Minute, rev(5, 4)},
+		{"nothing matches", []State{StateTimeout}, 0, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ids(r.List(tt.states, tt.limit, tt.within))
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("List = %v\nwant %v", got, tt.want)
+			}
+		})
+	}
+	info := r.List(nil, 1, 0)[0]
+	if info.State != StatePending || info.CodePreview != "code" || !info.StartedAt.IsZero() || !info.FinishedAt.IsZero() {
+		t.Errorf("info = %+v", info)
+	}
+	done := r.List([]State{StateFailed}, 1, 0)[0]
+	if done.Reason != 0 || done.FinishedAt.Sub(done.CreatedAt) != time.Hour+5*time.Second {
+		t.Errorf("failed info = %+v", done)
+	}
+}
+
+func TestCountsAndLen(t *testing.T) {
+	r := New(Config{})
+	a, b, c := r.Create(Meta{}), r.Create(Meta{}), r.Create(Meta{})
+	_ = b.Start()
+	_ = c.Start()
+	c.Finish(completed())
+	_ = a
+	if p, run := r.Counts(); p != 1 || run != 1 {
+		t.Errorf("Counts = %d, %d; want 1, 1", p, run)
+	}
+	if n := r.Len(); n != 3 {
+		t.Errorf("Len = %d, want 3", n)
+	}
+}
+
+func TestSweep(t *testing.T) {
+	type exec struct {
+		out      int // stdout bytes written
+		finishAt int // order of Finish; 0 = leave running
+	}
+	tests := []struct {
+		name        string
+		retentionMs int64
+		budget      int64
+		execs       []exec
+		advance     []time.Duration // clock advance before each finish, by finish order
+		after       time.Duration   // advance before Sweep
+		wantLeft    []int           // indexes into execs
+	}{
+		{
+			name: "by age", retentionMs: 60_000, budget: 1 << 20,
+			execs:   []exec{{10, 1}, {10, 2}, {10, 0}},
+			advance: []time.Duration{0, 30 * time.Second}, after: 31 * time.Second,
+			wantLeft: []int{1, 2},
+		},
+		{
+			name: "exactly retention is kept", retentionMs: 60_000, budget: 1 << 20,
+			execs:   []exec{{10, 1}},
+			advance: []time.Duration{0}, after: 60 * time.Second,
+			wantLeft: []int{0},
+		},
+		{
+			name: "by budget, oldest finished first", retentionMs: 60_000, budget: 100,
+			execs:   []exec{{60, 2}, {60, 3}, {60, 1}, {500, 0}},
+			advance: []time.Duration{0, time.Second, time.Second}, after: 0,
+			wantLeft: []int{1, 3},
+		},
+		{
+			name: "within budget", retentionMs: 60_000, budget: 180,
+			execs:   []exec{{60, 1}, {60, 2}, {60, 3}},
+			advance: []time.Duration{0, 0, 0}, after: 0,
+			wantLeft: []int{0, 1, 2},
+		},
+		{
+			name: "running never removed", retentionMs: 1, budget: 1,
+			execs:   []exec{{500, 0}, {5, 0}},
+			advance: nil, after: time.Hour,
+			wantLeft: []int{0, 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newFakeClock()
+			r := New(Config{RetentionMs: tt.retentionMs, MaxBufferedBytes: tt.budget, Now: clock.Now})
+			execs := make([]*Execution, len(tt.execs))
+			byFinish := map[int]*Execution{}
+			var wantBytes int64
+			for i, x := range tt.execs {
+				execs[i] = r.Create(Meta{})
+				_ = execs[i].Start()
+				execs[i].Write(Stdout, []byte(strings.Repeat("o", x.out)))
+				wantBytes += int64(x.out)
+				if x.finishAt > 0 {
+					byFinish[x.finishAt] = execs[i]
+				}
+			}
+			if got := r.BufferedBytes(); got != wantBytes {
+				t.Fatalf("BufferedBytes = %d, want %d", got, wantBytes)
+			}
+			for k := 1; k <= len(byFinish); k++ {
+				clock.Advance(tt.advance[k-1])
+				byFinish[k].Finish(completed())
+			}
+			clock.Advance(tt.after)
+			removed := r.Sweep()
+			if removed != len(tt.execs)-len(tt.wantLeft) {
+				t.Errorf("Sweep removed %d, want %d", removed, len(tt.execs)-len(tt.wantLeft))
+			}
+			left := map[int]bool{}
+			for _, i := range tt.wantLeft {
+				left[i] = true
+			}
+			var leftBytes int64
+			for i, e := range execs {
+				_, err := r.Get(e.ID())
+				if (err == nil) != left[i] {
+					t.Errorf("exec %d: present %v, want %v", i, err == nil, left[i])
+				}
+				if left[i] {
+					leftBytes += int64(tt.execs[i].out)
+				}
+			}
+			if r.Len() != len(tt.wantLeft) || r.BufferedBytes() != leftBytes {
+				t.Errorf("Len %d BufferedBytes %d; want %d, %d", r.Len(), r.BufferedBytes(), len(tt.wantLeft), leftBytes)
+			}
+		})
+	}
+}
+
+func TestSweepKeepsRemovedExecutionReadable(t *testing.T) {
+	clock := newFakeClock()
+	r := New(Config{RetentionMs: 1, Now: clock.Now})
+	e := r.Create(Meta{})
+	e.Write(Stdout, []byte("kept"))
+	e.Finish(completed())
+	clock.Advance(time.Second)
+	r.Sweep()
+	if got, _, _ := mustRead(t, e, Stdout, 0); got != "kept" {
+		t.Errorf("holder of a swept execution reads %q", got)
+	}
+}
+
+func TestRunStops(t *testing.T) {
+	r := New(Config{SweepIntervalMs: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var err error
+	wg.Go(func() { err = r.Run(ctx) })
+	cancel()
+	wg.Wait()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want Canceled", err)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	r := New(Config{MaxBufferedBytes: 64})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			e := r.Create(Meta{MaxOutputBytes: 16})
+			_ = e.Start()
+			for range 50 {
+				e.Write(Stream(i%2), []byte("0123456789"))
+				_, _, _, _ = e.Read(Stream(i%2), 3)
+				r.List(nil, 2, time.Minute)
+				r.Sweep()
+			}
+			e.Finish(completed())
+		})
+	}
+	wg.Wait()
+	r.Sweep()
+	if r.BufferedBytes() > 64 {
+		t.Errorf("BufferedBytes %d over budget after Sweep", r.BufferedBytes())
+	}
+}

@@ -1,0 +1,284 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+)
+
+// collect drains a subscription and returns its output events and result.
+func collect(t *testing.T, seq iter.Seq2[Event, error]) ([]Event, *Result, error) {
+	t.Helper()
+	var evs []Event
+	var res *Result
+	for ev, err := range seq {
+		if err != nil {
+			return evs, res, err
+		}
+		if res != nil {
+			t.Fatal("event after the result")
+		}
+		if ev.Result != nil {
+			res = ev.Result
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	return evs, res, nil
+}
+
+// checkContiguous verifies that per stream, events do not overlap or repeat
+// and leave no hole unless marked Gap; it returns the bytes per stream.
+func checkContiguous(t *testing.T, evs []Event) [2][]byte {
+	t.Helper()
+	var next [2]int64
+	var out [2][]byte
+	for i, ev := range evs {
+		s := ev.Stream
+		if len(ev.Data) == 0 {
+			t.Errorf("event %d: empty data", i)
+		}
+		if ev.Offset < next[s] || (ev.Offset != next[s] && !ev.Gap) {
+			t.Errorf("event %d: %v offset %d, expected %d (gap %v)", i, s, ev.Offset, next[s], ev.Gap)
+		}
+		next[s] = ev.Offset + int64(len(ev.Data))
+		out[s] = append(out[s], ev.Data...)
+	}
+	return out
+}
+
+func TestSubscribeOrderAndResult(t *testing.T) {
+	tests := []struct {
+		name   string
+		writes int
+	}{
+		{"none", 0},
+		{"few", 7},
+		{"many", 600},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newExec(t, 0)
+			var want [2]bytes.Buffer
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				_ = e.Start()
+				for i := range tt.writes {
+					s := Stream(i % 3 % 2) // out, err, out, out, err, out...
+					tok := fmt.Sprintf("%d;", i)
+					want[s].WriteString(tok)
+					e.Write(s, []byte(tok))
+				}
+				e.Finish(Result{State: StateFailed, ExitCode: 2})
+			})
+			evs, res, err := collect(t, e.Subscribe(context.Background()))
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res == nil || res.State != StateFailed || res.ExitCode != 2 {
+				t.Fatalf("result = %+v", res)
+			}
+			got := checkContiguous(t, evs)
+			for s := range got {
+				if string(got[s]) != want[s].String() {
+					t.Errorf("%v = %q, want %q", Stream(s), got[s], want[s].String())
+				}
+			}
+			// Write order across streams is kept: tokens increase.
+			last := -1
+			for _, ev := range evs {
+				for _, tok := range strings.Split(strings.TrimSuffix(string(ev.Data), ";"), ";") {
+					n, err := strconv.Atoi(tok)
+					if err != nil {
+						t.Fatalf("token %q: %v", tok, err)
+					}
+					if n != last+1 {
+						t.Fatalf("token %d after %d", n, last)
+					}
+					last = n
+				}
+			}
+			if last != tt.writes-1 {
+				t.Errorf("last token %d, want %d", last, tt.writes-1)
+			}
+		})
+	}
+}
+
+func TestSubscribeUTF8ByteByByte(t *testing.T) {
+	e := newExec(t, 0)
+	text := "a€😀é"
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range len(text) {
+			e.Write(Stdout, []byte{text[i]})
+			e.Write(Stderr, []byte{text[i]})
+		}
+		e.Finish(completed())
+	})
+	evs, res, err := collect(t, e.Subscribe(context.Background()))
+	wg.Wait()
+	if err != nil || res == nil {
+		t.Fatalf("subscription: %v, result %v", err, res)
+	}
+	for i, ev := range evs {
+		if !utf8.Valid(ev.Data) {
+			t.Errorf("event %d splits a rune: %q", i, ev.Data)
+		}
+	}
+	got := checkContiguous(t, evs)
+	if string(got[Stdout]) != text || string(got[Stderr]) != text {
+		t.Errorf("got %q / %q, want %q", got[Stdout], got[Stderr], text)
+	}
+}
+
+func TestSubscribeSlowDoesNotBlockWriter(t *testing.T) {
+	const capBytes = 1024
+	e := newExec(t, capBytes)
+	next, stop := iter.Pull2(e.Subscribe(context.Background()))
+	defer stop()
+	e.Write(Stdout, []byte("first"))
+	ev, err, ok := next()
+	if !ok || err != nil || string(ev.Data) != "first" {
+		t.Fatalf("first event = %+v, %v, %v", ev, err, ok)
+	}
+	// The subscriber is parked; the writer pushes 4 MiB and finishes without
+	// waiting for it.
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	for range 64 {
+		e.Write(Stdout, chunk)
+	}
+	e.Write(Stdout, []byte("END"))
+	e.Finish(completed())
+	total := int64(5 + 64*len(chunk) + 3)
+
+	var evs []Event
+	var res *Result
+	for {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Result != nil {
+			res = ev.Result
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	if res == nil || !res.StdoutTruncated || res.StdoutBytes != total {
+		t.Fatalf("result = %+v", res)
+	}
+	all := append([]Event{{Stream: Stdout, Data: []byte("first")}}, evs...)
+	got := checkContiguous(t, all)
+	if len(got[Stdout]) != capBytes {
+		t.Errorf("delivered %d bytes, want the %d kept", len(got[Stdout]), capBytes)
+	}
+	lastEv := evs[len(evs)-1]
+	if !lastEv.Gap || lastEv.Offset != total-capBytes/2 || !bytes.HasSuffix(lastEv.Data, []byte("xEND")) {
+		t.Errorf("tail event: gap %v offset %d, want gap at %d ending in END", lastEv.Gap, lastEv.Offset, total-capBytes/2)
+	}
+}
+
+func TestSubscribeBehindSegmentLog(t *testing.T) {
+	r := New(Config{})
+	r.segLimit = 4
+	e := r.Create(Meta{})
+	next, stop := iter.Pull2(e.Subscribe(context.Background()))
+	defer stop()
+	e.Write(Stdout, []byte("o0;"))
+	if ev, _, _ := next(); string(ev.Data) != "o0;" {
+		t.Fatalf("first event %q", ev.Data)
+	}
+	var want [2]string
+	want[Stdout] = "o0;"
+	for i := 1; i < 40; i++ {
+		s := Stream(i % 2)
+		tok := fmt.Sprintf("%c%d;", "oe"[s], i)
+		want[s] += tok
+		e.Write(s, []byte(tok))
+	}
+	e.Finish(completed())
+	evs := []Event{{Stream: Stdout, Data: []byte("o0;")}}
+	for {
+		ev, err, ok := next()
+		if !ok || err != nil || ev.Result != nil {
+			break
+		}
+		evs = append(evs, ev)
+	}
+	got := checkContiguous(t, evs)
+	for s := range got {
+		if string(got[s]) != want[s] {
+			t.Errorf("%v = %q, want %q", Stream(s), got[s], want[s])
+		}
+	}
+	if n := len(e.log.segs); n > 2*4 {
+		t.Errorf("segment log holds %d segments, limit 8", n)
+	}
+}
+
+func TestSubscribeContextDone(t *testing.T) {
+	e := newExec(t, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var evs []Event
+	var err error
+	wg.Go(func() { evs, _, err = collect(t, e.Subscribe(ctx)) })
+	e.Write(Stdout, []byte("x"))
+	cancel()
+	wg.Wait()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want Canceled", err)
+	}
+	if len(evs) > 1 {
+		t.Errorf("got %d events, want at most 1", len(evs))
+	}
+}
+
+func TestSubscribeAfterFinish(t *testing.T) {
+	e := newExec(t, 4)
+	e.Write(Stdout, []byte("abcdefgh"))
+	e.Write(Stderr, []byte("E"))
+	e.Finish(completed())
+	evs, res, err := collect(t, e.Subscribe(context.Background()))
+	if err != nil || res == nil {
+		t.Fatalf("err %v result %v", err, res)
+	}
+	got := checkContiguous(t, evs)
+	if string(got[Stdout]) != "abgh" || string(got[Stderr]) != "E" {
+		t.Errorf("got %q / %q", got[Stdout], got[Stderr])
+	}
+	if len(evs) != 3 || !evs[1].Gap || evs[1].Offset != 6 || evs[2].Stream != Stderr {
+		t.Errorf("events = %+v", evs)
+	}
+}
+
+func TestSubscribeGapWithoutTailData(t *testing.T) {
+	// cap 2 keeps "0" as head and the last byte as tail. The tail byte is a
+	// continuation byte whose lead was dropped, so it is skipped; the gap must
+	// then be reported on the next event of the stream.
+	e := newExec(t, 2)
+	next, stop := iter.Pull2(e.Subscribe(context.Background()))
+	defer stop()
+	e.Write(Stdout, []byte("000\x82"))
+	ev, err, _ := next()
+	if err != nil || string(ev.Data) != "0" || ev.Gap {
+		t.Fatalf("first event = %+v, %v", ev, err)
+	}
+	e.Write(Stdout, []byte("y"))
+	ev, err, _ = next()
+	if err != nil || string(ev.Data) != "y" || !ev.Gap || ev.Offset != 4 {
+		t.Fatalf("second event = %+v, %v; want y at 4 with gap", ev, err)
+	}
+}

@@ -1,0 +1,233 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/registry"
+)
+
+// Execute runs the request and answers when it has ended. A caller that
+// goes away cancels the execution.
+func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*sandboxv1.ExecuteResponse, error) {
+	e, err := s.submit(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.Wait(ctx)
+	if err != nil {
+		_, _ = e.Cancel()
+		return nil, status.FromContextError(err).Err()
+	}
+	stdout, _ := readAll(e, registry.Stdout)
+	stderr, _ := readAll(e, registry.Stderr)
+	return &sandboxv1.ExecuteResponse{
+		Success:         res.Success,
+		Output:          stdout,
+		Error:           errorText(res, stderr),
+		ExecutionTimeMs: res.Usage.WallMs,
+		State:           stateToProto(res.State),
+		ErrorOutput:     stderr,
+		Outcome:         outcomeToProto(e.ID(), res),
+	}, nil
+}
+
+// ExecuteStream streams output chunks as they are written, then the result
+// as the last chunk. Closing the call before the end cancels the execution.
+func (s *Server) ExecuteStream(req *sandboxv1.ExecuteRequest, stream sandboxv1.SandboxService_ExecuteStreamServer) error {
+	e, err := s.submit(req)
+	if err != nil {
+		return err
+	}
+	ctx := stream.Context()
+	for ev, err := range e.Subscribe(ctx) {
+		if err != nil {
+			_, _ = e.Cancel()
+			return status.FromContextError(err).Err()
+		}
+		chunk := &sandboxv1.ExecuteChunk{ExecutionId: e.ID(), TimestampMs: time.Now().UnixMilli()}
+		if ev.Result != nil {
+			chunk.Chunk = &sandboxv1.ExecuteChunk_Result{Result: resultToProto(e.ID(), *ev.Result)}
+			return stream.Send(chunk)
+		}
+		chunk.StreamOffset = ev.Offset
+		text := validUTF8(ev.Data)
+		if ev.Stream == registry.Stdout {
+			chunk.Chunk = &sandboxv1.ExecuteChunk_Output{Output: text}
+		} else {
+			chunk.Chunk = &sandboxv1.ExecuteChunk_ErrorOutput{ErrorOutput: text}
+		}
+		if err := stream.Send(chunk); err != nil {
+			_, _ = e.Cancel()
+			return err
+		}
+	}
+	return status.Error(codes.Internal, "output subscription ended without a result")
+}
+
+// ExecuteAsync starts the execution and answers at once with its id.
+func (s *Server) ExecuteAsync(ctx context.Context, req *sandboxv1.ExecuteRequest) (*sandboxv1.ExecuteAsyncResponse, error) {
+	e, err := s.submit(req)
+	if err != nil {
+		return nil, err
+	}
+	return &sandboxv1.ExecuteAsyncResponse{
+		ExecutionId:   e.ID(),
+		State:         stateToProto(e.State()),
+		QueuePosition: int32(s.queuePosition(e.ID())),
+	}, nil
+}
+
+// GetExecution returns state and output from the given per-stream byte
+// offsets. With wait it long-polls until the execution ends, bounded by
+// the call's deadline or, without one, by Config.MaxLongPoll.
+func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRequest) (*sandboxv1.GetExecutionResponse, error) {
+	e, err := s.lookup(req.GetExecutionId())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetOutputOffset() < 0 || req.GetErrorOutputOffset() < 0 {
+		return nil, status.Error(codes.InvalidArgument, "output offsets must not be negative")
+	}
+	if req.GetWait() {
+		wctx := ctx
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithTimeout(ctx, s.cfg.MaxLongPoll)
+			defer cancel()
+		}
+		_, _ = e.Wait(wctx)
+	}
+	// Take the result before the output: once terminal, nothing more is
+	// written, so the output read next is complete.
+	res, terminal := e.Result()
+	out, outNext, _, err := e.Read(registry.Stdout, req.GetOutputOffset())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	errOut, errNext, _, err := e.Read(registry.Stderr, req.GetErrorOutputOffset())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	resp := &sandboxv1.GetExecutionResponse{
+		ExecutionId:       e.ID(),
+		State:             stateToProto(e.State()),
+		Output:            validUTF8(out),
+		ErrorOutput:       validUTF8(errOut),
+		OutputLength:      outNext,
+		ErrorOutputLength: errNext,
+		QueuePosition:     int32(s.queuePosition(e.ID())),
+	}
+	if terminal {
+		resp.State = stateToProto(res.State)
+		resp.Result = resultToProto(e.ID(), res)
+	}
+	return resp, nil
+}
+
+// CancelExecution cancels a pending or running execution and waits
+// (bounded by the call) until it has ended. Cancelling a terminal
+// execution is FAILED_PRECONDITION.
+func (s *Server) CancelExecution(ctx context.Context, req *sandboxv1.CancelExecutionRequest) (*sandboxv1.CancelExecutionResponse, error) {
+	e, err := s.lookup(req.GetExecutionId())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.Cancel(); err != nil {
+		if errors.Is(err, registry.ErrTerminal) {
+			return nil, status.Errorf(codes.FailedPrecondition, "execution %s already ended (%s)", e.ID(), e.State())
+		}
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := e.Wait(wctx)
+	if err != nil {
+		return &sandboxv1.CancelExecutionResponse{Success: true, State: stateToProto(e.State()), Message: ptr("cancellation requested; the execution has not ended yet")}, nil
+	}
+	return &sandboxv1.CancelExecutionResponse{Success: res.State == registry.StateCancelled, State: stateToProto(res.State)}, nil
+}
+
+// ListExecutions lists executions newest first, filtered by state and
+// age, then limited.
+func (s *Server) ListExecutions(ctx context.Context, req *sandboxv1.ListExecutionsRequest) (*sandboxv1.ListExecutionsResponse, error) {
+	if req.GetLimit() < 0 || req.GetIncludeCompletedWithinMs() < 0 {
+		return nil, status.Error(codes.InvalidArgument, "limit and include_completed_within_ms must not be negative")
+	}
+	var states []registry.State
+	for _, st := range req.GetStates() {
+		rs, ok := stateFromProto(st)
+		if !ok {
+			return nil, status.Errorf(codes.InvalidArgument, "unknown execution state %d", int32(st))
+		}
+		states = append(states, rs)
+	}
+	infos := s.reg.List(states, int(req.GetLimit()), time.Duration(req.GetIncludeCompletedWithinMs())*time.Millisecond)
+	resp := &sandboxv1.ListExecutionsResponse{}
+	for _, in := range infos {
+		resp.Executions = append(resp.Executions, infoToProto(in, s.queuePosition(in.ID)))
+	}
+	return resp, nil
+}
+
+// HealthCheck reports whether the supervisor serves, its isolation layers
+// and its load.
+func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckRequest) (*sandboxv1.HealthCheckResponse, error) {
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	running, queued := s.sched.Counts()
+	return &sandboxv1.HealthCheckResponse{
+		Healthy:        !closing,
+		Layers:         s.cfg.Layers,
+		Running:        int32(running),
+		Queued:         int32(queued),
+		Version:        s.cfg.Version,
+		DefaultRuntime: s.cfg.DefaultRuntime,
+	}, nil
+}
+
+// ExecuteTest is not implemented yet (test mode is planned).
+func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequest) (*sandboxv1.ExecuteTestResponse, error) {
+	if req.GetTests() == "" {
+		return nil, status.Error(codes.InvalidArgument, "tests is empty")
+	}
+	return nil, status.Error(codes.Unimplemented, "ExecuteTest is not implemented yet")
+}
+
+// ListCache is not implemented yet (the script cache is planned).
+func (s *Server) ListCache(context.Context, *sandboxv1.ListCacheRequest) (*sandboxv1.ListCacheResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "the script cache is not implemented yet")
+}
+
+// ClearCache is not implemented yet (the script cache is planned).
+func (s *Server) ClearCache(context.Context, *sandboxv1.ClearCacheRequest) (*sandboxv1.ClearCacheResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "the script cache is not implemented yet")
+}
+
+func (s *Server) lookup(id string) (*registry.Execution, error) {
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "execution_id is empty")
+	}
+	e, err := s.reg.Get(id)
+	if err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			return nil, status.Errorf(codes.NotFound, "execution %q not found", id)
+		}
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return e, nil
+}
+
+// readAll returns everything kept of one stream.
+func readAll(e *registry.Execution, st registry.Stream) (string, error) {
+	b, _, _, err := e.Read(st, 0)
+	return validUTF8(b), err
+}
+
+func ptr[T any](v T) *T { return &v }

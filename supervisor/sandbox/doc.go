@@ -1,0 +1,10 @@
+// Package sandbox starts, drives and destroys sandboxes from the
+// supervisor side: one cgroup, one worker process forked into fresh
+// namespaces through a go-plugin runner that knows the sandbox, and one
+// gRPC client to the worker's Worker service.
+//
+// A Sandbox is single-use: Start, one Run, Close. Close kills every
+// process in the sandbox's cgroup, removes the cgroup, and removes the
+// per-sandbox host directory that held the plugin socket and the root
+// mountpoint; nothing of the sandbox survives it. Linux only.
+package sandbox

@@ -1,0 +1,128 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+
+	"github.com/execfarm/execfarm/isolation/namespace"
+	"github.com/execfarm/execfarm/worker/plugin"
+)
+
+// workerRunner is the go-plugin runner that knows the sandbox: it forks the
+// worker into the sandbox's namespaces and cgroup (go-plugin's runner
+// interface exists for plugins in containers). The plugin socket is
+// created by the worker in socketDir, a host directory that the sandbox
+// cannot see after pivot_root; the supervisor reaches it at the same host
+// path, so addresses need no translation.
+type workerRunner struct {
+	sb     *Sandbox
+	cmd    *exec.Cmd
+	stdout io.ReadCloser
+	stderr io.ReadCloser
+	v1     bool
+	syncR  *os.File
+	syncW  *os.File
+	cgFD   *os.File
+}
+
+func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plugin.SandboxConfig) (*workerRunner, error) {
+	hostRoot := int(sb.ids.HostUID(0))
+	// go-plugin created socketDir 0700 for us; the worker, unprivileged
+	// on the host, must be able to create its socket there.
+	if err := os.Chown(socketDir, hostRoot, hostRoot); err != nil {
+		return nil, fmt.Errorf("sandbox: chown socket dir: %w", err)
+	}
+	r := &workerRunner{sb: sb, cmd: cmd}
+	cmd.Path = cfg.WorkerBinary
+	cmd.Args = []string{"execfarm-worker"}
+	cmd.Dir = "/"
+	cmd.Stdin = nil
+	fd := -1
+	if f, err := sb.cg.FD(); err == nil {
+		r.cgFD = f
+		fd = int(f.Fd())
+	} else {
+		// cgroup v1: no clone into a cgroup; the worker blocks on a sync
+		// pipe until Start has placed it.
+		r.v1 = true
+		r.syncR, r.syncW, err = os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: sync pipe: %w", err)
+		}
+		cmd.ExtraFiles = []*os.File{r.syncR}
+	}
+	wc.WaitSync = r.v1
+	env, err := wc.Encode()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, env)
+	cmd.SysProcAttr = namespace.SysProcAttr(sb.ids, fd)
+	var perr error
+	if r.stdout, perr = cmd.StdoutPipe(); perr != nil {
+		return nil, perr
+	}
+	if r.stderr, perr = cmd.StderrPipe(); perr != nil {
+		return nil, perr
+	}
+	return r, nil
+}
+
+// Start forks the worker and, on cgroup v1, places it in the cgroup before
+// releasing it: no untrusted byte runs outside the cgroup.
+func (r *workerRunner) Start(_ context.Context) error {
+	err := r.cmd.Start()
+	if r.syncR != nil {
+		r.syncR.Close()
+	}
+	if r.cgFD != nil {
+		r.cgFD.Close()
+	}
+	if err != nil {
+		if r.syncW != nil {
+			r.syncW.Close()
+		}
+		return fmt.Errorf("sandbox: fork worker: %w", err)
+	}
+	if r.v1 {
+		if err := r.sb.cg.AddProc(r.cmd.Process.Pid); err != nil {
+			_ = r.cmd.Process.Kill()
+			r.syncW.Close()
+			return fmt.Errorf("sandbox: place worker in cgroup: %w", err)
+		}
+		r.syncW.Close()
+	}
+	return nil
+}
+
+func (r *workerRunner) Diagnose(context.Context) string { return r.sb.stderr.suffix() }
+func (r *workerRunner) Stdout() io.ReadCloser           { return r.stdout }
+func (r *workerRunner) Stderr() io.ReadCloser           { return r.stderr }
+func (r *workerRunner) Name() string                    { return "execfarm-worker " + r.sb.id }
+func (r *workerRunner) ID() string                      { return r.sb.id }
+
+// Wait waits for the worker process to exit.
+func (r *workerRunner) Wait(context.Context) error { return r.cmd.Wait() }
+
+// Kill kills the whole sandbox (the worker is its pid 1).
+func (r *workerRunner) Kill(context.Context) error {
+	if err := r.sb.cg.Kill(); err != nil {
+		_ = r.cmd.Process.Kill()
+		return err
+	}
+	return nil
+}
+
+// PluginToHost is the identity: the socket's host path is the path the
+// worker saw when it created it, before pivot_root.
+func (r *workerRunner) PluginToHost(network, addr string) (string, string, error) {
+	return network, addr, nil
+}
+
+// HostToPlugin is the identity (no broker traffic crosses it yet).
+func (r *workerRunner) HostToPlugin(network, addr string) (string, string, error) {
+	return network, addr, nil
+}

@@ -1,0 +1,53 @@
+package sandbox
+
+import (
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+)
+
+// Config is the supervisor-wide configuration of sandboxes.
+type Config struct {
+	// WorkerBinary is the host path of the execfarm-worker binary.
+	WorkerBinary string
+	// StateDir is the host directory holding one sub-directory per live
+	// sandbox (plugin socket, root mountpoint). "" = /run/execfarm.
+	StateDir string
+	// Cgroup says where sandbox cgroups live (zero value: detect, nest
+	// under the supervisor's own cgroup).
+	Cgroup cgroup.Config
+	// IDs hands out host uid ranges; required.
+	IDs *IDPool
+	// NoSeccomp disables the seccomp filter. Only an operator's explicit
+	// --allow-degraded=seccomp sets it.
+	NoSeccomp bool
+	// StartTimeout bounds the worker's start-up; 0 = 10 s.
+	StartTimeout time.Duration
+	// Logger receives worker logs; nil = hclog's default, level Warn.
+	Logger hclog.Logger
+}
+
+// Spec is what one sandbox gets.
+type Spec struct {
+	// Limits are set on the sandbox cgroup before the worker starts.
+	Limits cgroup.Limits
+	// WorkspaceBytes, TmpBytes, ShmBytes size the tmpfs mounts of
+	// /workspace, /tmp and /dev/shm in bytes; 0 = 64 MiB each.
+	WorkspaceBytes, TmpBytes, ShmBytes int64
+}
+
+func (c *Config) stateDir() string {
+	if c.StateDir == "" {
+		return "/run/execfarm"
+	}
+	return c.StateDir
+}
+
+func (c *Config) startTimeout() time.Duration {
+	if c.StartTimeout <= 0 {
+		return 10 * time.Second
+	}
+	return c.StartTimeout
+}

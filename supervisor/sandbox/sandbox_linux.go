@@ -1,0 +1,217 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/isolation/namespace"
+	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/worker/plugin"
+)
+
+// Sandbox is one live sandbox. Its methods are safe for concurrent use.
+type Sandbox struct {
+	id      string
+	dir     string
+	cg      *cgroup.Manager
+	ids     namespace.IDRange
+	release func()
+	client  *goplugin.Client
+	worker  workerv1.WorkerClient
+	stderr  *boundedBuffer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// ID returns the sandbox's unique identity ("sb-" and 16 hex digits).
+func (s *Sandbox) ID() string { return s.id }
+
+// HostUID returns the first host uid of the sandbox's id range.
+func (s *Sandbox) HostUID() uint32 { return s.ids.HostID }
+
+// CgroupPath returns the sandbox cgroup's path.
+func (s *Sandbox) CgroupPath() string { return s.cg.Path() }
+
+// Start creates a sandbox: cgroup with spec's limits, host directory,
+// worker forked into fresh namespaces and placed in the cgroup, go-plugin
+// handshake. On error nothing of the sandbox is left behind.
+func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) {
+	if cfg.IDs == nil {
+		return nil, errors.New("sandbox: Config.IDs is nil")
+	}
+	s := &Sandbox{id: newID(), stderr: &boundedBuffer{max: 8 << 10}}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	s.ids, s.release, err = cfg.IDs.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	s.dir = filepath.Join(cfg.stateDir(), "sb", s.id)
+	if err := os.MkdirAll(s.dir, 0o711); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	// Parents must be traversable by the sandbox's (unprivileged) root.
+	_ = os.Chmod(cfg.stateDir(), 0o711)
+	_ = os.Chmod(filepath.Dir(s.dir), 0o711)
+	root := filepath.Join(s.dir, "root")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	hostRoot := int(s.ids.HostUID(0))
+	if err := os.Chown(root, hostRoot, hostRoot); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	s.cg, err = cgroup.New(cfg.Cgroup, s.id, spec.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: create cgroup: %w", err)
+	}
+	wc := plugin.SandboxConfig{
+		ID: s.id, Root: root, WorkerBinary: cfg.WorkerBinary,
+		WorkspaceBytes: spec.WorkspaceBytes, TmpBytes: spec.TmpBytes, ShmBytes: spec.ShmBytes,
+		Seccomp: !cfg.NoSeccomp,
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "sandbox", Level: hclog.Warn, Output: os.Stderr})
+	}
+	s.client = goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  plugin.Handshake,
+		Plugins:          plugin.Plugins(nil),
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		SkipHostEnv:      true,
+		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: s.dir},
+		StartTimeout:     cfg.startTimeout(),
+		Logger:           logger.Named(s.id),
+		Stderr:           s.stderr,
+		RunnerFunc: func(l hclog.Logger, cmd *exec.Cmd, socketDir string) (runner.Runner, error) {
+			return newRunner(s, cfg, cmd, socketDir, wc)
+		},
+	})
+	rpc, err := s.client.Client()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: start worker: %w%s", err, s.stderr.suffix())
+	}
+	raw, err := rpc.Dispense(plugin.Name)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: dispense worker: %w", err)
+	}
+	s.worker = raw.(workerv1.WorkerClient)
+	return s, nil
+}
+
+// Run runs one runtime process in the sandbox and calls onEvent for every
+// output chunk, in order. It returns the Exit the worker reported, or an
+// error when the stream broke (for example because the sandbox was
+// killed). Cancelling ctx makes the worker kill the process.
+func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
+	stream, err := s.worker.Run(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: run: %w", err)
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("sandbox: run: %w", err)
+		}
+		if e := ev.GetExit(); e != nil {
+			return e, nil
+		}
+		onEvent(ev)
+	}
+}
+
+// Kill kills every process of the sandbox (its cgroup), the worker
+// included. Output already received is not affected.
+func (s *Sandbox) Kill() error { return s.cg.Kill() }
+
+// Usage reads the sandbox's resource usage from its cgroup.
+func (s *Sandbox) Usage() (cgroup.Usage, error) { return s.cg.Usage() }
+
+// Sample records a pids sample for the PidsPeak fallback.
+func (s *Sandbox) Sample() { s.cg.Sample() }
+
+// OOMKilled reports whether the OOM killer acted in the sandbox.
+func (s *Sandbox) OOMKilled() (bool, error) { return s.cg.OOMKilled() }
+
+// Close destroys the sandbox: kills its processes, ends the plugin client,
+// deletes the cgroup and the host directory, and frees the uid range.
+// Idempotent.
+func (s *Sandbox) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.cg != nil {
+			if err := s.cg.Kill(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if s.client != nil {
+			s.client.Kill()
+		}
+		if s.cg != nil {
+			if err := s.cg.Delete(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if s.dir != "" {
+			if err := os.RemoveAll(s.dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if s.release != nil {
+			s.release()
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// boundedBuffer keeps the first max bytes of the worker's stderr, for
+// start-up error messages.
+type boundedBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		if len(p) > room {
+			b.buf.Write(p[:room])
+		} else {
+			b.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) suffix() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := strings.TrimSpace(b.buf.String())
+	if s == "" {
+		return ""
+	}
+	return ": worker said: " + s
+}

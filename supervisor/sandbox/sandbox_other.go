@@ -1,0 +1,34 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/execfarm/execfarm/isolation"
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/proto/workerv1"
+)
+
+// Sandbox is one live sandbox; off Linux none can exist.
+type Sandbox struct{}
+
+// Start is not supported off Linux.
+func Start(ctx context.Context, cfg *Config, spec Spec) (*Sandbox, error) {
+	return nil, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+
+func (s *Sandbox) ID() string               { return "" }
+func (s *Sandbox) HostUID() uint32          { return 0 }
+func (s *Sandbox) CgroupPath() string       { return "" }
+func (s *Sandbox) Kill() error              { return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported) }
+func (s *Sandbox) Close() error             { return nil }
+func (s *Sandbox) Sample()                  {}
+func (s *Sandbox) OOMKilled() (bool, error) { return false, nil }
+func (s *Sandbox) Usage() (cgroup.Usage, error) {
+	return cgroup.Usage{}, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
+	return nil, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}

@@ -1,0 +1,161 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/execfarm/execfarm/supervisor/scheduler"
+)
+
+// Config configures a Server. Zero fields take the documented defaults.
+type Config struct {
+	// Sandbox configures sandboxes (worker binary, cgroups, uid ranges).
+	Sandbox sandbox.Config
+	// MaxConcurrent is how many executions run at once; 0 = number of CPUs.
+	MaxConcurrent int
+	// QueueSize is how many executions may wait; 0 = 1000.
+	QueueSize int
+	// DefaultRuntime runs requests that name none; "" = goja.
+	DefaultRuntime string
+	// Defaults and Ceilings bound requests' ResourceLimits; zero values =
+	// DefaultLimits and DefaultCeilings.
+	Defaults, Ceilings Limits
+	// Registry configures retention of finished executions.
+	Registry registry.Config
+	// MaxLongPoll bounds GetExecution(wait=true) when the call has no
+	// deadline; 0 = 60 s.
+	MaxLongPoll time.Duration
+	// Layers are the isolation layers reported by HealthCheck.
+	Layers []*sandboxv1.IsolationLayer
+	// Version is reported by HealthCheck.
+	Version string
+	// Logger receives the supervisor's logs; nil = hclog default.
+	Logger hclog.Logger
+}
+
+// Server implements prodisco.sandbox.v1.SandboxService.
+type Server struct {
+	sandboxv1.UnimplementedSandboxServiceServer
+
+	cfg    Config
+	reg    *registry.Registry
+	sched  *scheduler.Scheduler
+	health *health.Server
+	log    hclog.Logger
+
+	runCtx    context.Context // cancelled when Shutdown's grace ends
+	killAll   context.CancelFunc
+	stopSweep context.CancelFunc
+
+	runs sync.Map // execution id -> *run, while in flight
+
+	mu      sync.Mutex
+	closing bool
+	running sync.WaitGroup
+}
+
+// New returns a Server ready to Register. It starts the registry's
+// retention sweeper; Shutdown stops it.
+func New(cfg Config) (*Server, error) {
+	if cfg.DefaultRuntime == "" {
+		cfg.DefaultRuntime = program.Goja
+	}
+	if cfg.QueueSize == 0 {
+		cfg.QueueSize = 1000
+	}
+	if cfg.MaxConcurrent == 0 {
+		cfg.MaxConcurrent = defaultConcurrency()
+	}
+	if cfg.Defaults == (Limits{}) {
+		cfg.Defaults = DefaultLimits
+	}
+	if cfg.Ceilings == (Limits{}) {
+		cfg.Ceilings = DefaultCeilings
+	}
+	if cfg.MaxLongPoll <= 0 {
+		cfg.MaxLongPoll = 60 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Info})
+	}
+	if _, err := resolveLimits(nil, nil, cfg.Defaults, cfg.Ceilings); err != nil {
+		return nil, fmt.Errorf("supervisor: default limits: %w", err)
+	}
+	sched, err := scheduler.New(scheduler.Config{MaxConcurrent: cfg.MaxConcurrent, QueueSize: cfg.QueueSize})
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
+	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger}
+	s.runCtx, s.killAll = context.WithCancel(context.Background())
+	var sweepCtx context.Context
+	sweepCtx, s.stopSweep = context.WithCancel(context.Background())
+	go func() { _ = s.reg.Run(sweepCtx) }()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(sandboxv1.SandboxService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	return s, nil
+}
+
+// Register registers the sandbox service, grpc.health.v1 and server
+// reflection on g.
+func (s *Server) Register(g *grpc.Server) {
+	sandboxv1.RegisterSandboxServiceServer(g, s)
+	healthpb.RegisterHealthServer(g, s.health)
+	reflection.Register(g)
+}
+
+// Registry returns the execution registry (for tests and metrics).
+func (s *Server) Registry() *registry.Registry { return s.reg }
+
+// Shutdown refuses new executions, cancels queued ones, waits up to grace
+// for running ones, then kills the rest and waits for their sandboxes to be
+// destroyed. It returns an error when executions had to be killed.
+func (s *Server) Shutdown(grace time.Duration) error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.health.Shutdown()
+	for _, info := range s.reg.List([]registry.State{registry.StatePending}, 0, 0) {
+		if e, err := s.reg.Get(info.ID); err == nil {
+			_, _ = e.Cancel()
+		}
+	}
+	done := make(chan struct{})
+	go func() { s.running.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-time.After(grace):
+		err = errors.New("supervisor: grace period over, running executions killed")
+		s.killAll()
+		<-done
+	}
+	s.killAll()
+	s.stopSweep()
+	return err
+}
+
+// admit registers the start of an execution goroutine unless closing.
+func (s *Server) admit() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return status.Error(codes.Unavailable, "supervisor is shutting down")
+	}
+	s.running.Add(1)
+	return nil
+}

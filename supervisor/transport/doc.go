@@ -1,0 +1,9 @@
+// Package transport is how clients and the supervisor find each other: a
+// unix socket (default, mode 0660) or TCP, in insecure, TLS or mutual-TLS
+// mode, configured from flags and the reference server's environment
+// variables (SANDBOX_SOCKET_PATH, SANDBOX_USE_TCP, SANDBOX_TCP_HOST,
+// SANDBOX_TCP_PORT, SANDBOX_TRANSPORT_MODE, SANDBOX_TLS_*; see
+// shared/seeds/000_0155cb039c3b4917.txt). Insecure TCP on a non-loopback
+// address is refused unless AllowInsecureRemote is set (DESIGN.md,
+// "Configuration").
+package transport

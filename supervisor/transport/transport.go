@@ -1,0 +1,264 @@
+package transport
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// DefaultSocketPath is the supervisor's unix socket when none is configured.
+const DefaultSocketPath = "/run/execfarm/execfarm.sock"
+
+// DefaultTCPPort is the reference server's TCP port.
+const DefaultTCPPort = 50051
+
+// Transport security modes (SANDBOX_TRANSPORT_MODE).
+const (
+	ModeInsecure = "insecure"
+	ModeTLS      = "tls"
+	ModeMTLS     = "mtls"
+)
+
+// ErrInsecureRemote is returned when insecure TCP would listen on a
+// non-loopback address without AllowInsecureRemote.
+var ErrInsecureRemote = errors.New("transport: insecure TCP on a non-loopback address needs --allow-insecure-tcp")
+
+// Config locates the supervisor. The zero value is a unix socket at
+// DefaultSocketPath, insecure (file permissions protect it).
+type Config struct {
+	// SocketPath is the unix socket; "" = DefaultSocketPath.
+	SocketPath string
+	// UseTCP selects TCP instead of the unix socket.
+	UseTCP bool
+	// TCPHost is the host to bind (server, "" = 127.0.0.1) or to connect
+	// to (client, "" = localhost).
+	TCPHost string
+	// TCPPort is the TCP port; 0 = DefaultTCPPort.
+	TCPPort int
+	// Mode is ModeInsecure ("" too), ModeTLS or ModeMTLS.
+	Mode string
+	// CertPath and KeyPath are the server's certificate and key (tls, mtls).
+	CertPath, KeyPath string
+	// CAPath verifies the peer: the server's certificate (client side) or
+	// client certificates (server side, mtls).
+	CAPath string
+	// ClientCertPath and ClientKeyPath are the client's certificate (mtls).
+	ClientCertPath, ClientKeyPath string
+	// ServerName overrides the name verified in the server's certificate.
+	ServerName string
+	// AllowInsecureRemote permits insecure TCP on non-loopback addresses.
+	AllowInsecureRemote bool
+}
+
+// FromEnv reads the reference server's variables through getenv (os.Getenv
+// in production). Values already set in c (from flags) win.
+func FromEnv(c Config, getenv func(string) string) (Config, error) {
+	if c.SocketPath == "" {
+		c.SocketPath = getenv("SANDBOX_SOCKET_PATH")
+	}
+	if v := getenv("SANDBOX_USE_TCP"); v != "" && !c.UseTCP {
+		c.UseTCP = v == "1" || strings.EqualFold(v, "true")
+	}
+	if c.TCPHost == "" {
+		c.TCPHost = getenv("SANDBOX_TCP_HOST")
+	}
+	if v := getenv("SANDBOX_TCP_PORT"); v != "" && c.TCPPort == 0 {
+		p, err := strconv.Atoi(v)
+		if err != nil || p <= 0 || p > 65535 {
+			return c, fmt.Errorf("transport: SANDBOX_TCP_PORT %q is not a port number", v)
+		}
+		c.TCPPort = p
+	}
+	set := func(dst *string, key string) {
+		if *dst == "" {
+			*dst = getenv(key)
+		}
+	}
+	set(&c.Mode, "SANDBOX_TRANSPORT_MODE")
+	set(&c.CertPath, "SANDBOX_TLS_CERT_PATH")
+	set(&c.KeyPath, "SANDBOX_TLS_KEY_PATH")
+	set(&c.CAPath, "SANDBOX_TLS_CA_PATH")
+	set(&c.ClientCertPath, "SANDBOX_TLS_CLIENT_CERT_PATH")
+	set(&c.ClientKeyPath, "SANDBOX_TLS_CLIENT_KEY_PATH")
+	set(&c.ServerName, "SANDBOX_TLS_SERVER_NAME")
+	switch c.Mode {
+	case "", ModeInsecure, ModeTLS, ModeMTLS:
+	default:
+		return c, fmt.Errorf("transport: SANDBOX_TRANSPORT_MODE %q is not insecure, tls or mtls", c.Mode)
+	}
+	return c, nil
+}
+
+// Configured reports whether anything points away from the defaults, that
+// is whether a client must not fall back to an embedded supervisor.
+func (c Config) Configured() bool {
+	return c.SocketPath != "" || c.UseTCP
+}
+
+func (c Config) socketPath() string {
+	if c.SocketPath == "" {
+		return DefaultSocketPath
+	}
+	return c.SocketPath
+}
+
+func (c Config) port() int {
+	if c.TCPPort == 0 {
+		return DefaultTCPPort
+	}
+	return c.TCPPort
+}
+
+// Address returns a human-readable address: "unix:///path" or "host:port".
+func (c Config) Address() string {
+	if !c.UseTCP {
+		return "unix://" + c.socketPath()
+	}
+	host := c.TCPHost
+	if host == "" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(c.port()))
+}
+
+// Listen opens the server's listener. A unix socket's stale file is
+// replaced and the socket is made mode 0660.
+func (c Config) Listen() (net.Listener, error) {
+	if c.UseTCP {
+		host := c.TCPHost
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		if c.Mode == "" || c.Mode == ModeInsecure {
+			if !isLoopback(host) && !c.AllowInsecureRemote {
+				return nil, fmt.Errorf("%w (host %q)", ErrInsecureRemote, host)
+			}
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(c.port())))
+		if err != nil {
+			return nil, fmt.Errorf("transport: listen: %w", err)
+		}
+		return l, nil
+	}
+	p := c.socketPath()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	if fi, err := os.Lstat(p); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("transport: %s exists and is not a socket", p)
+		}
+		if conn, err := net.Dial("unix", p); err == nil {
+			conn.Close()
+			return nil, fmt.Errorf("transport: a server already listens on %s", p)
+		}
+		_ = os.Remove(p)
+	}
+	l, err := net.Listen("unix", p)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen: %w", err)
+	}
+	if err := os.Chmod(p, 0o660); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	return l, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ServerOptions returns the gRPC server options for c's security mode.
+func (c Config) ServerOptions() ([]grpc.ServerOption, error) {
+	switch c.Mode {
+	case "", ModeInsecure:
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.CertPath, c.KeyPath)
+	if err != nil {
+		return nil, fmt.Errorf("transport: load server certificate: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if c.Mode == ModeMTLS {
+		pool, err := loadPool(c.CAPath)
+		if err != nil {
+			return nil, err
+		}
+		tc.ClientCAs = pool
+		tc.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc))}, nil
+}
+
+// DialOptions returns the client's gRPC dial options for c's mode.
+func (c Config) DialOptions() ([]grpc.DialOption, error) {
+	switch c.Mode {
+	case "", ModeInsecure:
+		return []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
+	if c.CAPath != "" {
+		pool, err := loadPool(c.CAPath)
+		if err != nil {
+			return nil, err
+		}
+		tc.RootCAs = pool
+	}
+	if c.Mode == ModeMTLS {
+		cert, err := tls.LoadX509KeyPair(c.ClientCertPath, c.ClientKeyPath)
+		if err != nil {
+			return nil, fmt.Errorf("transport: load client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(tc))}, nil
+}
+
+// Target returns the gRPC dial target for c.
+func (c Config) Target() string {
+	if !c.UseTCP {
+		return "unix://" + c.socketPath()
+	}
+	return "dns:///" + c.Address()
+}
+
+// Dial opens a client connection to the supervisor (lazily: the first RPC
+// connects).
+func (c Config) Dial() (*grpc.ClientConn, error) {
+	opts, err := c.DialOptions()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(c.Target(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("transport: dial %s: %w", c.Address(), err)
+	}
+	return conn, nil
+}
+
+func loadPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("transport: read CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("transport: no certificate in %s", path)
+	}
+	return pool, nil
+}

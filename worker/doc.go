@@ -1,0 +1,25 @@
+// Package worker is the agent inside a sandbox. The worker binary
+// (cmd/execfarm-worker) is forked by the supervisor into fresh namespaces;
+// Main waits to be placed in its cgroup (cgroup v1), applies the in-sandbox
+// isolation (root filesystem, hostname, loopback, rlimits, no_new_privs,
+// seccomp) once go-plugin has created its unix socket, and then serves the
+// execfarm.worker.v1 Worker service: each Run starts one runtime process as
+// the sandbox user (uid 1000) and streams its stdout and stderr back.
+//
+// The worker is pid 1 of the sandbox's pid namespace: it reaps every
+// orphan, and when it exits the kernel kills everything left in the
+// sandbox. Keep it lean: its start-up is paid for every sandbox.
+//
+// Lifecycle (see proto/PROTOCOL.md):
+//
+//	supervisor                                  worker (pid 1 in sandbox)
+//	  create cgroup, set limits
+//	  fork+exec worker (clone flags, id maps) ──▶ start; v1: block on sync fd
+//	  v1: write pid to cgroup, close sync fd  ──▶ go-plugin: listen on socket
+//	                                              rootfs, pivot_root, hostname,
+//	                                              lo up, rlimits, NNP, seccomp
+//	  ◀── handshake line "1|1|unix|SOCK|grpc" ─── serve Worker
+//	  Run(RunRequest)                         ──▶ fork runtime as uid 1000
+//	  ◀── RunEvent{stdout|stderr}* , Exit    ─── pump pipes, reap
+//	  read cgroup usage, kill cgroup, delete
+package worker

@@ -1,0 +1,57 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// EnvConfig is the environment variable through which the supervisor hands
+// the worker its SandboxConfig (JSON). The worker unsets it before any
+// runtime process starts.
+const EnvConfig = "EXECFARM_SANDBOX_CONFIG"
+
+// SyncFD is the file descriptor on which a worker started on cgroup v1
+// blocks until the supervisor has placed it in its cgroup (the supervisor
+// closes its end; EOF releases the worker).
+const SyncFD = 3
+
+// SandboxConfig is what the worker needs to build its sandbox.
+type SandboxConfig struct {
+	// ID names the sandbox (hostname suffix, logs).
+	ID string `json:"id"`
+	// Root is the host directory on which the new root is mounted.
+	Root string `json:"root"`
+	// WorkerBinary is the host path of the worker binary to bind inside.
+	WorkerBinary string `json:"worker_binary"`
+	// WaitSync makes the worker block on SyncFD first (cgroup v1).
+	WaitSync bool `json:"wait_sync"`
+	// WorkspaceBytes, TmpBytes, ShmBytes size the sandbox's tmpfs mounts;
+	// 0 means the rootfs default (64 MiB).
+	WorkspaceBytes int64 `json:"workspace_bytes"`
+	TmpBytes       int64 `json:"tmp_bytes"`
+	ShmBytes       int64 `json:"shm_bytes"`
+	// Seccomp loads the seccomp filter; false only in an explicitly
+	// degraded mode named by the operator.
+	Seccomp bool `json:"seccomp"`
+}
+
+// Encode returns the KEY=VALUE environment entry carrying c.
+func (c SandboxConfig) Encode() (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("encode sandbox config: %w", err)
+	}
+	return EnvConfig + "=" + string(b), nil
+}
+
+// DecodeConfig parses the value of EnvConfig.
+func DecodeConfig(v string) (SandboxConfig, error) {
+	var c SandboxConfig
+	if v == "" {
+		return c, fmt.Errorf("decode sandbox config: %s is not set", EnvConfig)
+	}
+	if err := json.Unmarshal([]byte(v), &c); err != nil {
+		return c, fmt.Errorf("decode sandbox config: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,284 @@
+package worker
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/execfarm/execfarm/isolation/namespace"
+	"github.com/execfarm/execfarm/proto/workerv1"
+)
+
+// drainAfterExit bounds how long Run keeps reading output after the
+// runtime process exited while a descendant still holds its pipes open.
+// The supervisor kills the whole sandbox right after Run returns.
+const drainAfterExit = 200 * time.Millisecond
+
+// chunkSize is the largest output chunk read from a pipe in one go.
+const chunkSize = 32 << 10
+
+// server implements workerv1.WorkerServer. It runs one runtime process at
+// a time and, as pid 1 of the sandbox, reaps every child.
+type server struct {
+	workerv1.UnimplementedWorkerServer
+
+	runMu sync.Mutex // one Run at a time
+
+	mu      sync.Mutex
+	waiters map[int]chan unix.WaitStatus
+	exited  map[int]unix.WaitStatus // reaped before anyone waited
+}
+
+func newServer() *server {
+	return &server{waiters: map[int]chan unix.WaitStatus{}, exited: map[int]unix.WaitStatus{}}
+}
+
+// reap collects every child that exits (orphans included, since the
+// worker is the sandbox's init) and hands the status of a waited-for pid
+// to its waiter.
+func (s *server) reap() {
+	ch := make(chan os.Signal, 16)
+	signal.Notify(ch, syscall.SIGCHLD)
+	for range ch {
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil || pid <= 0 {
+				break
+			}
+			s.mu.Lock()
+			if w, ok := s.waiters[pid]; ok {
+				delete(s.waiters, pid)
+				w <- ws
+			} else {
+				s.exited[pid] = ws
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// wait returns a channel that yields pid's wait status.
+func (s *server) wait(pid int) <-chan unix.WaitStatus {
+	w := make(chan unix.WaitStatus, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ws, ok := s.exited[pid]; ok {
+		delete(s.exited, pid)
+		w <- ws
+		return w
+	}
+	s.waiters[pid] = w
+	return w
+}
+
+var rlimitResources = map[string]int{
+	"NOFILE": unix.RLIMIT_NOFILE, "FSIZE": unix.RLIMIT_FSIZE, "CORE": unix.RLIMIT_CORE,
+	"STACK": unix.RLIMIT_STACK, "NPROC": unix.RLIMIT_NPROC, "AS": unix.RLIMIT_AS,
+	"CPU": unix.RLIMIT_CPU,
+}
+
+// Run starts the runtime process of req and streams its output.
+func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer) error {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if len(req.GetArgv()) == 0 {
+		return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: "empty argv"}))
+	}
+	// rlimits are per process and inherited: set them on the worker just
+	// before the fork. A sandbox serves one execution, so lowering the
+	// worker's own limits costs nothing later.
+	for _, rl := range req.GetRlimits() {
+		res, ok := rlimitResources[rl.GetResource()]
+		if !ok {
+			return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: "unknown rlimit " + rl.GetResource()}))
+		}
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: rl.GetSoft(), Max: rl.GetHard()}); err != nil {
+			return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: fmt.Sprintf("setrlimit %s: %v", rl.GetResource(), err)}))
+		}
+	}
+	p, err := start(req)
+	if err != nil {
+		return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: err.Error()}))
+	}
+	exitCh := s.wait(p.pid)
+
+	events := make(chan *workerv1.RunEvent, 16)
+	var pumps sync.WaitGroup
+	pumps.Add(2)
+	go pump(p.stdout, events, true, &pumps)
+	go pump(p.stderr, events, false, &pumps)
+	pumpsDone := make(chan struct{})
+	go func() { pumps.Wait(); close(pumpsDone) }()
+
+	done := stream.Context().Done()
+	var ws unix.WaitStatus
+	exited, drained := false, false
+	var drain <-chan time.Time
+	for !exited || !drained {
+		select {
+		case ev := <-events:
+			if err := stream.Send(ev); err != nil {
+				killGroup(p.pid)
+			}
+		case ws = <-exitCh:
+			exited, exitCh = true, nil
+			drain = time.After(drainAfterExit)
+		case <-drain:
+			// A descendant holds the pipes open: stop reading.
+			p.stdout.Close()
+			p.stderr.Close()
+			drain = nil
+		case <-pumpsDone:
+			drained, pumpsDone = true, nil
+		case <-done:
+			// The supervisor went away or cancelled: end the program.
+			killGroup(p.pid)
+			done = nil
+		}
+	}
+	// Flush what the pumps queued before they stopped.
+	for {
+		select {
+		case ev := <-events:
+			if err := stream.Send(ev); err != nil {
+				return err
+			}
+			continue
+		default:
+		}
+		break
+	}
+	p.stdout.Close()
+	p.stderr.Close()
+	return stream.Send(exitEvent(statusToExit(ws)))
+}
+
+func exitEvent(e *workerv1.Exit) *workerv1.RunEvent {
+	return &workerv1.RunEvent{Event: &workerv1.RunEvent_Exit{Exit: e}}
+}
+
+func statusToExit(ws unix.WaitStatus) *workerv1.Exit {
+	if ws.Signaled() {
+		return &workerv1.Exit{ExitCode: -1, Signal: int32(ws.Signal())}
+	}
+	return &workerv1.Exit{ExitCode: int32(ws.ExitStatus())}
+}
+
+func killGroup(pid int) {
+	_ = unix.Kill(-pid, unix.SIGKILL)
+	_ = unix.Kill(pid, unix.SIGKILL)
+}
+
+// pump reads one pipe until EOF or close and queues its chunks.
+func pump(f *os.File, events chan<- *workerv1.RunEvent, stdout bool, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for {
+		buf := make([]byte, chunkSize)
+		n, err := f.Read(buf)
+		if n > 0 {
+			if stdout {
+				events <- &workerv1.RunEvent{Event: &workerv1.RunEvent_Stdout{Stdout: buf[:n]}}
+			} else {
+				events <- &workerv1.RunEvent{Event: &workerv1.RunEvent_Stderr{Stderr: buf[:n]}}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// process is a started runtime process and the parent ends of its pipes.
+type process struct {
+	pid            int
+	stdout, stderr *os.File
+}
+
+// start forks the runtime process as the sandbox user with stdin, stdout,
+// stderr and (when req has a program) fd 3 wired to pipes.
+func start(req *workerv1.RunRequest) (*process, error) {
+	var closeAfter []*os.File
+	defer func() {
+		for _, f := range closeAfter {
+			f.Close()
+		}
+	}()
+	stdin, err := inputFile(req.GetStdin())
+	if err != nil {
+		return nil, err
+	}
+	closeAfter = append(closeAfter, stdin)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	closeAfter = append(closeAfter, outW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		return nil, err
+	}
+	closeAfter = append(closeAfter, errW)
+	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd()}
+	if len(req.GetProgram()) > 0 {
+		prog, err := inputFile(req.GetProgram())
+		if err != nil {
+			outR.Close()
+			errR.Close()
+			return nil, err
+		}
+		closeAfter = append(closeAfter, prog)
+		files = append(files, prog.Fd())
+	}
+	dir := req.GetDir()
+	if dir == "" {
+		dir = "/"
+	}
+	uid := uint32(namespace.SandboxUID)
+	pid, err := syscall.ForkExec(req.GetArgv()[0], req.GetArgv(), &syscall.ProcAttr{
+		Dir:   dir,
+		Env:   req.GetEnv(),
+		Files: files,
+		Sys: &syscall.SysProcAttr{
+			Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}},
+			Setpgid:    true,
+			Pdeathsig:  syscall.SIGKILL,
+		},
+	})
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("start %s: %w", req.GetArgv()[0], err)
+	}
+	return &process{pid: pid, stdout: outR, stderr: errR}, nil
+}
+
+// inputFile returns a readable file yielding data: /dev/null when empty,
+// else a pipe fed by a goroutine.
+func inputFile(data []byte) (*os.File, error) {
+	if len(data) == 0 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
+		}
+		return f, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	go func() {
+		_, _ = w.Write(data)
+		w.Close()
+	}()
+	return r, nil
+}
