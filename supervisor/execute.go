@@ -214,12 +214,12 @@ func (r *run) execute() {
 			Error: "sandbox start failed: " + err.Error(), QueueWaitMs: queueWait})
 		return
 	}
-	defer sb.Close()
 	r.mu.Lock()
 	r.sb = sb
 	stopped := r.reason != 0
 	r.mu.Unlock()
 	if stopped {
+		r.destroy(sb)
 		r.finishStopped(queueWait, "")
 		return
 	}
@@ -247,7 +247,17 @@ func (r *run) execute() {
 		PeakMemoryBytes: usage.PeakMemoryBytes, PeakMemorySource: usage.PeakMemorySource,
 		PidsPeak: usage.PidsPeak, OOMKills: usage.OOMKills,
 	}
+	r.destroy(sb)
 	r.finish(res)
+}
+
+// destroy closes the sandbox. It runs before the result is published, so
+// that a terminal execution has no process, cgroup, mount or socket left
+// on the host: a client that sees the result may rely on it.
+func (r *run) destroy(sb *sandbox.Sandbox) {
+	if err := sb.Close(); err != nil {
+		r.s.log.Warn("destroy sandbox", "execution", r.e.ID(), "sandbox", sb.ID(), "error", err)
+	}
 }
 
 // finishStopped ends an execution that was stopped before it ran.

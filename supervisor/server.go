@@ -122,8 +122,9 @@ func (s *Server) Register(g *grpc.Server) {
 func (s *Server) Registry() *registry.Registry { return s.reg }
 
 // Shutdown refuses new executions, cancels queued ones, waits up to grace
-// for running ones, then kills the rest and waits for their sandboxes to be
-// destroyed. It returns an error when executions had to be killed.
+// for running ones, then kills the rest (they end CANCELLED) and waits for
+// their sandboxes to be destroyed. It returns an error when executions had
+// to be killed.
 func (s *Server) Shutdown(grace time.Duration) error {
 	s.mu.Lock()
 	s.closing = true
@@ -141,6 +142,12 @@ func (s *Server) Shutdown(grace time.Duration) error {
 	case <-done:
 	case <-time.After(grace):
 		err = errors.New("supervisor: grace period over, running executions killed")
+		// Stop each run as cancelled (killing its sandbox) so that it
+		// ends CANCELLED rather than as a worker lost to the context.
+		s.runs.Range(func(_, v any) bool {
+			v.(*run).stop(registry.ReasonCancelled)
+			return true
+		})
 		s.killAll()
 		<-done
 	}

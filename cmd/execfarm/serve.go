@@ -39,7 +39,7 @@ func serveCmd() *cobra.Command {
 			if cfg.Sandbox.WorkerBinary, err = supervisor.FindWorker(worker); err != nil {
 				return err
 			}
-			log := hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Info})
+			log := hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Info, Exclude: sandbox.ExpectedExit})
 			cfg.Logger = log
 			cfg.Sandbox.Logger = log
 			cfg.Version = version

@@ -89,6 +89,7 @@ func runHelper(mode string) int {
 				chunk[i] = byte(i)
 			}
 			keep = append(keep, chunk)
+			sink = keep
 		}
 	case "busy": // burn >= 50 ms of CPU, touch 16 MiB, exit 0
 		start := time.Now()
@@ -186,3 +187,6 @@ func wantSIGKILL(t *testing.T, err error) {
 		t.Fatalf("Wait() = %v, want death by SIGKILL", err)
 	}
 }
+
+// sink keeps the "oom" helper's allocations reachable.
+var sink [][]byte

@@ -48,16 +48,6 @@ func requireCgroup(t *testing.T) Config {
 	return cfg
 }
 
-// requireV1 is requireCgroup on a v1 host.
-func requireV1(t *testing.T) Config {
-	t.Helper()
-	requireRoot(t)
-	if DetectMode() != V1 {
-		t.Skipf("host is %s, not cgroup v1", DetectMode())
-	}
-	return requireCgroup(t)
-}
-
 // cleanupParent removes every cgroup the test left under cfg's Parent and
 // the Parent itself, and fails the test if there was something to remove.
 func cleanupParent(t *testing.T, cfg Config) {

@@ -71,10 +71,12 @@ func Run(ctx context.Context, program string, stdout, stderr io.Writer, opts Opt
 	loop := eventloop.NewEventLoop(eventloop.EnableConsole(false))
 	r := &runner{loop: loop, stdout: out, stderr: errOut, wrapperLine: wrapperLine}
 	stop := func() bool { return true }
+	cancelDone := make(chan struct{})
 	loop.Run(func(vm *gojavm.Runtime) {
 		r.vm = vm
 		// Registered inside Run so that StopNoWait finds the loop running.
 		stop = context.AfterFunc(ctx, func() {
+			defer close(cancelDone)
 			vm.Interrupt(errCancelled)
 			loop.StopNoWait()
 		})
@@ -87,9 +89,12 @@ func Run(ctx context.Context, program string, stdout, stderr io.Writer, opts Opt
 		r.endTask(err)
 		r.timers.flushIfIdle()
 	})
-	// false: the cancel callback ran (or is running); it only touches the
-	// VM's interrupt flag and the loop's stop flag, both safe at any time.
+	// false: the cancel callback ran or is running; wait for it so that no
+	// goroutine outlives Run.
 	cancelled := !stop()
+	if cancelled {
+		<-cancelDone
+	}
 	// Terminate cancels the wake-up timer still armed when the loop was
 	// stopped early, so that no goroutine outlives Run.
 	loop.Terminate()

@@ -87,8 +87,11 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "microtasks before immediates, interval and clear",
-			program: `setImmediate((a) => console.log("immediate", a), "arg"); Promise.resolve().then(() => console.log("micro")); queueMicrotask(() => console.log("qm"));
-let n = 0; const iv = setInterval(() => { n++; console.log("tick", n); if (n === 3) clearInterval(iv) }, 1);
+			program: `setImmediate((a) => {
+  console.log("immediate", a);
+  let n = 0; const iv = setInterval(() => { n++; console.log("tick", n); if (n === 3) clearInterval(iv) }, 1);
+}, "arg");
+Promise.resolve().then(() => console.log("micro")); queueMicrotask(() => console.log("qm"));
 const t = setTimeout(() => console.log("never"), 1); clearTimeout(t); console.log("sync")`,
 			stdout: "sync\nmicro\nqm\nimmediate arg\ntick 1\ntick 2\ntick 3\n",
 		},

@@ -9,9 +9,9 @@ import (
 	gojavm "github.com/dop251/goja"
 )
 
-// maxTimerDelay is the largest delay Node accepts (2^31-1 ms); larger or
+// maxTimerDelayMs is the largest delay Node accepts (2^31-1 ms); larger or
 // invalid delays become 1 ms, as in Node.
-const maxTimerDelay = math.MaxInt32 * time.Millisecond
+const maxTimerDelayMs = math.MaxInt32
 
 // scheduler runs timers and immediates in Node's order: timers by due time,
 // then creation order; each loop turn runs the due timers, then the
@@ -148,7 +148,7 @@ func delayOf(v gojavm.Value) time.Duration {
 	if v != nil && !gojavm.IsUndefined(v) {
 		ms = v.ToFloat()
 	}
-	if math.IsNaN(ms) || ms < 1 || ms > float64(math.MaxInt32) {
+	if math.IsNaN(ms) || ms < 1 || ms > maxTimerDelayMs {
 		ms = 1
 	}
 	return time.Duration(ms * float64(time.Millisecond))

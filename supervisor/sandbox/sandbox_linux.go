@@ -89,7 +89,7 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 	}
 	logger := cfg.Logger
 	if logger == nil {
-		logger = hclog.New(&hclog.LoggerOptions{Name: "sandbox", Level: hclog.Warn, Output: os.Stderr})
+		logger = hclog.New(&hclog.LoggerOptions{Name: "sandbox", Level: hclog.Warn, Output: os.Stderr, Exclude: ExpectedExit})
 	}
 	s.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
@@ -183,6 +183,12 @@ func (s *Sandbox) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// ExpectedExit drops go-plugin's report that the worker exited: every
+// sandbox ends by being killed, so the report says nothing.
+func ExpectedExit(_ hclog.Level, msg string, _ ...any) bool {
+	return msg == "plugin process exited" || msg == "plugin failed to exit gracefully"
 }
 
 // boundedBuffer keeps the first max bytes of the worker's stderr, for

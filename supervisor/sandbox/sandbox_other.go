@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/execfarm/execfarm/isolation"
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/workerv1"
@@ -31,4 +33,10 @@ func (s *Sandbox) Usage() (cgroup.Usage, error) {
 }
 func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
 	return nil, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+
+// ExpectedExit reports go-plugin log lines about a worker's exit, which
+// every sandbox ends with; pass it as hclog.LoggerOptions.Exclude.
+func ExpectedExit(_ hclog.Level, msg string, _ ...any) bool {
+	return msg == "plugin process exited" || msg == "plugin failed to exit gracefully"
 }

@@ -1,0 +1,68 @@
+# execfarm — conventional targets: build, test, bench, proto, lint.
+# Everything runs as root on Linux (sandboxes need namespaces and cgroups).
+
+GO            ?= go
+BIN           := bin
+TOOLS         := $(CURDIR)/.tools
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
+STATICCHECK_VERSION        := v0.8.2
+# protoc itself comes from Debian's protobuf-compiler (3.21.12 on bookworm);
+# its version is written into the generated files, so drift shows up too.
+
+.PHONY: all build demo test test-unit test-race deps bench proto proto-check lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# The README's main command: run examples/hello.ts in a fresh sandbox
+# (an embedded supervisor starts when none is configured).
+demo: build
+	$(BIN)/execfarm run --verbose examples/hello.ts
+
+# The README's test command: installs what the tests need, then runs every
+# test (unit, integration, hostile, compatibility) and the race detector on
+# the supervisor and worker packages.
+test: deps
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./supervisor/... ./worker/... ./runtime/...
+
+# Node.js client for the compatibility test (test/compat).
+deps:
+	@command -v node >/dev/null || { echo "node is required (apt-get install nodejs)"; exit 1; }
+	@[ -d test/compat/node_modules ] || npm ci --prefix test/compat --no-audit --no-fund --ignore-scripts
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./test/bench/
+
+$(TOOLS)/protoc-gen-go:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+$(TOOLS)/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+$(TOOLS)/staticcheck:
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
+	@command -v protoc >/dev/null || { echo "protoc is required (apt-get install protobuf-compiler)"; exit 1; }
+	PATH=$(TOOLS):$$PATH protoc -I proto \
+		--go_out=. --go_opt=module=github.com/execfarm/execfarm \
+		--go-grpc_out=. --go-grpc_opt=module=github.com/execfarm/execfarm \
+		proto/prodisco/sandbox/v1/sandbox.proto proto/execfarm/worker/v1/worker.proto
+
+# Fails when the checked-in generated code differs from a fresh `make proto`.
+proto-check: proto
+	git diff --exit-code -- proto/
+
+lint: $(TOOLS)/staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
+	GOOS=darwin $(GO) build ./...
+	$(TOOLS)/staticcheck ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,177 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// docs decodes every YAML document of a manifest file.
+func docs(t *testing.T, name string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("base", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			t.Fatalf("%s: %v", name, err)
+		}
+		if m != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func dig(m any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			mm, ok := m.(map[string]any)
+			if !ok {
+				return nil
+			}
+			m = mm[k]
+		case int:
+			s, ok := m.([]any)
+			if !ok || k >= len(s) {
+				return nil
+			}
+			m = s[k]
+		}
+	}
+	return m
+}
+
+func TestKustomizationListsEveryManifest(t *testing.T) {
+	k := docs(t, "kustomization.yaml")[0]
+	listed := map[string]bool{}
+	for _, r := range k["resources"].([]any) {
+		listed[r.(string)] = true
+		docs(t, r.(string)) // parses
+	}
+	files, _ := filepath.Glob("base/*.yaml")
+	for _, f := range files {
+		if b := filepath.Base(f); b != "kustomization.yaml" && !listed[b] {
+			t.Errorf("%s is not listed in kustomization.yaml", b)
+		}
+	}
+}
+
+func TestDaemonSet(t *testing.T) {
+	ds := docs(t, "daemonset.yaml")[0]
+	if ds["kind"] != "DaemonSet" {
+		t.Fatalf("kind = %v", ds["kind"])
+	}
+	c := dig(ds, "spec", "template", "spec", "containers", 0)
+	if dig(c, "securityContext", "privileged") != true {
+		t.Error("the supervisor must run privileged (namespaces, mounts, cgroups)")
+	}
+	if args := dig(c, "args", 0); args != "serve" {
+		t.Errorf("first arg = %v, want serve", args)
+	}
+	env := map[string]string{}
+	for _, e := range dig(c, "env").([]any) {
+		env[dig(e, "name").(string)] = dig(e, "value").(string)
+	}
+	if env["SANDBOX_TCP_HOST"] == "0.0.0.0" && env["SANDBOX_TRANSPORT_MODE"] == "insecure" {
+		t.Error("insecure TCP on a pod address is refused by the supervisor")
+	}
+	if env["SANDBOX_TRANSPORT_MODE"] != "mtls" {
+		t.Errorf("transport mode = %q, want mtls", env["SANDBOX_TRANSPORT_MODE"])
+	}
+	sa := dig(ds, "spec", "template", "spec", "serviceAccountName")
+	found := false
+	for _, d := range docs(t, "rbac.yaml") {
+		if d["kind"] == "ServiceAccount" && dig(d, "metadata", "name") == sa {
+			found = true
+		}
+		if d["kind"] == "ClusterRole" {
+			for _, r := range dig(d, "rules").([]any) {
+				for _, v := range dig(r, "verbs").([]any) {
+					if v != "get" && v != "list" && v != "watch" {
+						t.Errorf("ClusterRole grants %v; the default policy is read-only", v)
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("serviceAccountName %v has no ServiceAccount in rbac.yaml", sa)
+	}
+}
+
+// TestDockerfile reads the Dockerfile (no Docker engine in CI): stages,
+// the binaries built are the ones copied, and the entrypoint is the
+// supervisor.
+func TestDockerfile(t *testing.T) {
+	f, err := os.Open("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var froms, copies []string
+	var entry, buildLine string
+	sc := bufio.NewScanner(f)
+	var cont string
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasSuffix(line, "\\") {
+			cont += strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		line = cont + line
+		cont = ""
+		switch {
+		case strings.HasPrefix(line, "FROM "):
+			froms = append(froms, line)
+		case strings.HasPrefix(line, "COPY --from=build"):
+			copies = append(copies, line)
+		case strings.HasPrefix(line, "ENTRYPOINT"):
+			entry = line
+		case strings.HasPrefix(line, "RUN") && strings.Contains(line, "go build"):
+			buildLine = line
+		}
+	}
+	if len(froms) != 2 || !strings.Contains(froms[0], "AS build") {
+		t.Fatalf("want a build stage and a runtime stage, got %q", froms)
+	}
+	goVersion := regexp.MustCompile(`golang:(\d+\.\d+)`).FindStringSubmatch(froms[0])
+	mod, _ := os.ReadFile("../go.mod")
+	if goVersion == nil || !strings.Contains(string(mod), "go "+goVersion[1]) {
+		t.Errorf("build image %q does not match go.mod's go version", froms[0])
+	}
+	for _, bin := range []string{"execfarm", "execfarm-worker"} {
+		if !strings.Contains(buildLine, "./cmd/"+bin) {
+			t.Errorf("go build does not build ./cmd/%s: %q", bin, buildLine)
+		}
+		ok := false
+		for _, c := range copies {
+			if strings.Contains(c, "/out/"+bin+" /usr/local/bin/"+bin) {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("%s is not copied into the image", bin)
+		}
+	}
+	if !strings.Contains(entry, "/usr/local/bin/execfarm") {
+		t.Errorf("ENTRYPOINT = %q", entry)
+	}
+	if _, err := os.Stat("../cmd/execfarm-worker/main.go"); err != nil {
+		t.Error(err)
+	}
+}
