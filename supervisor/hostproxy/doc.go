@@ -1,0 +1,14 @@
+// Package hostproxy is the supervisor's end of credential-free Kubernetes
+// and Prometheus access for sandboxed code (DESIGN.md, "Kubernetes and
+// Prometheus access from sandboxed code"). A sandbox never receives a
+// credential: its worker forwards each HTTP request over the go-plugin
+// broker to the supervisor, where Kube checks it against a policy (default:
+// verbs get, list and watch in every namespace), adds the credentials of the
+// supervisor's kubeconfig with client-go, forwards it and counts it by verb
+// and outcome; Prometheus admits only the read-only query API of
+// PROMETHEUS_URL.
+//
+// Requests and responses are whole messages with bounded bodies
+// (MaxRequestBytes, MaxResponseBytes); a watch is answered when the API
+// server ends it (its timeoutSeconds is capped at MaxWatchSeconds).
+package hostproxy

@@ -1,0 +1,203 @@
+package hostproxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseKubeRequest(t *testing.T) {
+	tests := []struct {
+		method, path string
+		want         KubeRequest
+		wantErr      bool
+	}{
+		{"GET", "/api/v1/namespaces/default/pods", KubeRequest{Verb: "list", Namespace: "default", Resource: "pods"}, false},
+		{"GET", "/api/v1/namespaces/default/pods/web-1", KubeRequest{Verb: "get", Namespace: "default", Resource: "pods", Name: "web-1"}, false},
+		{"GET", "/api/v1/namespaces/default/pods/web-1/log", KubeRequest{Verb: "get", Namespace: "default", Resource: "pods", Name: "web-1", Subresource: "log"}, false},
+		{"GET", "/api/v1/pods?watch=true", KubeRequest{Verb: "watch", Resource: "pods"}, false},
+		{"GET", "/api/v1/nodes", KubeRequest{Verb: "list", Resource: "nodes"}, false},
+		{"GET", "/api/v1/namespaces/kube-system", KubeRequest{Verb: "get", Namespace: "kube-system", Resource: "namespaces", Name: "kube-system"}, false},
+		{"GET", "/apis/apps/v1/namespaces/x/deployments", KubeRequest{Verb: "list", Namespace: "x", Resource: "deployments"}, false},
+		{"DELETE", "/api/v1/namespaces/default/pods/web-1", KubeRequest{Verb: "delete", Namespace: "default", Resource: "pods", Name: "web-1"}, false},
+		{"DELETE", "/api/v1/namespaces/default/pods", KubeRequest{Verb: "deletecollection", Namespace: "default", Resource: "pods"}, false},
+		{"POST", "/api/v1/namespaces/default/pods", KubeRequest{Verb: "create", Namespace: "default", Resource: "pods"}, false},
+		{"PATCH", "/api/v1/namespaces/default/pods/a", KubeRequest{Verb: "patch", Namespace: "default", Resource: "pods", Name: "a"}, false},
+		{"PUT", "/api/v1/namespaces/default/pods/a", KubeRequest{Verb: "update", Namespace: "default", Resource: "pods", Name: "a"}, false},
+		{"GET", "/version", KubeRequest{Verb: "get"}, false},
+		{"GET", "/apis", KubeRequest{Verb: "get"}, false},
+		{"POST", "/version", KubeRequest{}, true},
+		{"GET", "/api/v1/namespaces/../secrets", KubeRequest{}, true},
+		{"TRACE", "/api/v1/pods", KubeRequest{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			got, err := ParseKubeRequest(tt.method, tt.path)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if err == nil && got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseKubeRequest(f *testing.F) {
+	for _, s := range []string{"/api/v1/pods", "/apis/apps/v1/namespaces/a/deployments/b/scale", "/version", "/api", "%zz", "/api/v1/namespaces/a"} {
+		f.Add("GET", s)
+		f.Add("DELETE", s)
+	}
+	f.Fuzz(func(t *testing.T, method, path string) {
+		ri, err := ParseKubeRequest(method, path)
+		if err != nil {
+			return
+		}
+		if ri.Verb == "" {
+			t.Fatalf("accepted %s %q with no verb", method, path)
+		}
+		if method != "GET" && method != "HEAD" && (ri.Verb == "get" || ri.Verb == "list" || ri.Verb == "watch") {
+			t.Fatalf("%s %q classified read-only as %q", method, path, ri.Verb)
+		}
+	})
+}
+
+// fakeAPIServer answers like the Kubernetes API server and requires the
+// bearer token. It speaks TLS: client-go attaches credentials only to TLS
+// connections.
+func fakeAPIServer(t *testing.T, token string) (*httptest.Server, *[]string) {
+	var seen []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Method+" "+r.URL.RequestURI())
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"web-1"}},{"metadata":{"name":"web-2"}}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &seen
+}
+
+func writeKubeconfig(t *testing.T, server, token string) string {
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: fake
+  cluster: {server: %q, insecure-skip-tls-verify: true}
+users:
+- name: u
+  user: {token: %q}
+contexts:
+- name: fake-ctx
+  context: {cluster: fake, user: u}
+current-context: fake-ctx
+`, server, token)
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestKubeForwardsWithCredentialsAndPolicy(t *testing.T) {
+	const token = "s3cr3t-token"
+	srv, seen := fakeAPIServer(t, token)
+	k, err := LoadKube(writeKubeconfig(t, srv.URL, token), KubePolicy{})
+	if err != nil || k == nil {
+		t.Fatalf("LoadKube: %v", err)
+	}
+	if k.Context() != "fake-ctx" {
+		t.Errorf("context = %q", k.Context())
+	}
+	ctx := context.Background()
+	resp, err := k.RoundTrip(ctx, Request{Method: "GET", Path: "/api/v1/namespaces/default/pods", Header: http.Header{}})
+	if err != nil || resp.Status != 200 || !strings.Contains(string(resp.Body), "web-2") {
+		t.Fatalf("list pods: %v %d %s", err, resp.Status, resp.Body)
+	}
+	resp, err = k.RoundTrip(ctx, Request{Method: "DELETE", Path: "/api/v1/namespaces/default/pods/web-1", Header: http.Header{}})
+	if err != nil || resp.Status != http.StatusForbidden {
+		t.Fatalf("delete: %v %d", err, resp.Status)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(resp.Body, &st); err != nil || st["reason"] != "Forbidden" || st["kind"] != "Status" {
+		t.Fatalf("denied body = %s", resp.Body)
+	}
+	if len(*seen) != 1 {
+		t.Fatalf("upstream saw %v; the denied delete must not be forwarded", *seen)
+	}
+	if k.Counts.Get("list", "allowed") != 1 || k.Counts.Get("delete", "denied") != 1 {
+		t.Fatalf("counts wrong: list/allowed=%d delete/denied=%d", k.Counts.Get("list", "allowed"), k.Counts.Get("delete", "denied"))
+	}
+}
+
+func TestKubeNamespacePolicy(t *testing.T) {
+	srv, _ := fakeAPIServer(t, "team-token")
+	k, err := LoadKube(writeKubeconfig(t, srv.URL, "team-token"), KubePolicy{Namespaces: []string{"team-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{
+		"/api/v1/namespaces/team-a/pods": 200,
+		"/api/v1/namespaces/team-b/pods": 403,
+		"/api/v1/pods":                   403, // all namespaces
+		"/api/v1/nodes":                  403, // cluster-scoped
+	} {
+		resp, err := k.RoundTrip(context.Background(), Request{Method: "GET", Path: path, Header: http.Header{}})
+		if err != nil || resp.Status != want {
+			t.Errorf("%s: status %d err %v, want %d", path, resp.Status, err, want)
+		}
+	}
+}
+
+func TestCapWatch(t *testing.T) {
+	for in, want := range map[string]string{
+		"/api/v1/pods?watch=1":                     "timeoutSeconds=30",
+		"/api/v1/pods?watch=1&timeoutSeconds=5":    "timeoutSeconds=5",
+		"/api/v1/pods?watch=1&timeoutSeconds=9999": "timeoutSeconds=30",
+	} {
+		if got := capWatch(in); !strings.Contains(got, want) {
+			t.Errorf("capWatch(%q) = %q, want %s", in, got, want)
+		}
+	}
+}
+
+func TestPrometheusReadOnly(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+	}))
+	defer srv.Close()
+	p, err := NewPrometheus(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/api/v1/query?query=up", 200},
+		{"POST", "/api/v1/query_range", 200},
+		{"GET", "/api/v1/label/job/values", 200},
+		{"POST", "/api/v1/admin/tsdb/delete_series", 403},
+		{"GET", "/federate", 403},
+		{"DELETE", "/api/v1/query", 403},
+	} {
+		resp, err := p.RoundTrip(context.Background(), Request{Method: c.method, Path: c.path, Header: http.Header{}})
+		if err != nil || resp.Status != c.want {
+			t.Errorf("%s %s: %d %v, want %d", c.method, c.path, resp.Status, err, c.want)
+		}
+	}
+	if p, err := NewPrometheus(""); p != nil || err != nil {
+		t.Error("empty URL must be not configured")
+	}
+	if _, err := NewPrometheus("file:///etc/passwd"); err == nil {
+		t.Error("non-http URL accepted")
+	}
+}

@@ -1,0 +1,66 @@
+package hostproxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Prometheus forwards the read-only query API to PROMETHEUS_URL.
+type Prometheus struct {
+	base *url.URL
+	rt   http.RoundTripper
+	// Counts counts requests by endpoint kind and outcome.
+	Counts Counter
+}
+
+// readOnlyPaths are the Prometheus HTTP API endpoints a sandbox may use
+// (https://prometheus.io/docs/prometheus/latest/querying/api/).
+var readOnlyPaths = []string{
+	"/api/v1/query", "/api/v1/query_range", "/api/v1/query_exemplars", "/api/v1/series",
+	"/api/v1/labels", "/api/v1/label/", "/api/v1/metadata", "/api/v1/targets/metadata",
+	"/api/v1/status/buildinfo",
+}
+
+// NewPrometheus returns a proxy to the Prometheus server at rawURL ("" =
+// not configured: nil, nil).
+func NewPrometheus(rawURL string) (*Prometheus, error) {
+	if rawURL == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("hostproxy: PROMETHEUS_URL %q is not an http(s) URL", rawURL)
+	}
+	return &Prometheus{base: u, rt: http.DefaultTransport}, nil
+}
+
+// RoundTrip forwards GET and POST (form-encoded queries) on the read-only
+// endpoints; anything else is 403.
+func (p *Prometheus) RoundTrip(ctx context.Context, req Request) (Response, error) {
+	u, err := url.Parse(req.Path)
+	if err != nil {
+		p.Counts.Add("unknown", "denied")
+		return errorResponse(http.StatusBadRequest, "bad request path"), nil
+	}
+	allowed := req.Method == http.MethodGet || req.Method == http.MethodPost
+	ok := false
+	for _, ro := range readOnlyPaths {
+		if u.Path == ro || (strings.HasSuffix(ro, "/") && strings.HasPrefix(u.Path, ro) && strings.HasSuffix(u.Path, "/values") && !strings.Contains(u.Path, "..")) {
+			ok = true
+		}
+	}
+	if !allowed || !ok {
+		p.Counts.Add("other", "denied")
+		return errorResponse(http.StatusForbidden, fmt.Sprintf("execfarm policy: %s %s is not part of the read-only Prometheus API", req.Method, u.Path)), nil
+	}
+	resp, err := forward(ctx, p.rt, p.base, req)
+	if err != nil {
+		p.Counts.Add("query", "error")
+		return Response{}, err
+	}
+	p.Counts.Add("query", "allowed")
+	return resp, nil
+}
