@@ -7,17 +7,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
 // DefaultUIDBase is the first host uid of sandbox uid ranges: far above
 // ordinary users and the /etc/subuid ranges tools hand out from 100000.
-const DefaultUIDBase = 1 << 30
+const DefaultUIDBase = probe.DefaultUIDBase
+
+// embeddedUIDBase is the first host uid of an embedded supervisor's
+// window of probe.DefaultUIDSlots ranges: window 1 + pid%255 of
+// [2^30, 2^31), so that concurrent embedded supervisors (two `execfarm
+// run`s) rarely share a window and never share serve's default window 0.
+// The host probe refuses to start when the window is in use.
+func embeddedUIDBase(pid int) uint32 {
+	const window = probe.DefaultUIDSlots * probe.DefaultUIDRangeSize
+	return DefaultUIDBase + uint32(1+pid%255)*window
+}
 
 // FindWorker returns the worker binary: explicit if set, else
 // $EXECFARM_WORKER, else execfarm-worker next to the running executable,
@@ -51,8 +63,12 @@ func FindWorker(explicit string) (string, error) {
 
 // Embedded starts a private supervisor for one client process (the CLI's
 // `run` when no server is configured or reachable): a unix socket in a
-// fresh temporary directory, its own cgroup parent, executions in the
-// foreground. stop shuts it down and removes everything it created.
+// fresh temporary directory, its own cgroup parent, its own uid window
+// (embeddedUIDBase) unless cfg.Sandbox.IDs is set (the host probe then
+// checks the default window), executions in the foreground. It refuses
+// to start as CheckHostConfig does; "seccomp" in allowDegraded sets
+// cfg.Sandbox.NoSeccomp. stop shuts it down and removes everything it
+// created.
 func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc transport.Config, stop func() error, err error) {
 	dir, err := os.MkdirTemp("", "execfarm-embedded-")
 	if err != nil {
@@ -61,10 +77,20 @@ func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc trans
 	if cfg.Sandbox.Cgroup.Parent == "" {
 		cfg.Sandbox.Cgroup.Parent = cgroup.DefaultParent + "-embedded-" + strconv.Itoa(os.Getpid())
 	}
+	pc := probe.Config{Cgroup: cfg.Sandbox.Cgroup}
 	if cfg.Sandbox.IDs == nil {
-		cfg.Sandbox.IDs = sandbox.NewIDPool(DefaultUIDBase, 0, 64)
+		pc.UIDBase, pc.UIDSlots = embeddedUIDBase(os.Getpid()), probe.DefaultUIDSlots
+		cfg.Sandbox.IDs = sandbox.NewIDPool(pc.UIDBase, 0, pc.UIDSlots)
 	}
-	layers, err := CheckHost(cfg.Sandbox.Cgroup, allowDegraded)
+	allowed, err := probe.ParseAllowDegraded(allowDegraded)
+	if err != nil {
+		os.RemoveAll(dir)
+		return tc, nil, fmt.Errorf("supervisor: %w", err)
+	}
+	if slices.Contains(allowed, probe.Seccomp) {
+		cfg.Sandbox.NoSeccomp = true
+	}
+	layers, err := CheckHostConfig(pc, allowed)
 	if err != nil {
 		os.RemoveAll(dir)
 		return tc, nil, err

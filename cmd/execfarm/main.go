@@ -1,6 +1,6 @@
 // Command execfarm is execfarm's single binary: the supervisor (serve),
-// and the client commands (run, status, cancel, ps, health) that talk to a
-// supervisor over gRPC. See README.md.
+// the host check (doctor), and the client commands (run, status, cancel,
+// ps, health) that talk to a supervisor over gRPC. See README.md.
 package main
 
 import (
@@ -29,7 +29,7 @@ func main() {
 	}
 	var cf clientFlags
 	cf.register(root)
-	root.AddCommand(serveCmd(), runCmd(&cf), statusCmd(&cf), cancelCmd(&cf), psCmd(&cf), healthCmd(&cf))
+	root.AddCommand(serveCmd(), doctorCmd(), runCmd(&cf), statusCmd(&cf), cancelCmd(&cf), psCmd(&cf), healthCmd(&cf))
 	if err := root.Execute(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {

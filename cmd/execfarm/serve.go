@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -47,23 +50,29 @@ func serveCmd() *cobra.Command {
 			if cfg.MaxConcurrent == 0 {
 				cfg.MaxConcurrent = defaultConcurrency()
 			}
-			cfg.Sandbox.IDs = sandbox.NewIDPool(uidBase, 0, cfg.MaxConcurrent+8)
+			cfg.Sandbox.IDs = sandbox.NewIDPool(uidBase, 0, uidSlots(cfg.MaxConcurrent))
 			cfg.Registry = registry.Config{RetentionMs: retention.Milliseconds()}
 			if defaultTimeout > 0 {
 				cfg.Defaults = supervisor.DefaultLimits
 				cfg.Defaults.TimeoutMs = defaultTimeout
 			}
-			for _, l := range allowDegraded {
-				if l == "seccomp" {
-					cfg.Sandbox.NoSeccomp = true
-				}
+			allowed, err := probe.ParseAllowDegraded(allowDegraded)
+			if err != nil {
+				return err
 			}
-			layers, err := supervisor.CheckHost(cfg.Sandbox.Cgroup, allowDegraded)
+			if slices.Contains(allowed, probe.Seccomp) {
+				cfg.Sandbox.NoSeccomp = true
+			}
+			pc, err := hostProbeConfig(cfg.Sandbox.Cgroup, uidBase, cfg.MaxConcurrent)
+			if err != nil {
+				return err
+			}
+			layers, err := supervisor.CheckHostConfig(pc, allowed)
 			if err != nil {
 				return err
 			}
 			for _, l := range layers {
-				if !l.Active {
+				if slices.Contains(allowed, l.Name) {
 					log.Warn("DEGRADED: isolation layer disabled by --allow-degraded", "layer", l.Name, "detail", l.Detail)
 				}
 			}
@@ -97,11 +106,25 @@ func serveCmd() *cobra.Command {
 	f.StringVar(&cfg.Sandbox.StateDir, "state-dir", "/run/execfarm", "directory for per-sandbox sockets and mountpoints")
 	f.StringVar(&cgroupParent, "cgroup-parent", cgroup.DefaultParent, "parent cgroup of sandbox cgroups (nested under the supervisor's own)")
 	f.Uint32Var(&uidBase, "uid-base", supervisor.DefaultUIDBase, "first host uid of the sandboxes' uid ranges (65536 ids each)")
-	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "run without these isolation layers (e.g. seccomp); never silently")
+	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "run without these isolation layers (only seccomp can be); never silently")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on SIGTERM, how long running executions may finish before they are killed")
 	f.DurationVar(&retention, "retention", 5*time.Minute, "how long finished executions stay readable")
 	f.Int64Var(&defaultTimeout, "default-timeout-ms", 0, "default wall-clock timeout in ms (default 30000)")
 	return cmd
+}
+
+// uidSlots is the number of sandbox uid ranges serve reserves: one per
+// concurrent execution, plus room for sandboxes still being torn down.
+func uidSlots(maxConcurrent int) int { return maxConcurrent + 8 }
+
+// hostProbeConfig is what serve and doctor probe: the cgroup and the uid
+// window serve would use. --uid-base 0 is refused: sandbox root would be
+// host root (and probe.Config would read 0 as its default).
+func hostProbeConfig(cg cgroup.Config, uidBase uint32, maxConcurrent int) (probe.Config, error) {
+	if uidBase == 0 {
+		return probe.Config{}, errors.New("--uid-base 0 would make sandbox root the host's root")
+	}
+	return probe.Config{Cgroup: cg, UIDBase: uidBase, UIDSlots: uidSlots(maxConcurrent)}, nil
 }
 
 func defaultConcurrency() int {

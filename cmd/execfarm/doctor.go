@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/isolation/probe"
+	"github.com/execfarm/execfarm/supervisor"
+)
+
+func doctorCmd() *cobra.Command {
+	var (
+		cgroupParent  string
+		uidBase       uint32
+		maxConcurrent int
+		allowDegraded []string
+	)
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Probe this host's isolation layers and say whether the supervisor can start",
+		Long: "doctor runs the probe `serve` runs at start: it forks a child into every namespace kind, " +
+			"creates a test cgroup in every controller, checks seccomp, the landlock ABI, overlay and the " +
+			"uid window, and prints one line per layer. It exits 1 when serve would refuse to start.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if maxConcurrent == 0 {
+				maxConcurrent = defaultConcurrency()
+			}
+			pc, err := hostProbeConfig(cgroup.Config{Parent: cgroupParent}, uidBase, maxConcurrent)
+			if err != nil {
+				return err
+			}
+			if !printDoctor(os.Stdout, probe.Run(pc), allowDegraded) {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cgroupParent, "cgroup-parent", cgroup.DefaultParent, "parent cgroup of sandbox cgroups, as for serve")
+	f.Uint32Var(&uidBase, "uid-base", supervisor.DefaultUIDBase, "first host uid of the sandboxes' uid ranges, as for serve")
+	f.IntVar(&maxConcurrent, "max-concurrent", 0, "executions running at once, as for serve: sizes the uid window (default: number of CPUs)")
+	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "layers serve would be allowed to run without, as for serve")
+	return cmd
+}
+
+// printDoctor writes the layer table, the probe's warnings and the verdict
+// to w, and reports whether the supervisor may start.
+func printDoctor(w io.Writer, r probe.Report, allowDegraded []string) bool {
+	resolved, err := r.Resolve(allowDegraded)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAYER\tSTATUS\tDETAIL")
+	var degraded []string
+	for _, l := range resolved {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, l.Status, l.Detail)
+		if l.Status == probe.StatusDegradedAllowed {
+			degraded = append(degraded, l.Name)
+		}
+	}
+	tw.Flush()
+	for _, warn := range r.Warnings {
+		fmt.Fprintln(w, "warning:", warn)
+	}
+	var me *probe.MissingError
+	switch {
+	case errors.As(err, &me):
+		var items []string
+		for _, l := range me.Layers {
+			if ok, why := probe.Degradable(l.Name); ok {
+				items = append(items, fmt.Sprintf("%s (use --allow-degraded=%s to run without it)", l.Name, l.Name))
+			} else {
+				items = append(items, fmt.Sprintf("%s (cannot be degraded: %s)", l.Name, why))
+			}
+		}
+		fmt.Fprintln(w, "execfarm cannot start: missing", strings.Join(items, ", "))
+		return false
+	case err != nil:
+		fmt.Fprintln(w, "execfarm cannot start:", err)
+		return false
+	case len(degraded) > 0:
+		fmt.Fprintf(w, "execfarm can isolate on this host, degraded: without %s (--allow-degraded)\n", strings.Join(degraded, ", "))
+	default:
+		fmt.Fprintln(w, "execfarm can isolate on this host")
+	}
+	return true
+}

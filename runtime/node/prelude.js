@@ -1,0 +1,148 @@
+// execfarm node prelude: the first code node runs in a sandbox (node -e).
+// It reads its configuration from process.argv[1] (JSON, written by
+// node.Argv in Go), empties process.env, hides the ways back to node's own
+// require, defines the globals k8s and kc, reads the program (the output
+// of node.Transform) from fd 3 and runs it with the sandbox require.
+//
+// The OS sandbox (namespaces, seccomp, read-only root) and node's
+// permission model (--experimental-permission, set by node.Argv) are the
+// real boundary; this file only makes the documented surface the easy one.
+'use strict';
+(() => {
+  const Module = require('node:module');
+  const fs = require('node:fs');
+  const path = require('node:path');
+
+  const cfg = JSON.parse(process.argv[1] || '{}');
+  const modulesDir = path.join(cfg.bundle || '/.execfarm/node', 'node_modules');
+  const allowed = new Set(Array.isArray(cfg.allowed) ? cfg.allowed : []);
+  const mainFile = '/workspace/main.ts';
+
+  // Nothing from the supervisor's or the caller's environment reaches the
+  // program (seed: the reference leaked process.env into its vm context).
+  for (const k of Object.keys(process.env)) delete process.env[k];
+  process.argv.splice(1, process.argv.length - 1, mainFile);
+
+  const bundleRequire = Module.createRequire(path.join(modulesDir, '_'));
+  const isBuiltin = Module.isBuiltin;
+
+  function notAvailable(name) {
+    const e = new Error(`Module '${name}' not available in sandbox`);
+    e.code = 'MODULE_NOT_FOUND';
+    return e;
+  }
+
+  // packageRoot returns the package name of a bare specifier ("@scope/pkg"
+  // or "pkg") if spec is one, with every further segment a plain name, and
+  // "" otherwise (relative, absolute, URL-like, "..", empty segments).
+  function packageRoot(spec) {
+    if (spec === '' || spec !== spec.trim() || /[\\:\0]/.test(spec)) return '';
+    const parts = spec.split('/');
+    const n = spec.startsWith('@') ? 2 : 1;
+    if (parts.length < n) return '';
+    for (const p of parts) {
+      if (p === '' || p === '.' || p === '..') return '';
+    }
+    if (parts[0].startsWith('.')) return '';
+    return parts.slice(0, n).join('/');
+  }
+
+  // sandboxRequire admits allow-listed packages and their subpaths, loaded
+  // from the bundle only; everything else, Node built-ins included, fails
+  // with "Module '<name>' not available in sandbox".
+  function sandboxRequire(name) {
+    const spec = typeof name === 'string' ? name : String(name);
+    const root = packageRoot(spec);
+    if (root === '' || isBuiltin(spec) || isBuiltin(root) || !allowed.has(root)) {
+      throw notAvailable(spec);
+    }
+    let file;
+    try {
+      file = bundleRequire.resolve(spec);
+    } catch {
+      throw notAvailable(spec);
+    }
+    // Global folders (/usr/share/nodejs, ~/.node_modules) are not the bundle.
+    if (!file.startsWith(path.join(modulesDir, root) + path.sep)) {
+      throw notAvailable(spec);
+    }
+    return bundleRequire(file);
+  }
+
+  function lazyGlobal(name, load) {
+    Object.defineProperty(globalThis, name, {
+      configurable: true,
+      enumerable: false,
+      get() {
+        const value = load();
+        Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
+        return value;
+      },
+      set(value) {
+        Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
+      },
+    });
+  }
+
+  // k8s and kc are always there, as in the reference, whatever the
+  // allow-list says; they are loaded on first use (client-node takes most
+  // of a second to load).
+  const loadK8s = () => bundleRequire('@kubernetes/client-node');
+  lazyGlobal('k8s', loadK8s);
+  lazyGlobal('kc', () => {
+    const k8s = loadK8s();
+    const kc = new k8s.KubeConfig();
+    if (cfg.kubeconfig) {
+      kc.loadFromFile(cfg.kubeconfig);
+    } else if (cfg.kubeServer) {
+      kc.loadFromClusterAndUser({ name: 'execfarm', server: cfg.kubeServer, skipTLSVerify: false }, { name: 'sandbox' });
+    }
+    return kc;
+  });
+
+  // Ways back to the real require, native code or files. node -e also
+  // defines require, module, exports, __filename and __dirname as globals.
+  const hide = (obj, name) => {
+    try {
+      Object.defineProperty(obj, name, { value: undefined, writable: false, configurable: false, enumerable: false });
+    } catch {
+      // Not configurable: nothing we can do from here.
+    }
+  };
+  // node -e defines these globals and, after this script, assigns
+  // globalThis.module again (node 20: to the Module class, a way back to
+  // the real loader), so they become accessors that ignore assignments.
+  for (const name of ['require', 'module', 'exports', '__filename', '__dirname']) {
+    Object.defineProperty(globalThis, name, {
+      get: () => undefined, set: () => {}, configurable: false, enumerable: false,
+    });
+  }
+  for (const name of [
+    'binding', '_linkedBinding', 'dlopen', 'getBuiltinModule', 'mainModule', 'report',
+    'loadEnvFile', 'moduleLoadList', '_debugProcess', '_debugEnd', '_startProfilerIdleNotifier',
+    '_stopProfilerIdleNotifier', '_tickCallback', 'setSourceMapsEnabled', 'execve',
+  ]) hide(process, name);
+
+  let program;
+  try {
+    program = fs.readFileSync(3, 'utf8');
+    fs.closeSync(3);
+  } catch (e) {
+    process.stderr.write(`execfarm: no program on fd 3: ${e.message}\n`);
+    process.exit(70);
+  }
+
+  const userModule = { id: '.', filename: mainFile, loaded: false, exports: {} };
+  const m = new Module(mainFile, null);
+  m.filename = mainFile;
+  m.paths = [];
+  m.exports = { require: sandboxRequire, module: userModule };
+  // _compile applies --enable-source-maps to the program's inline map;
+  // node.Prefix swaps in the sandbox require and returns a promise that an
+  // unhandled rejection turns into exit code 1 with the stack on stderr.
+  const done = m._compile(program, mainFile);
+  m.exports = userModule.exports;
+  Promise.resolve(done).then(() => {
+    userModule.loaded = true;
+  });
+})();
