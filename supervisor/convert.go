@@ -6,6 +6,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
 
@@ -76,6 +77,7 @@ func outcomeToProto(id string, r registry.Result) *sandboxv1.ExecutionOutcome {
 
 func resultToProto(id string, r registry.Result) *sandboxv1.ExecuteResult {
 	return &sandboxv1.ExecuteResult{
+		Cached:          cachedToProto(r),
 		Success:         r.Success,
 		Error:           errorText(r, ""),
 		ExecutionTimeMs: r.Usage.WallMs,
@@ -127,4 +129,16 @@ func infoToProto(in registry.Info, queuePos int) *sandboxv1.ExecutionInfo {
 		info.CachedName = &in.CachedName
 	}
 	return info
+}
+
+func cacheEntryToProto(e cache.Entry) *sandboxv1.CacheEntry {
+	return &sandboxv1.CacheEntry{Name: e.Name, Description: e.Description, CreatedAtMs: e.CreatedAt.UnixMilli(), ContentHash: e.ContentHash}
+}
+
+// cachedToProto is ProDisco's `cached`: the entry a run created, or nil.
+func cachedToProto(r registry.Result) *sandboxv1.CacheEntry {
+	if x, ok := r.Extra.(extra); ok && x.cached != nil {
+		return cacheEntryToProto(*x.cached)
+	}
+	return nil
 }

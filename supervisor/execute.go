@@ -18,6 +18,7 @@ import (
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/transform"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
@@ -30,12 +31,20 @@ type job struct {
 	runtime string
 	req     *workerv1.RunRequest
 	limits  Limits
+	// code is the source as submitted (for the preview and the cache).
+	code string
+	// cachedName is the cache entry the code came from, "" for new code.
+	cachedName string
+	// cacheable: new TypeScript/JavaScript code, saved after a success.
+	cacheable bool
 }
 
 // extra is what the supervisor keeps in registry.Result.Extra.
 type extra struct {
 	limits  Limits
 	runtime string
+	// cached is the cache entry created by this execution, if any.
+	cached *cache.Entry
 }
 
 // runtimeName maps the wire enum to a runtime name.
@@ -63,14 +72,15 @@ func (s *Server) prepare(req *sandboxv1.ExecuteRequest) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := req.GetSource().(*sandboxv1.ExecuteRequest_Cached); ok {
-		return nil, status.Errorf(codes.NotFound, "cached script %q not found", req.GetCached())
+	code, cachedName, err := s.source(req)
+	if err != nil {
+		return nil, err
 	}
 	limits, err := resolveLimits(req.GetLimits(), req.TimeoutMs, s.cfg.Defaults, s.cfg.Ceilings)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	wreq, err := program.Build(program.Input{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), Env: req.GetEnv()})
+	wreq, err := program.Build(program.Input{Runtime: rt, Code: code, Stdin: req.GetStdin(), Env: req.GetEnv()})
 	if err != nil {
 		return nil, programError(err)
 	}
@@ -86,7 +96,31 @@ func (s *Server) prepare(req *sandboxv1.ExecuteRequest) (*job, error) {
 	// RLIMIT_FSIZE makes a single runaway write fail early and clearly.
 	fsz := uint64(limits.WorkspaceBytes)
 	wreq.Rlimits = append(wreq.Rlimits, &workerv1.Rlimit{Resource: "FSIZE", Soft: fsz, Hard: fsz})
-	return &job{runtime: rt, req: wreq, limits: limits}, nil
+	return &job{runtime: rt, req: wreq, limits: limits, code: code, cachedName: cachedName,
+		cacheable: cachedName == "" && s.cfg.Cache != nil && (rt == program.Goja || rt == program.Node)}, nil
+}
+
+// source returns the code to run: the request's code, or the cached script
+// it names (NOT_FOUND when there is none, INVALID_ARGUMENT when the name
+// matches several).
+func (s *Server) source(req *sandboxv1.ExecuteRequest) (code, cachedName string, err error) {
+	c, ok := req.GetSource().(*sandboxv1.ExecuteRequest_Cached)
+	if !ok {
+		return req.GetCode(), "", nil
+	}
+	if s.cfg.Cache == nil {
+		return "", "", status.Errorf(codes.NotFound, "cached script %q not found: the script cache is disabled", c.Cached)
+	}
+	e, code, err := s.cfg.Cache.Find(c.Cached)
+	switch {
+	case errors.Is(err, cache.ErrNotFound):
+		return "", "", status.Errorf(codes.NotFound, "cached script %q not found", c.Cached)
+	case errors.Is(err, cache.ErrAmbiguous):
+		return "", "", status.Error(codes.InvalidArgument, err.Error())
+	case err != nil:
+		return "", "", status.Error(codes.Internal, err.Error())
+	}
+	return code, e.Name, nil
 }
 
 // programError maps program.Build's errors to gRPC statuses.
@@ -124,8 +158,10 @@ func (s *Server) submit(req *sandboxv1.ExecuteRequest) (*registry.Execution, err
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	e := s.reg.Create(registry.Meta{
-		CodePreview:    req.GetCode(),
+		CodePreview:    j.code,
 		Runtime:        j.runtime,
+		IsCached:       j.cachedName != "",
+		CachedName:     j.cachedName,
 		MaxOutputBytes: j.limits.OutputBytes,
 	})
 	r := &run{s: s, e: e, j: j, ticket: ticket}
@@ -278,7 +314,17 @@ func (r *run) finishStopped(queueWait int64, msg string) {
 }
 
 func (r *run) finish(res registry.Result) {
-	res.Extra = extra{limits: r.j.limits, runtime: r.j.runtime}
+	x := extra{limits: r.j.limits, runtime: r.j.runtime}
+	if res.Success && res.State == registry.StateCompleted && r.j.cacheable {
+		// Failed runs are never cached; the same code is stored once.
+		entry, created, err := r.s.cfg.Cache.Save(r.j.code, time.Now())
+		if err != nil {
+			r.s.log.Warn("cache script", "execution", r.e.ID(), "error", err)
+		} else if created {
+			x.cached = &entry
+		}
+	}
+	res.Extra = x
 	r.e.Finish(res)
 }
 

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
 
@@ -27,6 +28,7 @@ func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*s
 	stdout, _ := readAll(e, registry.Stdout)
 	stderr, _ := readAll(e, registry.Stderr)
 	return &sandboxv1.ExecuteResponse{
+		Cached:          cachedToProto(res),
 		Success:         res.Success,
 		Output:          stdout,
 		Error:           errorText(res, stderr),
@@ -200,14 +202,37 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 	return nil, status.Error(codes.Unimplemented, "ExecuteTest is not implemented yet")
 }
 
-// ListCache is not implemented yet (the script cache is planned).
-func (s *Server) ListCache(context.Context, *sandboxv1.ListCacheRequest) (*sandboxv1.ListCacheResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "the script cache is not implemented yet")
+// ListCache lists cached scripts newest first, filtered by a substring or a
+// glob (`list-*`) matched against names and descriptions. With the cache
+// disabled the list is empty.
+func (s *Server) ListCache(_ context.Context, req *sandboxv1.ListCacheRequest) (*sandboxv1.ListCacheResponse, error) {
+	resp := &sandboxv1.ListCacheResponse{}
+	if s.cfg.Cache == nil {
+		return resp, nil
+	}
+	entries, err := s.cfg.Cache.List(req.GetFilter())
+	if err != nil {
+		if errors.Is(err, cache.ErrInvalidFilter) {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	for _, e := range entries {
+		resp.Entries = append(resp.Entries, cacheEntryToProto(e))
+	}
+	return resp, nil
 }
 
-// ClearCache is not implemented yet (the script cache is planned).
+// ClearCache removes every cached script and returns how many.
 func (s *Server) ClearCache(context.Context, *sandboxv1.ClearCacheRequest) (*sandboxv1.ClearCacheResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "the script cache is not implemented yet")
+	if s.cfg.Cache == nil {
+		return &sandboxv1.ClearCacheResponse{}, nil
+	}
+	n, err := s.cfg.Cache.Clear()
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &sandboxv1.ClearCacheResponse{DeletedCount: int64(n)}, nil
 }
 
 func (s *Server) lookup(id string) (*registry.Execution, error) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
@@ -40,6 +41,9 @@ type Config struct {
 	// MaxLongPoll bounds GetExecution(wait=true) when the call has no
 	// deadline; 0 = 60 s.
 	MaxLongPoll time.Duration
+	// Cache stores successful new TypeScript/JavaScript scripts and serves
+	// ExecuteRequest.cached, ListCache and ClearCache; nil disables it.
+	Cache *cache.Cache
 	// Layers are the isolation layers reported by HealthCheck.
 	Layers []*sandboxv1.IsolationLayer
 	// Version is reported by HealthCheck.

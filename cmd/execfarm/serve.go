@@ -14,6 +14,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
@@ -29,6 +30,7 @@ func serveCmd() *cobra.Command {
 		allowDegraded  []string
 		grace          time.Duration
 		retention      time.Duration
+		cacheDir       string
 		defaultTimeout int64
 	)
 	cmd := &cobra.Command{
@@ -82,6 +84,15 @@ func serveCmd() *cobra.Command {
 			} else if n > 0 {
 				log.Info("removed leftover sandbox cgroups", "count", n)
 			}
+			if cacheDir == "" {
+				cacheDir = os.Getenv("SCRIPTS_CACHE_DIR")
+			}
+			if cacheDir == "" {
+				cacheDir = defaultCacheDir
+			}
+			if cfg.Cache, err = cache.Open(cacheDir); err != nil {
+				return err
+			}
 			s, err := supervisor.New(cfg)
 			if err != nil {
 				return err
@@ -109,6 +120,7 @@ func serveCmd() *cobra.Command {
 	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "run without these isolation layers (only seccomp can be); never silently")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on SIGTERM, how long running executions may finish before they are killed")
 	f.DurationVar(&retention, "retention", 5*time.Minute, "how long finished executions stay readable")
+	f.StringVar(&cacheDir, "scripts-cache-dir", "", "directory of cached scripts (env SCRIPTS_CACHE_DIR; default "+defaultCacheDir+")")
 	f.Int64Var(&defaultTimeout, "default-timeout-ms", 0, "default wall-clock timeout in ms (default 30000)")
 	return cmd
 }
@@ -126,6 +138,10 @@ func hostProbeConfig(cg cgroup.Config, uidBase uint32, maxConcurrent int) (probe
 	}
 	return probe.Config{Cgroup: cg, UIDBase: uidBase, UIDSlots: uidSlots(maxConcurrent)}, nil
 }
+
+// defaultCacheDir replaces the reference's /tmp/prodisco-scripts: a fixed
+// name in a world-writable directory could be planted by another user.
+const defaultCacheDir = "/var/lib/execfarm/scripts"
 
 func defaultConcurrency() int {
 	n := runtimeNumCPU()

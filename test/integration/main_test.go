@@ -21,6 +21,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
@@ -209,7 +210,12 @@ func startInstance(name string, firstSlot, slots, maxConcurrent int, grace time.
 	if err := os.Mkdir(in.stateDir, 0o755); err != nil {
 		return nil, err
 	}
+	scripts, err := cache.Open(filepath.Join(in.stateDir, "scripts"))
+	if err != nil {
+		return nil, err
+	}
 	cfg := supervisor.Config{
+		Cache:         scripts,
 		MaxConcurrent: maxConcurrent,
 		Layers:        host.layers,
 		Version:       "itest",
@@ -222,7 +228,6 @@ func startInstance(name string, firstSlot, slots, maxConcurrent int, grace time.
 			Logger:       host.log.Named(name),
 		},
 	}
-	var err error
 	if in.srv, err = supervisor.New(cfg); err != nil {
 		return nil, err
 	}
