@@ -54,8 +54,28 @@ type Options struct {
 // flushDelay after it was written, and before Run returns. Cancelling ctx
 // interrupts the running script and ends the loop promptly.
 func Run(ctx context.Context, program string, stdout, stderr io.Writer, opts Options) (exitCode int) {
+	code, _ := execute(ctx, program, stdout, stderr, opts, nil)
+	return code
+}
+
+// extension adds to a run what RunTests needs; nil for a plain Run. Its
+// methods run on the event loop's goroutine.
+type extension interface {
+	// setup runs after the globals are installed, before the program.
+	setup(r *runner) error
+	// started runs after the program's first task; completion is the
+	// program's completion value (the promise of the top-level async
+	// wrapper). Its error is handled like the task's.
+	started(r *runner, completion gojavm.Value) error
+	// reported receives every uncaught error report written to stderr.
+	reported(msg string)
+}
+
+// execute is Run with an optional extension; it also returns the runner,
+// nil when the program did not start.
+func execute(ctx context.Context, program string, stdout, stderr io.Writer, opts Options, ext extension) (exitCode int, _ *runner) {
 	if ctx.Err() != nil {
-		return ExitCancelled
+		return ExitCancelled, nil
 	}
 	out := newStream(stdout)
 	errOut := newStream(stderr)
@@ -65,11 +85,17 @@ func Run(ctx context.Context, program string, stdout, stderr io.Writer, opts Opt
 	prg, wrapperLine, err := compile(program)
 	if err != nil {
 		errOut.WriteString("Uncaught " + err.Error() + "\n")
-		return ExitUncaught
+		if ext != nil {
+			ext.reported("Uncaught " + err.Error())
+		}
+		return ExitUncaught, nil
 	}
 
 	loop := eventloop.NewEventLoop(eventloop.EnableConsole(false))
 	r := &runner{loop: loop, stdout: out, stderr: errOut, wrapperLine: wrapperLine}
+	if ext != nil {
+		r.onReport = ext.reported
+	}
 	stop := func() bool { return true }
 	cancelDone := make(chan struct{})
 	loop.Run(func(vm *gojavm.Runtime) {
@@ -80,12 +106,19 @@ func Run(ctx context.Context, program string, stdout, stderr io.Writer, opts Opt
 			vm.Interrupt(errCancelled)
 			loop.StopNoWait()
 		})
-		if err := r.setup(opts); err != nil {
+		err := r.setup(opts)
+		if err == nil && ext != nil {
+			err = ext.setup(r)
+		}
+		if err != nil {
 			r.report("Uncaught " + err.Error())
 			r.finish(ExitUncaught)
 			return
 		}
-		_, err := vm.RunProgram(prg)
+		completion, err := vm.RunProgram(prg)
+		if err == nil && ext != nil {
+			err = ext.started(r, completion)
+		}
 		r.endTask(err)
 		r.timers.flushIfIdle()
 	})
@@ -101,11 +134,11 @@ func Run(ctx context.Context, program string, stdout, stderr io.Writer, opts Opt
 
 	switch {
 	case r.done:
-		return r.exitCode
+		return r.exitCode, r
 	case cancelled || r.cancelled:
-		return ExitCancelled
+		return ExitCancelled, r
 	default:
-		return r.processExitCode()
+		return r.processExitCode(), r
 	}
 }
 

@@ -31,6 +31,9 @@ type runner struct {
 	// rejected holds promises rejected without a handler, in rejection
 	// order; checked after each task, once microtasks have run.
 	rejected []*gojavm.Promise
+	// onReport, when set, receives every message report writes (RunTests
+	// puts it in the test summary).
+	onReport func(msg string)
 }
 
 // trackRejection is goja's promise rejection tracker (HostPromiseRejectionTracker).
@@ -102,6 +105,9 @@ func (r *runner) stopLoop() {
 // report writes msg and a newline to stderr.
 func (r *runner) report(msg string) {
 	r.stderr.WriteString(strings.TrimRight(msg, "\n") + "\n")
+	if r.onReport != nil {
+		r.onReport(msg)
+	}
 }
 
 // describeThrown formats a thrown value the way Node reports it: the stack

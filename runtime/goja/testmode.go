@@ -1,0 +1,412 @@
+package goja
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	gojavm "github.com/dop251/goja"
+
+	"github.com/execfarm/execfarm/runtime/testresult"
+)
+
+// noTestsError is the summary error of a test run whose program registered
+// no test.
+const noTestsError = "no tests defined"
+
+// errNoModule is returned by the vendored-module loader for a name it does
+// not hold.
+var errNoModule = errors.New("goja: no such vendored module")
+
+//go:embed testmode.js
+var harnessSource string
+
+// RunTests runs program in test mode (ExecuteTest): like Run, but the
+// globals test and assert are installed first, with uvu 0.5.6's API: test
+// (name, fn), test.only, test.skip, test.before, test.after,
+// test.before.each, test.after.each and a no-op test.run; assert is
+// uvu/assert itself, vendored (ok, is, is.not, equal, type, instance,
+// match, snapshot, fixture, throws, unreachable, not and the not.* forms).
+// require("uvu") and require("uvu/assert") return the same objects.
+//
+// The program registers tests at its top level; once the top level has
+// finished (top-level await included) the tests run in registration order,
+// each awaited, with uvu's rules: when a test.only exists only those run;
+// before hooks run once first, after hooks once last, before.each and
+// after.each around every test. A test is bounded only by ctx.
+//
+// A failed test's error follows package testresult's rule, with one
+// difference from node: uvu's diff (the details after the message) is
+// omitted when it needs more than maxDiffEdits edits, which jsdiff cannot
+// compute in goja in reasonable time; the message itself is always uvu's.
+//
+// Results go to results as JSON Lines in the format of package testresult,
+// one line per test as it ends and a summary line last; stdout and stderr
+// carry the program's output as in Run. Writing to results is never
+// buffered behind user output.
+//
+// The exit code is ExitOK when every test that ran passed and there was no
+// run error; ExitCancelled when ctx was cancelled before the tests
+// finished; 1 otherwise: a failed test, no test defined, a throw in the top
+// level (then no test runs), a throwing hook, an uncaught exception or
+// process.exit before the tests finished.
+func RunTests(ctx context.Context, program string, stdout, stderr, results io.Writer, opts Options) (exitCode int) {
+	t := &tester{w: testresult.NewWriter(results), running: -1}
+	code, r := execute(ctx, program, stdout, stderr, opts, t)
+	if t.finished {
+		return t.exitCode
+	}
+	// The loop ended before the harness wrote its summary.
+	t.loopEnded = true
+	cancelled := ctx.Err() != nil && (r == nil || !r.done)
+	t.abort(t.stopReason(ctx, cancelled, r))
+	if cancelled && code == ExitCancelled {
+		return ExitCancelled
+	}
+	return 1
+}
+
+// phase is where a test run stands.
+type phase int
+
+const (
+	phaseTopLevel phase = iota // the program's top level
+	phaseBefore                // test.before hooks
+	phaseTests                 // the tests and their each-hooks
+	phaseAfter                 // test.after hooks
+)
+
+// tester is the Go side of the harness in testmode.js. Its methods run on
+// the event loop's goroutine, except stopReason and abort, which run after
+// the loop ended.
+type tester struct {
+	w      *testresult.Writer
+	r      *runner
+	loader *moduleLoader
+	start  gojavm.Callable // the harness' start(completion)
+
+	phase   phase
+	names   []string // every registered test, in order; set by plan
+	runs    []bool   // whether names[i] runs (not skipped)
+	next    int      // first index of names not yet reported
+	running int      // index of the running test, -1 when none
+	began   time.Time
+	sum     testresult.Summary
+
+	uncaught  string // the first uncaught error report, without "Uncaught "
+	finished  bool   // the summary line was written
+	exitCode  int    // valid once finished
+	loopEnded bool   // set by RunTests once the event loop has returned
+}
+
+// setup installs test and assert (extension.setup).
+func (t *tester) setup(r *runner) error {
+	t.r = r
+	vm := r.vm
+	t.loader = newModuleLoader(vm)
+	assert, err := t.loader.load("uvu/assert")
+	if err != nil {
+		return fmt.Errorf("install assert: %w", err)
+	}
+	factory, err := vm.RunScript("testmode.js", harnessSource)
+	if err != nil {
+		return fmt.Errorf("compile test harness: %w", err)
+	}
+	build, ok := gojavm.AssertFunction(factory)
+	if !ok {
+		return fmt.Errorf("compile test harness: not a function")
+	}
+	h, err := build(gojavm.Undefined(), t.host())
+	if err != nil {
+		return fmt.Errorf("install test harness: %w", err)
+	}
+	ho := h.ToObject(vm)
+	if t.start, ok = gojavm.AssertFunction(ho.Get("start")); !ok {
+		return fmt.Errorf("install test harness: no start")
+	}
+	test := ho.Get("test")
+	if err := vm.Set("test", test); err != nil {
+		return fmt.Errorf("install test: %w", err)
+	}
+	if err := vm.Set("assert", assert); err != nil {
+		return fmt.Errorf("install assert: %w", err)
+	}
+	return t.wrapRequire(test, assert)
+}
+
+// wrapRequire makes require("uvu") and require("uvu/assert") return the
+// harness' test and uvu's assert, and passes other names to the installed
+// require.
+func (t *tester) wrapRequire(test, assert gojavm.Value) error {
+	vm := t.r.vm
+	orig, ok := gojavm.AssertFunction(vm.Get("require"))
+	if !ok {
+		return nil
+	}
+	uvu := vm.NewObject()
+	_ = uvu.Set("test", test)
+	return vm.Set("require", func(call gojavm.FunctionCall) gojavm.Value {
+		switch call.Argument(0).String() {
+		case "uvu":
+			return uvu
+		case "uvu/assert":
+			return assert
+		}
+		v, err := orig(call.This, call.Arguments...)
+		if err != nil {
+			panic(err)
+		}
+		return v
+	})
+}
+
+// started hands the top level's promise to the harness, which runs the
+// tests once it is fulfilled (extension.started).
+func (t *tester) started(_ *runner, completion gojavm.Value) error {
+	_, err := t.start(gojavm.Undefined(), completion)
+	return err
+}
+
+// reported keeps the first uncaught error report (extension.reported).
+func (t *tester) reported(msg string) {
+	if t.uncaught == "" {
+		t.uncaught = firstParagraph(strings.TrimPrefix(msg, "Uncaught "))
+	}
+}
+
+// firstParagraph drops the stack frames of an error report.
+func firstParagraph(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if strings.HasPrefix(strings.TrimLeft(l, " \t"), "at ") {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return strings.Join(kept, "\n")
+}
+
+// host is the object through which testmode.js reports.
+func (t *tester) host() *gojavm.Object {
+	vm := t.r.vm
+	o := vm.NewObject()
+	index := func(call gojavm.FunctionCall) int {
+		i := int(call.Argument(0).ToInteger())
+		if i < 0 || i >= len(t.names) {
+			panic(vm.NewTypeError("test harness: bad test index"))
+		}
+		return i
+	}
+	methods := map[string]func(gojavm.FunctionCall) gojavm.Value{
+		"topLevelFailed": func(call gojavm.FunctionCall) gojavm.Value {
+			v := call.Argument(0)
+			t.r.report("Uncaught " + t.r.describeThrown(v, ""))
+			t.abort(t.errorText(v))
+			return gojavm.Undefined()
+		},
+		"none": func(gojavm.FunctionCall) gojavm.Value {
+			t.writeSummary(noTestsError)
+			return gojavm.Undefined()
+		},
+		"plan": func(call gojavm.FunctionCall) gojavm.Value {
+			if err := vm.ExportTo(call.Argument(0), &t.names); err != nil {
+				panic(vm.NewGoError(err))
+			}
+			if err := vm.ExportTo(call.Argument(1), &t.runs); err != nil || len(t.runs) != len(t.names) {
+				panic(vm.NewTypeError("test harness: bad plan"))
+			}
+			t.sum.Total = len(t.names)
+			return gojavm.Undefined()
+		},
+		"phase": func(call gojavm.FunctionCall) gojavm.Value {
+			switch call.Argument(0).String() {
+			case "before":
+				t.phase = phaseBefore
+			case "after":
+				t.phase = phaseAfter
+			}
+			return gojavm.Undefined()
+		},
+		"start": func(call gojavm.FunctionCall) gojavm.Value {
+			t.phase = phaseTests
+			t.running = index(call)
+			t.began = time.Now()
+			return gojavm.Undefined()
+		},
+		"pass": func(call gojavm.FunctionCall) gojavm.Value {
+			t.report(index(call), testresult.Result{Passed: true, DurationMs: t.elapsedMs()})
+			return gojavm.Undefined()
+		},
+		"fail": func(call gojavm.FunctionCall) gojavm.Value {
+			t.report(index(call), testresult.Result{Error: t.errorText(call.Argument(1)), DurationMs: t.elapsedMs()})
+			return gojavm.Undefined()
+		},
+		"skip": func(call gojavm.FunctionCall) gojavm.Value {
+			t.report(index(call), testresult.Result{Skipped: true})
+			return gojavm.Undefined()
+		},
+		"hookFailed": func(call gojavm.FunctionCall) gojavm.Value {
+			t.abort(call.Argument(0).String() + " hook failed: " + t.errorText(call.Argument(1)))
+			return gojavm.Undefined()
+		},
+		"done": func(gojavm.FunctionCall) gojavm.Value {
+			t.writeSummary("")
+			return gojavm.Undefined()
+		},
+		"crashed": func(call gojavm.FunctionCall) gojavm.Value {
+			t.abort("test harness failed: " + t.errorText(call.Argument(0)))
+			return gojavm.Undefined()
+		},
+	}
+	for name, fn := range methods {
+		_ = o.Set(name, fn)
+	}
+	return o
+}
+
+func (t *tester) elapsedMs() int64 { return time.Since(t.began).Milliseconds() }
+
+// report writes the result of test i and counts it.
+func (t *tester) report(i int, res testresult.Result) {
+	if t.finished || i < t.next {
+		return
+	}
+	res.Name = t.names[i]
+	switch {
+	case res.Skipped:
+		t.sum.Skipped++
+	case res.Passed:
+		t.sum.Passed++
+	default:
+		t.sum.Failed++
+	}
+	// A results channel that fails cannot be reported anywhere else; the
+	// exit code still tells the outcome.
+	_ = t.w.Result(res)
+	t.next = i + 1
+	t.running = -1
+}
+
+// abort ends the run with reason as its error: the running test fails with
+// reason, the tests that did not run fail with "not run: " + reason (the
+// skipped ones are reported skipped), and the summary is written. In the
+// top-level phase nothing was planned and only the summary is written.
+func (t *tester) abort(reason string) {
+	if t.finished {
+		return
+	}
+	for i := t.next; i < len(t.names); i++ {
+		switch {
+		case !t.runs[i]:
+			t.report(i, testresult.Result{Skipped: true})
+		case i == t.running:
+			t.report(i, testresult.Result{Error: reason, DurationMs: t.elapsedMs()})
+		default:
+			t.report(i, testresult.Result{Error: "not run: " + reason})
+		}
+	}
+	t.writeSummary(reason)
+}
+
+// writeSummary writes the summary line with errMsg and ends the loop.
+func (t *tester) writeSummary(errMsg string) {
+	if t.finished {
+		return
+	}
+	t.finished = true
+	t.sum.Error = errMsg
+	if errMsg == "" && t.sum.Failed == 0 {
+		t.exitCode = ExitOK
+	} else {
+		t.exitCode = 1
+	}
+	_ = t.w.Summary(t.sum)
+	// Pending timers of the program must not keep a finished run alive.
+	if t.r != nil && !t.loopEnded && !t.r.done {
+		t.r.finish(t.exitCode)
+	}
+}
+
+// stopReason says why the event loop ended before the summary was written.
+func (t *tester) stopReason(ctx context.Context, cancelled bool, r *runner) string {
+	const hang = "the event loop ran out of work while it awaited a promise that never settles"
+	switch {
+	case t.uncaught != "":
+		return t.uncaught
+	case cancelled && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "execution timed out before the tests finished"
+	case cancelled:
+		return "execution cancelled before the tests finished"
+	case r != nil && r.done:
+		return fmt.Sprintf("process.exit(%d) called before the tests finished", r.exitCode)
+	}
+	switch {
+	case t.phase == phaseTopLevel:
+		return "the program's top level never finished: " + hang
+	case t.phase == phaseBefore:
+		return "a test.before hook never finished: " + hang
+	case t.phase == phaseAfter:
+		return "a test.after hook never finished: " + hang
+	case t.running >= 0:
+		return fmt.Sprintf("test %q never finished: %s", t.names[t.running], hang)
+	default:
+		return "the tests never finished: " + hang
+	}
+}
+
+// errorText is the error reported for a thrown value, by the rule in
+// package testresult: an uvu Assertion's message and short details, an
+// Error's "name: message", a string itself, anything else inspected.
+func (t *tester) errorText(v gojavm.Value) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = "(a value whose description threw)"
+		}
+	}()
+	if v == nil || gojavm.IsUndefined(v) {
+		return "undefined"
+	}
+	if str, ok := v.Export().(string); ok {
+		if _, isObj := v.(*gojavm.Object); !isObj {
+			return str
+		}
+	}
+	o, ok := v.(*gojavm.Object)
+	if !ok || !isError(o) {
+		return t.r.inspectValue(v)
+	}
+	name, msg := stringProp(o, "name"), stringProp(o, "message")
+	if name == "Assertion" {
+		details := strings.TrimRight(stringProp(o, "details"), "\n")
+		if details != "" && len(details) <= testresult.DetailsMaxBytes {
+			return msg + "\n" + details
+		}
+		return msg
+	}
+	switch {
+	case msg == "":
+		return name
+	case name == "":
+		return msg
+	default:
+		return name + ": " + msg
+	}
+}
+
+// stringProp is o[key] when it is a string primitive, else "".
+func stringProp(o *gojavm.Object, key string) string {
+	v := o.Get(key)
+	if v == nil {
+		return ""
+	}
+	if _, isObj := v.(*gojavm.Object); isObj {
+		return ""
+	}
+	s, _ := v.Export().(string)
+	return s
+}

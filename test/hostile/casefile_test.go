@@ -1,0 +1,493 @@
+package hostile
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+)
+
+// errMalformed marks every problem with a case file; the suite fails (never
+// skips) on it.
+var errMalformed = errors.New("hostile: malformed case file")
+
+// caseFile is one parsed file of cases/: a program in one or more steps,
+// each step run as a new execution after the previous one ended.
+type caseFile struct {
+	name        string   // file name
+	description string   // what the case proves (required)
+	setups      []string // host preparations, see knownSetups
+	steps       []*step  // at least one
+}
+
+// step is one execution of a case.
+type step struct {
+	line    int    // 1-based line of the step's first line in the file
+	runtime string // "shell", "python" or "goja"
+	code    string // the program, placeholders not yet substituted
+	limits  map[string]int64
+	env     map[string]string
+	expect  expectations
+}
+
+// expectations are what a step's ExecuteResponse must show. Nil pointers
+// and empty slices are not checked.
+type expectations struct {
+	states, reasons                       []string // alternatives, without enum prefixes
+	exitCode, signal                      *int64
+	stdoutContains, stdoutNotContains     []string
+	stderrContains, stderrNotContains     []string
+	stdoutMatches, stderrMatches          []string // regular expressions
+	stdoutTruncated, stderrTruncated      *bool
+	stdoutMaxBytes, stderrMaxBytes        *int64 // length of the returned text
+	wallMaxMs, cpuMaxPercent, pidsPeakMax *int64
+}
+
+// Known values of the header directives.
+var (
+	knownRuntimes = map[string]sandboxv1.Runtime{
+		"shell":  sandboxv1.Runtime_RUNTIME_SHELL,
+		"python": sandboxv1.Runtime_RUNTIME_PYTHON,
+		"goja":   sandboxv1.Runtime_RUNTIME_GOJA,
+	}
+	// knownLimits maps limits: keys to ResourceLimits fields.
+	knownLimits = map[string]func(*sandboxv1.ResourceLimits, int64){
+		"memory_bytes":     func(l *sandboxv1.ResourceLimits, v int64) { l.MaxMemoryBytes = v },
+		"cpu_percent":      func(l *sandboxv1.ResourceLimits, v int64) { l.MaxCpuPercent = int32(v) },
+		"file_descriptors": func(l *sandboxv1.ResourceLimits, v int64) { l.MaxFileDescriptors = int32(v) },
+		"processes":        func(l *sandboxv1.ResourceLimits, v int64) { l.MaxProcesses = int32(v) },
+		"output_bytes":     func(l *sandboxv1.ResourceLimits, v int64) { l.MaxOutputBytes = v },
+		"timeout_ms":       func(l *sandboxv1.ResourceLimits, v int64) { l.TimeoutMs = v },
+		"cpu_time_ms":      func(l *sandboxv1.ResourceLimits, v int64) { l.CpuTimeMs = v },
+		"workspace_bytes":  func(l *sandboxv1.ResourceLimits, v int64) { l.WorkspaceBytes = v },
+	}
+	// knownSetups are what `setup:` may ask the suite to prepare on the
+	// host, and the placeholders each one provides.
+	knownSetups = map[string][]string{
+		"host-tcp-listener": {"HOST_TCP_PORT"},
+		"host-marker-file":  {"HOST_MARKER_PATH", "HOST_MARKER_CONTENT"},
+	}
+	// alwaysPlaceholders are substituted in every case.
+	alwaysPlaceholders = []string{"MARKER", "STATE_DIR", "SUPERVISOR_SOCKET", "SUPERVISOR_LOG", "WORKER_BINARY"}
+)
+
+var (
+	directiveRe   = regexp.MustCompile(`^([a-z][a-z0-9-]*):\s*(.*)$`)
+	separatorRe   = regexp.MustCompile(`^\s*(#|//)\s*-{3,}\s*then\s*-{3,}\s*$`)
+	placeholderRe = regexp.MustCompile(`\{\{([A-Za-z0-9_]+)\}\}`)
+)
+
+// parseCase parses the case file called name with content data. Every
+// error wraps errMalformed and names the file and line.
+func parseCase(name string, data []byte) (*caseFile, error) {
+	c := &caseFile{name: name}
+	fail := func(line int, format string, args ...any) error {
+		return fmt.Errorf("%w: %s:%d: %s", errMalformed, name, line, fmt.Sprintf(format, args...))
+	}
+	if !strings.HasSuffix(string(data), "\n") {
+		data = append(data, '\n')
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	start := 0
+	for i := 0; i <= len(lines); i++ {
+		if i < len(lines) && !separatorRe.MatchString(lines[i]) {
+			continue
+		}
+		st, err := parseStep(c, lines[start:i], start+1, fail)
+		if err != nil {
+			return nil, err
+		}
+		c.steps = append(c.steps, st)
+		start = i + 1
+	}
+	if c.description == "" {
+		return nil, fail(1, "missing `description:` in the first step's header")
+	}
+	return c, nil
+}
+
+// parseStep parses the lines of one step; first is the 1-based line number
+// of lines[0].
+func parseStep(c *caseFile, lines []string, first int, fail func(int, string, ...any) error) (*step, error) {
+	st := &step{line: first, limits: map[string]int64{}, env: map[string]string{}}
+	isFirst := len(c.steps) == 0
+	seen := map[string]bool{}
+	prefix, lastKey := "", ""
+	for i, raw := range lines {
+		ln := first + i
+		line := strings.TrimSpace(raw)
+		if isFirst && i == 0 && strings.HasPrefix(line, "#!") {
+			continue
+		}
+		var rest string
+		switch {
+		case strings.HasPrefix(line, "//"):
+			rest = strings.TrimPrefix(line, "//")
+		case strings.HasPrefix(line, "#"):
+			rest = strings.TrimPrefix(line, "#")
+		}
+		text := strings.TrimSpace(rest)
+		if text == "" {
+			break // the header ends at the first blank, empty-comment or code line
+		}
+		if prefix == "" {
+			prefix = "#"
+			if strings.HasPrefix(line, "//") {
+				prefix = "//"
+			}
+		}
+		if strings.HasPrefix(rest, "  ") || strings.HasPrefix(rest, "\t") {
+			// An indented line continues the description, or is prose.
+			if lastKey == "description" {
+				c.description += " " + text
+			}
+			continue
+		}
+		m := directiveRe.FindStringSubmatch(text)
+		lastKey = ""
+		if m == nil {
+			continue // prose
+		}
+		key, val := m[1], strings.TrimSpace(m[2])
+		if val == "" {
+			return nil, fail(ln, "directive %q has no value", key)
+		}
+		repeatable := strings.HasSuffix(key, "-contains") || strings.HasSuffix(key, "-matches") || key == "env" || key == "setup"
+		if seen[key] && !repeatable {
+			return nil, fail(ln, "directive %q given twice", key)
+		}
+		seen[key] = true
+		lastKey = key
+		if err := st.apply(c, isFirst, key, val); err != nil {
+			return nil, fail(ln, "%s: %v", key, err)
+		}
+	}
+	if st.runtime == "" {
+		return nil, fail(first, "missing `runtime:` in the step's header")
+	}
+	if len(st.expect.states) == 0 {
+		return nil, fail(first, "missing `expect-state:` in the step's header")
+	}
+	want := "#"
+	if st.runtime == "goja" {
+		want = "//"
+	}
+	if prefix != want {
+		return nil, fail(first, "runtime %s needs a header of %q comments, found %q", st.runtime, want, prefix)
+	}
+	if !slices.ContainsFunc(lines, func(l string) bool {
+		l = strings.TrimSpace(l)
+		return l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "//")
+	}) {
+		return nil, fail(first, "the step has a header but no program")
+	}
+	st.code = strings.Join(lines, "\n") + "\n"
+	if err := checkPlaceholders(c, st); err != nil {
+		return nil, fail(first, "%v", err)
+	}
+	return st, nil
+}
+
+// apply records one directive.
+func (st *step) apply(c *caseFile, isFirst bool, key, val string) error {
+	e := &st.expect
+	switch key {
+	case "description":
+		if !isFirst {
+			return errors.New("only in the first step")
+		}
+		c.description = val
+	case "setup":
+		if !isFirst {
+			return errors.New("only in the first step")
+		}
+		if _, ok := knownSetups[val]; !ok {
+			return fmt.Errorf("unknown setup %q (known: %s)", val, strings.Join(sortedKeys(knownSetups), ", "))
+		}
+		c.setups = append(c.setups, val)
+	case "runtime":
+		if _, ok := knownRuntimes[val]; !ok {
+			return fmt.Errorf("unknown runtime %q (known: %s)", val, strings.Join(sortedKeys(knownRuntimes), ", "))
+		}
+		st.runtime = val
+	case "limits":
+		for _, f := range strings.Fields(val) {
+			k, v, ok := strings.Cut(f, "=")
+			if !ok {
+				return fmt.Errorf("%q is not key=value", f)
+			}
+			if _, known := knownLimits[k]; !known {
+				return fmt.Errorf("unknown limit %q (known: %s)", k, strings.Join(sortedKeys(knownLimits), ", "))
+			}
+			if _, dup := st.limits[k]; dup {
+				return fmt.Errorf("limit %q given twice", k)
+			}
+			n, err := parseSize(v)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("limit %s: %q is not a positive number (suffixes Ki, Mi, Gi)", k, v)
+			}
+			st.limits[k] = n
+		}
+	case "env":
+		k, v, ok := strings.Cut(val, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%q is not KEY=VALUE", val)
+		}
+		st.env[k] = v
+	case "expect-state":
+		for _, s := range strings.Split(val, "|") {
+			s = strings.TrimSpace(s)
+			if !slices.Contains([]string{"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED"}, s) {
+				return fmt.Errorf("unknown terminal state %q (COMPLETED, FAILED, TIMEOUT, CANCELLED)", s)
+			}
+			e.states = append(e.states, s)
+		}
+	case "expect-reason":
+		for _, s := range strings.Split(val, "|") {
+			s = strings.TrimSpace(s)
+			if _, ok := sandboxv1.TerminationReason_value["TERMINATION_REASON_"+s]; !ok || s == "UNSPECIFIED" {
+				return fmt.Errorf("unknown termination reason %q", s)
+			}
+			e.reasons = append(e.reasons, s)
+		}
+	case "expect-exit-code":
+		return setInt(&e.exitCode, val)
+	case "expect-signal":
+		return setInt(&e.signal, val)
+	case "expect-stdout-contains":
+		e.stdoutContains = append(e.stdoutContains, val)
+	case "expect-stdout-not-contains":
+		e.stdoutNotContains = append(e.stdoutNotContains, val)
+	case "expect-stderr-contains":
+		e.stderrContains = append(e.stderrContains, val)
+	case "expect-stderr-not-contains":
+		e.stderrNotContains = append(e.stderrNotContains, val)
+	case "expect-stdout-matches", "expect-stderr-matches":
+		if _, err := regexp.Compile(val); err != nil {
+			return err
+		}
+		if key == "expect-stdout-matches" {
+			e.stdoutMatches = append(e.stdoutMatches, val)
+		} else {
+			e.stderrMatches = append(e.stderrMatches, val)
+		}
+	case "expect-stdout-truncated":
+		return setBool(&e.stdoutTruncated, val)
+	case "expect-stderr-truncated":
+		return setBool(&e.stderrTruncated, val)
+	case "expect-stdout-max-bytes":
+		return setInt(&e.stdoutMaxBytes, val)
+	case "expect-stderr-max-bytes":
+		return setInt(&e.stderrMaxBytes, val)
+	case "expect-wall-max-ms":
+		return setInt(&e.wallMaxMs, val)
+	case "expect-cpu-max-percent":
+		return setInt(&e.cpuMaxPercent, val)
+	case "expect-pids-peak-max":
+		return setInt(&e.pidsPeakMax, val)
+	default:
+		return errors.New("unknown directive (see README.md)")
+	}
+	return nil
+}
+
+// checkPlaceholders fails on a placeholder that is unknown or whose setup
+// the case does not ask for.
+func checkPlaceholders(c *caseFile, st *step) error {
+	texts := []string{st.code}
+	e := st.expect
+	for _, l := range [][]string{e.stdoutContains, e.stdoutNotContains, e.stderrContains, e.stderrNotContains, e.stdoutMatches, e.stderrMatches} {
+		texts = append(texts, l...)
+	}
+	for _, v := range st.env {
+		texts = append(texts, v)
+	}
+	avail := slices.Clone(alwaysPlaceholders)
+	for _, s := range c.setups {
+		avail = append(avail, knownSetups[s]...)
+	}
+	for _, t := range texts {
+		for _, m := range placeholderRe.FindAllStringSubmatch(t, -1) {
+			if !slices.Contains(avail, m[1]) {
+				return fmt.Errorf("placeholder {{%s}} is unknown or needs a `setup:` the case does not name (available: %s)", m[1], strings.Join(avail, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// substitute replaces {{NAME}} by vars[NAME].
+func substitute(s string, vars map[string]string) string {
+	return placeholderRe.ReplaceAllStringFunc(s, func(m string) string {
+		if v, ok := vars[m[2:len(m)-2]]; ok {
+			return v
+		}
+		return m
+	})
+}
+
+// request builds the step's ExecuteRequest with vars substituted.
+func (st *step) request(vars map[string]string) *sandboxv1.ExecuteRequest {
+	req := &sandboxv1.ExecuteRequest{
+		Source:  &sandboxv1.ExecuteRequest_Code{Code: substitute(st.code, vars)},
+		Runtime: knownRuntimes[st.runtime],
+	}
+	if len(st.limits) > 0 {
+		req.Limits = &sandboxv1.ResourceLimits{}
+		for k, v := range st.limits {
+			knownLimits[k](req.Limits, v)
+		}
+	}
+	if len(st.env) > 0 {
+		req.Env = map[string]string{}
+		for k, v := range st.env {
+			req.Env[k] = substitute(v, vars)
+		}
+	}
+	return req
+}
+
+// check returns every way resp misses the step's expectations.
+func (st *step) check(resp *sandboxv1.ExecuteResponse, vars map[string]string) []string {
+	var bad []string
+	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	e := st.expect
+	o := resp.GetOutcome()
+	state := strings.TrimPrefix(resp.GetState().String(), "EXECUTION_STATE_")
+	if !slices.Contains(e.states, state) {
+		add("state %s, want %s", state, strings.Join(e.states, " or "))
+	}
+	reason := strings.TrimPrefix(o.GetTerminationReason().String(), "TERMINATION_REASON_")
+	if len(e.reasons) > 0 && !slices.Contains(e.reasons, reason) {
+		add("termination reason %s, want %s", reason, strings.Join(e.reasons, " or "))
+	}
+	if e.exitCode != nil && int64(o.GetExitCode()) != *e.exitCode {
+		add("exit code %d, want %d", o.GetExitCode(), *e.exitCode)
+	}
+	if e.signal != nil && int64(o.GetSignal()) != *e.signal {
+		add("signal %d, want %d", o.GetSignal(), *e.signal)
+	}
+	streams := []struct {
+		name                  string
+		text                  string
+		contains, notContains []string
+		matches               []string
+		truncated             *bool
+		gotTruncated          bool
+		maxBytes              *int64
+	}{
+		{"stdout", resp.GetOutput(), e.stdoutContains, e.stdoutNotContains, e.stdoutMatches, e.stdoutTruncated, o.GetStdoutTruncated(), e.stdoutMaxBytes},
+		{"stderr", resp.GetErrorOutput(), e.stderrContains, e.stderrNotContains, e.stderrMatches, e.stderrTruncated, o.GetStderrTruncated(), e.stderrMaxBytes},
+	}
+	for _, s := range streams {
+		for _, w := range s.contains {
+			if w = substitute(w, vars); !strings.Contains(s.text, w) {
+				add("%s does not contain %q", s.name, w)
+			}
+		}
+		for _, w := range s.notContains {
+			if w = substitute(w, vars); strings.Contains(s.text, w) {
+				add("%s contains %q", s.name, w)
+			}
+		}
+		for _, w := range s.matches {
+			w = substitute(w, vars)
+			re, err := regexp.Compile(w)
+			if err != nil {
+				add("%s pattern %q after substitution: %v", s.name, w, err)
+				continue
+			}
+			if !re.MatchString(s.text) {
+				add("%s does not match %q", s.name, w)
+			}
+		}
+		if s.truncated != nil && s.gotTruncated != *s.truncated {
+			add("%s_truncated %v, want %v", s.name, s.gotTruncated, *s.truncated)
+		}
+		if s.maxBytes != nil && int64(len(s.text)) > *s.maxBytes {
+			add("%s holds %d bytes, want at most %d", s.name, len(s.text), *s.maxBytes)
+		}
+	}
+	u := o.GetUsage()
+	if e.wallMaxMs != nil && u.GetWallMs() > *e.wallMaxMs {
+		add("wall %d ms, want at most %d", u.GetWallMs(), *e.wallMaxMs)
+	}
+	if e.cpuMaxPercent != nil {
+		cpuUs := u.GetCpuUserUs() + u.GetCpuSystemUs()
+		switch {
+		case u.GetWallMs() <= 0:
+			add("cpu check: no wall time in the outcome")
+		case cpuUs/10/u.GetWallMs() > *e.cpuMaxPercent:
+			add("cpu %d µs over %d ms wall = %d%%, want at most %d%%", cpuUs, u.GetWallMs(), cpuUs/10/u.GetWallMs(), *e.cpuMaxPercent)
+		}
+	}
+	if e.pidsPeakMax != nil && u.GetPidsPeak() > *e.pidsPeakMax {
+		add("pids peak %d, want at most %d", u.GetPidsPeak(), *e.pidsPeakMax)
+	}
+	return bad
+}
+
+func setInt(dst **int64, val string) error {
+	n, err := parseSize(val)
+	if err != nil {
+		return err
+	}
+	*dst = &n
+	return nil
+}
+
+func setBool(dst **bool, val string) error {
+	b, err := strconv.ParseBool(val)
+	if err != nil {
+		return err
+	}
+	*dst = &b
+	return nil
+}
+
+// parseSize parses an integer with an optional binary suffix Ki, Mi or Gi.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	for suf, m := range map[string]int64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30} {
+		if strings.HasSuffix(s, suf) {
+			s, mult = strings.TrimSuffix(s, suf), m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an integer: %w", s, err)
+	}
+	return n * mult, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// describe renders a response for failure messages, output shortened.
+func describe(r *sandboxv1.ExecuteResponse) string {
+	o := r.GetOutcome()
+	u := o.GetUsage()
+	return fmt.Sprintf("state %s reason %s exit %d signal %d error %q\n  usage: wall %d ms, cpu user %d µs system %d µs, peak memory %d, pids peak %d, oom kills %d; truncated stdout %v stderr %v; sandbox %s\n  stdout %q\n  stderr %q",
+		r.GetState(), o.GetTerminationReason(), o.GetExitCode(), o.GetSignal(), r.GetError(),
+		u.GetWallMs(), u.GetCpuUserUs(), u.GetCpuSystemUs(), u.GetPeakMemoryBytes(), u.GetPidsPeak(), u.GetOomKills(),
+		o.GetStdoutTruncated(), o.GetStderrTruncated(), o.GetSandboxId(), shorten(r.GetOutput()), shorten(r.GetErrorOutput()))
+}
+
+func shorten(s string) string {
+	if len(s) > 1500 {
+		return s[:700] + fmt.Sprintf(" …[%d bytes]… ", len(s)-1400) + s[len(s)-700:]
+	}
+	return s
+}

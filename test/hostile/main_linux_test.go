@@ -1,0 +1,254 @@
+//go:build linux
+
+package hostile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/execfarm/execfarm/supervisor/transport"
+)
+
+// The suite's host uid window: uidSlots ranges of rangeSize ids from
+// 3<<30, placed by the test process's pid, so that its sandboxes never
+// share a host uid with those of another supervisor (1<<30 onwards) or of
+// the integration suite (2<<30 onwards) running at the same time.
+const (
+	rangeSize     = 65536
+	uidSlots      = 16
+	maxConcurrent = 4
+)
+
+// suite is the one supervisor every case talks to, and what was set up on
+// the host for it. Set by TestMain; reached through requireRoot.
+type suite struct {
+	dir       string // 0755 temporary directory: worker binary, state dir, log
+	stateDir  string // the supervisor's state directory (sb/<id> per sandbox)
+	socket    string // the supervisor's unix socket
+	worker    string // the execfarm-worker binary built for this run
+	logPath   string // the supervisor's log file
+	cg        cgroup.Config
+	cgParents []string // sandbox cgroup parents, one per controller (v1)
+	uidBase   uint32   // first host uid of the window
+	uidEnd    uint32   // first host uid past the window
+
+	srv     *supervisor.Server
+	conn    *grpc.ClientConn
+	client  sandboxv1.SandboxServiceClient
+	cancel  context.CancelFunc
+	done    chan error
+	logFile *os.File
+}
+
+var (
+	the      *suite
+	setupErr error
+)
+
+func TestMain(m *testing.M) {
+	var teardown func() error
+	if os.Geteuid() == 0 {
+		the, teardown, setupErr = setup()
+	}
+	code := m.Run()
+	if teardown != nil {
+		if err := teardown(); err != nil {
+			fmt.Fprintln(os.Stderr, "hostile: teardown:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// requireRoot is the suite's only skip: sandboxes need root. As root, a
+// host that cannot isolate or a supervisor that did not start fails the
+// test.
+func requireRoot(t testing.TB) *suite {
+	t.Helper()
+	if euid := os.Geteuid(); euid != 0 {
+		t.Skipf("hostile: needs root to create namespaces and cgroups (euid %d)", euid)
+	}
+	if setupErr != nil {
+		t.Fatalf("hostile: suite setup: %v", setupErr)
+	}
+	return the
+}
+
+// setup builds the worker and starts the supervisor. teardown (non-nil
+// once something was created) stops it and removes what the suite made.
+func setup() (s *suite, teardown func() error, err error) {
+	s = &suite{
+		cg:      cgroup.Config{Parent: fmt.Sprintf("/execfarm-hostile-%d", os.Getpid())},
+		uidBase: 3<<30 + uint32(os.Getpid()%256)*uidSlots*rangeSize,
+	}
+	s.uidEnd = s.uidBase + uidSlots*rangeSize
+	layers, err := supervisor.CheckHost(s.cg, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("host probe: %w", err)
+	}
+	s.cgParents = cgroup.Probe(s.cg).Parents
+	// Not t.TempDir: its parent is 0700 and the sandbox's unprivileged
+	// root must reach the worker binary.
+	if s.dir, err = os.MkdirTemp("", "execfarm-hostile-"); err != nil {
+		return nil, nil, err
+	}
+	teardown = func() error {
+		var errs []error
+		if s.cancel != nil {
+			s.conn.Close()
+			s.cancel()
+			if err := <-s.done; err != nil {
+				errs = append(errs, fmt.Errorf("stop supervisor: %w", err))
+			}
+		}
+		if _, err := cgroup.Cleanup(s.cg); err != nil {
+			errs = append(errs, fmt.Errorf("clean up sandbox cgroups: %w", err))
+		}
+		for _, p := range s.cgParents {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
+			}
+		}
+		if s.logFile != nil {
+			s.logFile.Close()
+		}
+		if err := os.RemoveAll(s.dir); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}
+	if err := s.start(layers); err != nil {
+		return nil, teardown, err
+	}
+	return s, teardown, nil
+}
+
+func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
+	if err := os.Chmod(s.dir, 0o755); err != nil {
+		return err
+	}
+	s.logPath = filepath.Join(s.dir, "supervisor.log")
+	var err error
+	if s.logFile, err = os.Create(s.logPath); err != nil {
+		return err
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "hostile", Level: hclog.Debug, Output: s.logFile})
+	s.worker = filepath.Join(s.dir, "execfarm-worker")
+	if err := buildWorker(s.worker); err != nil {
+		return err
+	}
+	s.stateDir = filepath.Join(s.dir, "state")
+	if err := os.Mkdir(s.stateDir, 0o755); err != nil {
+		return err
+	}
+	s.srv, err = supervisor.New(supervisor.Config{
+		MaxConcurrent: maxConcurrent,
+		Layers:        layers,
+		Version:       "hostile",
+		Logger:        log,
+		Sandbox: sandbox.Config{
+			WorkerBinary: s.worker,
+			StateDir:     s.stateDir,
+			Cgroup:       s.cg,
+			IDs:          sandbox.NewIDPool(s.uidBase, rangeSize, uidSlots),
+			Logger:       log,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("new supervisor: %w", err)
+	}
+	s.socket = filepath.Join(s.stateDir, "execfarm.sock")
+	tc := transport.Config{SocketPath: s.socket}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		done <- supervisor.ListenAndServe(ctx, s.srv, tc, 5*time.Second, func(string) { close(ready) })
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.cancel, s.done = cancel, done
+	if s.conn, err = tc.Dial(); err != nil {
+		return fmt.Errorf("dial supervisor: %w", err)
+	}
+	s.client = sandboxv1.NewSandboxServiceClient(s.conn)
+	return nil
+}
+
+// buildWorker builds cmd/execfarm-worker into path, mode 0755.
+func buildWorker(path string) error {
+	out, err := exec.Command("go", "build", "-o", path, "github.com/execfarm/execfarm/cmd/execfarm-worker").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("build worker: %w\n%s", err, out)
+	}
+	return os.Chmod(path, 0o755)
+}
+
+// logAbout returns the supervisor's log lines that name the sandbox id
+// (crash headlines and the last 15 of them), for failure messages.
+func (s *suite) logAbout(id string) string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil || id == "" {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, id) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	// A crash's first lines say why; keep them, then the end.
+	var picked []string
+	for _, l := range lines {
+		if len(picked) < 10 && crashLine.MatchString(l) {
+			picked = append(picked, l)
+		}
+	}
+	if len(lines) > 15 {
+		lines = append(picked, append([]string{"…"}, lines[len(lines)-15:]...)...)
+	}
+	return "\n  supervisor log about " + id + ":\n    " + strings.Join(lines, "\n    ")
+}
+
+// crashLine matches the log lines that say why a worker died.
+var crashLine = regexp.MustCompile(`fatal|panic|pthread_create|failed to create|SIG[A-Z]+:|runtime/cgo|\[ERROR\]`)
+
+// logTail returns the end of the supervisor's log, for failure messages.
+func (s *suite) logTail() string {
+	f, err := os.Open(s.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(f)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	return "\nsupervisor log (tail):\n" + string(b)
+}
