@@ -1,15 +1,19 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
+	"github.com/execfarm/execfarm/isolation/capability"
+	"github.com/execfarm/execfarm/isolation/landlock"
 	"github.com/execfarm/execfarm/isolation/namespace"
 	"github.com/execfarm/execfarm/isolation/rootfs"
 	"github.com/execfarm/execfarm/isolation/seccomp"
@@ -32,7 +36,7 @@ func serve() int {
 		sync.Close()
 	}
 	srv := newServer()
-	go srv.reap()
+	go srv.reap(notifyChildren())
 	logger := hclog.New(&hclog.LoggerOptions{Name: "worker", Output: os.Stderr, Level: hclog.Warn, JSONFormat: true})
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: plugin.Handshake,
@@ -52,6 +56,55 @@ func serve() int {
 	return 0
 }
 
+// keepCaps are the capabilities the worker keeps after isolate, in its
+// permitted and effective sets only (every thread's bounding, inheritable
+// and ambient sets end empty): CAP_SETUID and CAP_SETGID to start runtime
+// processes as the sandbox user, CAP_KILL to kill them (another uid).
+// Runtime processes hold none: the uid change clears permitted and
+// effective, and the empty bounding set lets no exec give any back.
+const keepCaps capability.Set = 1<<capability.SetUID | 1<<capability.SetGID | 1<<capability.Kill
+
+// landlockConfig confines the sandbox, once in its root, to writing its
+// tmpfs mounts and devices; the rest of the root is read and execute only.
+func landlockConfig() landlock.Config {
+	return landlock.Config{
+		ReadOnly:  []string{"/"},
+		ReadWrite: []string{rootfs.WorkspaceDir, "/tmp", "/dev/shm"},
+		Devices:   []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/pts"},
+	}
+}
+
+// closeExecFrom marks every descriptor from first up close-on-exec
+// (close_range(2) with CLOSE_RANGE_CLOEXEC, Linux 5.11; else one fcntl per
+// entry of /proc/self/fd, as runc's utils.CloseExecFrom). Nothing the
+// worker inherited from the supervisor can then reach a runtime process:
+// those get exactly the descriptors start passes. Marking rather than
+// closing keeps go-plugin's listener and the Go runtime's own descriptors.
+func closeExecFrom(first int) error {
+	err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	if err != unix.ENOSYS && err != unix.EINVAL {
+		return os.NewSyscallError("close_range", err)
+	}
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("mark descriptors close-on-exec: %w", err)
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < first {
+			continue
+		}
+		// The directory's own descriptor is gone by now: EBADF.
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && err != unix.EBADF {
+			return os.NewSyscallError("fcntl F_SETFD", err)
+		}
+	}
+	return nil
+}
+
 // isolate applies the in-sandbox isolation, in DESIGN.md's order.
 func isolate(cfg plugin.SandboxConfig) error {
 	rc := rootfs.Config{
@@ -66,6 +119,13 @@ func isolate(cfg plugin.SandboxConfig) error {
 			"/etc/nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
 			"/etc/resolv.conf":   "",
 		},
+		// The goja runtime re-executes the worker binary from a read-only
+		// bind of the host file. The worker itself runs from the
+		// supervisor's sealed memfd copy, but a memfd cannot be bound
+		// (mount and open_tree answer EINVAL: it lives on no mount of this
+		// namespace). The bind is still no CVE-2019-5736 path: it is
+		// read-only, the file is owned by host root (unmapped: nobody
+		// inside), mode 0755, and busy while it runs (ETXTBSY).
 		WorkerBinary:   cfg.WorkerBinary,
 		WorkspaceBytes: cfg.WorkspaceBytes,
 		TmpBytes:       cfg.TmpBytes,
@@ -85,8 +145,19 @@ func isolate(cfg plugin.SandboxConfig) error {
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
 		return os.NewSyscallError("setrlimit RLIMIT_CORE", err)
 	}
+	if err := closeExecFrom(3); err != nil {
+		return err
+	}
+	if err := capability.Restrict(keepCaps); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return os.NewSyscallError("prctl PR_SET_NO_NEW_PRIVS", err)
+	}
+	// Landlock where the kernel has it; the host probe reports its ABI,
+	// and a kernel that has it but refuses the ruleset fails the sandbox.
+	if err := landlock.Restrict(landlockConfig()); err != nil && !errors.Is(err, landlock.ErrNotSupported) {
+		return err
 	}
 	if cfg.Seccomp {
 		if err := seccomp.Load(); err != nil {

@@ -38,12 +38,20 @@ func newServer() *server {
 	return &server{waiters: map[int]chan unix.WaitStatus{}, exited: map[int]unix.WaitStatus{}}
 }
 
-// reap collects every child that exits (orphans included, since the
-// worker is the sandbox's init) and hands the status of a waited-for pid
-// to its waiter.
-func (s *server) reap() {
+// notifyChildren subscribes to SIGCHLD for reap. It must be called before
+// the first child can exit: a SIGCHLD delivered before the subscription is
+// lost, and the child would stay an unreaped zombie whose Exit never
+// arrives.
+func notifyChildren() <-chan os.Signal {
 	ch := make(chan os.Signal, 16)
 	signal.Notify(ch, syscall.SIGCHLD)
+	return ch
+}
+
+// reap collects every child that exits (orphans included, since the
+// worker is the sandbox's init) and hands the status of a waited-for pid
+// to its waiter. ch comes from notifyChildren.
+func (s *server) reap(ch <-chan os.Signal) {
 	for range ch {
 		for {
 			var ws unix.WaitStatus
@@ -228,6 +236,18 @@ func start(req *workerv1.RunRequest) (*process, error) {
 		return nil, err
 	}
 	closeAfter = append(closeAfter, errW)
+	// The pipes belong to the worker (sandbox root), so the runtime process
+	// could not reopen them through /dev/stdout, /dev/stderr (proc's fd
+	// links). Opening them up is harmless: only processes that already
+	// hold one of the ends reach them. The worker keeps no CAP_CHOWN, so
+	// mode rather than owner.
+	for _, f := range []*os.File{stdin, outW, errW} {
+		if err := openToSandbox(f); err != nil {
+			outR.Close()
+			errR.Close()
+			return nil, err
+		}
+	}
 	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd()}
 	if len(req.GetProgram()) > 0 {
 		prog, err := inputFile(req.GetProgram())
@@ -260,6 +280,22 @@ func start(req *workerv1.RunRequest) (*process, error) {
 		return nil, fmt.Errorf("start %s: %w", req.GetArgv()[0], err)
 	}
 	return &process{pid: pid, stdout: outR, stderr: errR}, nil
+}
+
+// openToSandbox makes a pipe readable and writable by the sandbox user;
+// other files (/dev/null) are left alone.
+func openToSandbox(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return os.NewSyscallError("fstat", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return nil
+	}
+	if err := unix.Fchmod(int(f.Fd()), 0o666); err != nil {
+		return os.NewSyscallError("fchmod pipe", err)
+	}
+	return nil
 }
 
 // inputFile returns a readable file yielding data: /dev/null when empty,

@@ -34,6 +34,10 @@ func (m Mode) String() string {
 	}
 }
 
+// PayloadName is the child cgroup (see Manager.NewPayload) that holds a
+// sandbox's runtime processes.
+const PayloadName = "payload"
+
 // Defaults used when a Config or Limits field is zero.
 const (
 	// DefaultRoot is where the cgroup hierarchies are mounted.

@@ -28,6 +28,8 @@ type Manager struct {
 
 	warnings []string
 
+	afterMkdir func(dir string) error // Config.afterMkdir, for NewPayload
+
 	mu      sync.Mutex // serialises Kill and Delete
 	deleted bool
 
@@ -52,7 +54,7 @@ func New(cfg Config, name string, l Limits) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{mode: lay.mode, name: name, dirs: lay.dirs(name)}
+	m := &Manager{mode: lay.mode, name: name, dirs: lay.dirs(name), afterMkdir: lay.afterMkdir}
 	if err := m.mkdirs(lay); err != nil {
 		return nil, err
 	}

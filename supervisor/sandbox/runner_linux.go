@@ -35,8 +35,14 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 	if err := os.Chown(socketDir, hostRoot, hostRoot); err != nil {
 		return nil, fmt.Errorf("sandbox: chown socket dir: %w", err)
 	}
+	// Execute the worker from the sealed copy of its binary, never from
+	// the host file (CVE-2019-5736, see SealedBinary).
+	bin, err := Seal(cfg.WorkerBinary)
+	if err != nil {
+		return nil, err
+	}
 	r := &workerRunner{sb: sb, cmd: cmd}
-	cmd.Path = cfg.WorkerBinary
+	cmd.Path = bin.ExecPath()
 	cmd.Args = []string{"execfarm-worker"}
 	cmd.Dir = "/"
 	cmd.Stdin = nil

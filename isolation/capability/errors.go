@@ -1,0 +1,16 @@
+package capability
+
+import "errors"
+
+var (
+	// ErrNotSupported is returned on platforms without Linux capabilities.
+	ErrNotSupported = errors.New("capability: not supported on this platform")
+
+	// ErrStatus means a /proc/<pid>/status text lacks a capability line or
+	// has one that is not a 64-bit hexadecimal mask.
+	ErrStatus = errors.New("capability: malformed status")
+
+	// ErrStillHeld is returned by Restrict when, after the drop, the calling
+	// thread still holds a capability outside the kept set.
+	ErrStillHeld = errors.New("capability: capability still held after drop")
+)

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package capability
+
+func runHelper() int { return 2 }

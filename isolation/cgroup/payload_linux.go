@@ -1,0 +1,57 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"golang.org/x/sys/unix"
+)
+
+// NewPayload creates the sandbox's child cgroup PayloadName in the pids
+// hierarchy, limits it to pidsMax tasks (pids.max), and returns its
+// cgroup.procs opened for writing, O_CLOEXEC. The worker stays in the
+// sandbox cgroup and moves every runtime process into the payload by
+// writing the process's pid (in the worker's pid namespace) to that file
+// before the process runs untrusted code. So a fork bomb exhausts the
+// payload's pids, never the worker's (the worker's Go runtime aborts when it
+// cannot start a thread). The file was opened by the supervisor, and the
+// kernel checks a cgroup.procs write against the opener's credentials
+// (Linux 5.16+), so the unprivileged worker may use it.
+//
+// On v2 the sandbox cgroup enables the pids controller for its children;
+// pids is a threaded controller, which the kernel allows next to the
+// worker's own processes (Documentation/admin-guide/cgroup-v2.rst, "No
+// Internal Process Constraint").
+func (m *Manager) NewPayload(pidsMax int64) (*os.File, error) {
+	if pidsMax <= 0 {
+		return nil, fmt.Errorf("%w: payload pids.max %d", ErrInvalidLimits, pidsMax)
+	}
+	parent := m.dirs[string(cgroup1.Pids)]
+	if m.mode == V2 {
+		parent = m.dirs[unified]
+		if err := writeExisting(filepath.Join(parent, "cgroup.subtree_control"), "+pids"); err != nil {
+			return nil, fmt.Errorf("enable pids for the payload of %s: %w", parent, err)
+		}
+	}
+	dir := filepath.Join(parent, PayloadName)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create payload cgroup: %w", err)
+	}
+	if m.afterMkdir != nil {
+		if err := m.afterMkdir(dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeExisting(filepath.Join(dir, "pids.max"), strconv.FormatInt(pidsMax, 10)); err != nil {
+		return nil, fmt.Errorf("set pids.max of %s: %w", dir, err)
+	}
+	procs := filepath.Join(dir, "cgroup.procs")
+	fd, err := unix.Open(procs, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", procs, &os.PathError{Op: "open", Path: procs, Err: err})
+	}
+	return os.NewFile(uintptr(fd), procs), nil
+}
