@@ -36,6 +36,15 @@ func serve() int {
 		sync.Close()
 	}
 	srv := newServer()
+	// Now in its own cgroup: the forking thread roots a cgroup namespace
+	// there (see forker).
+	if err := srv.forker.start(); err != nil {
+		fmt.Fprintln(os.Stderr, "execfarm-worker:", err)
+		return 2
+	}
+	if cfg.PayloadProcsFD > 0 {
+		srv.payload = os.NewFile(uintptr(cfg.PayloadProcsFD), "payload/cgroup.procs")
+	}
 	go srv.reap(notifyChildren())
 	logger := hclog.New(&hclog.LoggerOptions{Name: "worker", Output: os.Stderr, Level: hclog.Warn, JSONFormat: true})
 	goplugin.Serve(&goplugin.ServeConfig{

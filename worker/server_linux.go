@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -28,6 +29,12 @@ type server struct {
 	workerv1.UnimplementedWorkerServer
 
 	runMu sync.Mutex // one Run at a time
+
+	// payload is the payload cgroup's cgroup.procs (nil: none); every
+	// runtime process is moved there before it runs.
+	payload *os.File
+	// forker forks every runtime process.
+	forker forker
 
 	mu      sync.Mutex
 	waiters map[int]chan unix.WaitStatus
@@ -113,7 +120,7 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 			return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: fmt.Sprintf("setrlimit %s: %v", rl.GetResource(), err)}))
 		}
 	}
-	p, err := start(req)
+	p, err := s.start(req)
 	if err != nil {
 		return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: err.Error()}))
 	}
@@ -211,9 +218,18 @@ type process struct {
 	stdout, stderr *os.File
 }
 
-// start forks the runtime process as the sandbox user with stdin, stdout,
-// stderr and (when req has a program) fd 3 wired to pipes.
-func start(req *workerv1.RunRequest) (*process, error) {
+// gateScript holds a runtime process until the worker has placed it in
+// the payload cgroup: it reads one line from fd 3, closes it and execs the
+// real argv. If the worker closes fd 3 without writing (placement failed),
+// read fails and the program never runs.
+const gateScript = `read -r _ <&3 && exec 3<&- && exec "$@"`
+
+// start forks the runtime process as the sandbox user with stdin, stdout
+// and stderr wired to pipes, places it in the payload cgroup, and only then
+// releases it: a program with a RunRequest.program waits for the program
+// on fd 3; any other waits at gateScript. No instruction of the program
+// runs outside the payload cgroup.
+func (s *server) start(req *workerv1.RunRequest) (*process, error) {
 	var closeAfter []*os.File
 	defer func() {
 		for _, f := range closeAfter {
@@ -248,23 +264,27 @@ func start(req *workerv1.RunRequest) (*process, error) {
 			return nil, err
 		}
 	}
-	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd()}
-	if len(req.GetProgram()) > 0 {
-		prog, err := inputFile(req.GetProgram())
-		if err != nil {
-			outR.Close()
-			errR.Close()
-			return nil, err
-		}
-		closeAfter = append(closeAfter, prog)
-		files = append(files, prog.Fd())
+	// fd 3: the program (goja) or the gate's release line.
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, err
+	}
+	closeAfter = append(closeAfter, gateR)
+	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd(), gateR.Fd()}
+	argv := req.GetArgv()
+	release := []byte(req.GetProgram())
+	if len(release) == 0 {
+		argv = append([]string{"/bin/sh", "-c", gateScript, "execfarm-gate"}, argv...)
+		release = []byte("go\n")
 	}
 	dir := req.GetDir()
 	if dir == "" {
 		dir = "/"
 	}
 	uid := uint32(namespace.SandboxUID)
-	pid, err := syscall.ForkExec(req.GetArgv()[0], req.GetArgv(), &syscall.ProcAttr{
+	pid, err := s.forker.forkExec(argv[0], argv, &syscall.ProcAttr{
 		Dir:   dir,
 		Env:   req.GetEnv(),
 		Files: files,
@@ -275,10 +295,24 @@ func start(req *workerv1.RunRequest) (*process, error) {
 		},
 	})
 	if err != nil {
+		gateW.Close()
 		outR.Close()
 		errR.Close()
 		return nil, fmt.Errorf("start %s: %w", req.GetArgv()[0], err)
 	}
+	if s.payload != nil {
+		if _, err := s.payload.WriteString(strconv.Itoa(pid)); err != nil {
+			gateW.Close() // the gate's read fails: the program never runs
+			killGroup(pid)
+			outR.Close()
+			errR.Close()
+			return nil, fmt.Errorf("place %s in the payload cgroup: %w", req.GetArgv()[0], err)
+		}
+	}
+	go func() {
+		_, _ = gateW.Write(release)
+		gateW.Close()
+	}()
 	return &process{pid: pid, stdout: outR, stderr: errR}, nil
 }
 

@@ -117,7 +117,8 @@ type Usage struct {
 	// PeakMemorySource is the file PeakMemoryBytes came from: one of
 	// PeakSourcePeak, PeakSourceMaxUsage, PeakSourceCurrent.
 	PeakMemorySource string
-	// PidsPeak is the highest number of tasks at once: pids.peak where
+	// PidsPeak is the highest number of the program's tasks at once (the
+	// payload cgroup's when there is one, see Manager.NewPayload): pids.peak where
 	// the kernel has it, else the highest pids.current seen by Sample and
 	// at the read.
 	PidsPeak int64

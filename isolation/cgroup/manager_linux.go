@@ -29,6 +29,7 @@ type Manager struct {
 	warnings []string
 
 	afterMkdir func(dir string) error // Config.afterMkdir, for NewPayload
+	payloadDir atomic.Pointer[string] // set by NewPayload
 
 	mu      sync.Mutex // serialises Kill and Delete
 	deleted bool

@@ -48,6 +48,7 @@ func (m *Manager) NewPayload(pidsMax int64) (*os.File, error) {
 	if err := writeExisting(filepath.Join(dir, "pids.max"), strconv.FormatInt(pidsMax, 10)); err != nil {
 		return nil, fmt.Errorf("set pids.max of %s: %w", dir, err)
 	}
+	m.payloadDir.Store(&dir)
 	procs := filepath.Join(dir, "cgroup.procs")
 	fd, err := unix.Open(procs, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
@@ -90,18 +91,28 @@ func (m *Manager) usageV1(u *Usage) error {
 
 // pidsPeak reads pids.peak, or falls back to the sampled maximum.
 func (m *Manager) pidsPeak() (int64, error) {
-	v, err := readSingle(m.file(cgroup1.Pids, "pids.peak"))
+	v, err := readSingle(m.pidsFile("pids.peak"))
 	if err == nil {
 		return v, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return 0, err
 	}
-	cur, err := readSingle(m.file(cgroup1.Pids, "pids.current"))
+	cur, err := readSingle(m.pidsFile("pids.current"))
 	if err != nil {
 		return 0, err
 	}
 	return max(cur, m.pidsSeen.Load()), nil
+}
+
+// pidsFile is a pids interface file of the payload cgroup when there is
+// one (the program's tasks, without the worker's threads), else of the
+// sandbox cgroup.
+func (m *Manager) pidsFile(name string) string {
+	if d := m.payloadDir.Load(); d != nil {
+		return filepath.Join(*d, name)
+	}
+	return m.file(cgroup1.Pids, name)
 }
 
 // Sample records pids.current (and, on v2 kernels without memory.peak,
@@ -109,7 +120,7 @@ func (m *Manager) pidsPeak() (int64, error) {
 // cheap (one or two small reads) and ignores errors; call it periodically
 // while the sandbox runs.
 func (m *Manager) Sample() {
-	if v, err := readSingle(m.file(cgroup1.Pids, "pids.current")); err == nil {
+	if v, err := readSingle(m.pidsFile("pids.current")); err == nil {
 		storeMax(&m.pidsSeen, v)
 	}
 	if m.mode == V2 && !exists(m.file("", "memory.peak")) {

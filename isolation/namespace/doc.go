@@ -2,8 +2,9 @@
 // supervisor forks a worker, and the in-sandbox steps that only touch
 // namespaces (hostname, loopback).
 //
-// The worker is forked with CLONE_NEWUSER|NEWPID|NEWNS|NEWNET|NEWIPC|NEWUTS|
-// NEWCGROUP (DESIGN.md, "Isolation, in order"). Its user namespace maps
+// The worker is forked with CLONE_NEWUSER|NEWPID|NEWNS|NEWNET|NEWIPC|NEWUTS
+// (DESIGN.md, "Isolation, in order") and enters a new cgroup namespace
+// itself (UnshareCgroup) once it is in its own cgroup. Its user namespace maps
 // uids and gids 0..Size-1 inside to HostID..HostID+Size-1 on the host, an
 // unprivileged range that no other live sandbox uses. Go's fork is safe
 // here: the child is single-threaded until exec, and the parent writes the

@@ -8,9 +8,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// CloneFlags are the namespaces every worker is forked into.
+// CloneFlags are the namespaces every worker is forked into. The cgroup
+// namespace is not among them: a cgroup namespace is rooted at the cgroup
+// its creator is in when it is created, which is the supervisor's (clone3
+// moves a CLONE_INTO_CGROUP child only after copying its namespaces, and on
+// cgroup v1 the worker is placed after the fork). The worker calls
+// UnshareCgroup once it is in its own cgroup.
 const CloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNS |
-	unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+	unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 
 // SysProcAttr returns the attributes with which the supervisor forks a
 // worker: every namespace of CloneFlags, ids mapped to r, and SIGKILL when
@@ -35,6 +40,20 @@ func SysProcAttr(r IDRange, cgroupFD int) *syscall.SysProcAttr {
 		attr.CgroupFD = cgroupFD
 	}
 	return attr
+}
+
+// UnshareCgroup moves the calling thread into a new cgroup namespace
+// rooted at the process's current cgroup, so that processes it forks see
+// "/" in /proc/self/cgroup and no host cgroup path (paths in
+// /proc/PID/cgroup are shown relative to the reader's namespace).
+// Namespaces belong to threads: call it from a goroutine locked to its
+// thread (runtime.LockOSThread) that does all the forking and never
+// unlocks. Needs CAP_SYS_ADMIN in the process's user namespace.
+func UnshareCgroup() error {
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return os.NewSyscallError("unshare CLONE_NEWCGROUP", err)
+	}
+	return nil
 }
 
 // SetHostname sets the UTS hostname of the calling process's namespace.

@@ -20,5 +20,8 @@ func SetHostname(name string) error {
 	return fmt.Errorf("sethostname: %w", isolation.ErrNotSupported)
 }
 
+// UnshareCgroup is not supported off Linux.
+func UnshareCgroup() error { return fmt.Errorf("unshare cgroup: %w", isolation.ErrNotSupported) }
+
 // LoopbackUp is not supported off Linux.
 func LoopbackUp() error { return fmt.Errorf("loopback: %w", isolation.ErrNotSupported) }

@@ -60,6 +60,10 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 		}
 		cmd.ExtraFiles = []*os.File{r.syncR}
 	}
+	if sb.payload != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, sb.payload)
+		wc.PayloadProcsFD = 3 + len(cmd.ExtraFiles) - 1
+	}
 	wc.WaitSync = r.v1
 	env, err := wc.Encode()
 	if err != nil {

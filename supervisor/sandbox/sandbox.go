@@ -29,9 +29,15 @@ type Config struct {
 	Logger hclog.Logger
 }
 
+// WorkerPidsReserve is how many tasks the sandbox cgroup allows beyond
+// Spec.Limits.PidsMax: the worker's own threads, outside the payload cgroup
+// that holds the program's processes.
+const WorkerPidsReserve = 64
+
 // Spec is what one sandbox gets.
 type Spec struct {
-	// Limits are set on the sandbox cgroup before the worker starts.
+	// Limits are set on the sandbox cgroup before the worker starts;
+	// PidsMax limits the program's processes (the payload cgroup).
 	Limits cgroup.Limits
 	// WorkspaceBytes, TmpBytes, ShmBytes size the tmpfs mounts of
 	// /workspace, /tmp and /dev/shm in bytes; 0 = 64 MiB each.

@@ -32,6 +32,7 @@ type Sandbox struct {
 	client  *goplugin.Client
 	worker  workerv1.WorkerClient
 	stderr  *boundedBuffer
+	payload *os.File // the payload cgroup's cgroup.procs, until the worker has it
 
 	closeOnce sync.Once
 	closeErr  error
@@ -78,9 +79,23 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 	if err := os.Chown(root, hostRoot, hostRoot); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	s.cg, err = cgroup.New(cfg.Cgroup, s.id, spec.Limits)
+	// The program's processes live in the payload child cgroup, which
+	// holds the pids limit; the sandbox cgroup allows WorkerPidsReserve
+	// more, so that a fork bomb never starves the worker of threads.
+	limits := spec.Limits
+	if limits.PidsMax > 0 {
+		limits.PidsMax += WorkerPidsReserve
+	}
+	s.cg, err = cgroup.New(cfg.Cgroup, s.id, limits)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: create cgroup: %w", err)
+	}
+	if spec.Limits.PidsMax > 0 {
+		if s.payload, err = s.cg.NewPayload(spec.Limits.PidsMax); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		// The worker got its copy at fork; the supervisor's closes
+		// once the sandbox has started (below) or failed (Close).
 	}
 	wc := plugin.SandboxConfig{
 		ID: s.id, Root: root, WorkerBinary: cfg.WorkerBinary,
@@ -105,6 +120,10 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 		},
 	})
 	rpc, err := s.client.Client()
+	if s.payload != nil {
+		s.payload.Close()
+		s.payload = nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start worker: %w%s", err, s.stderr.suffix())
 	}
@@ -176,6 +195,9 @@ func (s *Sandbox) Close() error {
 			if err := os.RemoveAll(s.dir); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		if s.payload != nil {
+			s.payload.Close()
 		}
 		if s.release != nil {
 			s.release()

@@ -30,6 +30,10 @@ type SandboxConfig struct {
 	WorkspaceBytes int64 `json:"workspace_bytes"`
 	TmpBytes       int64 `json:"tmp_bytes"`
 	ShmBytes       int64 `json:"shm_bytes"`
+	// PayloadProcsFD is the fd of the payload cgroup's cgroup.procs,
+	// opened for writing by the supervisor: the worker writes every
+	// runtime process's pid to it before the process runs (0 = none).
+	PayloadProcsFD int `json:"payload_procs_fd"`
 	// Seccomp loads the seccomp filter; false only in an explicitly
 	// degraded mode named by the operator.
 	Seccomp bool `json:"seccomp"`
