@@ -10,7 +10,7 @@ STATICCHECK_VERSION        := v0.8.2
 # protoc itself comes from Debian's protobuf-compiler (3.21.12 on bookworm);
 # its version is written into the generated files, so drift shows up too.
 
-.PHONY: all build demo test test-unit test-race deps bench proto proto-check lint clean
+.PHONY: all build demo test deps bundle bench proto proto-check lint clean
 
 all: build
 
@@ -29,10 +29,16 @@ test: deps
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./supervisor/... ./worker/... ./runtime/...
 
-# Node.js client for the compatibility test (test/compat).
-deps:
+# What the tests need from npm: the node runtime bundle and the Node.js
+# client of the compatibility test (test/compat).
+deps: bundle
 	@command -v node >/dev/null || { echo "node is required (apt-get install nodejs)"; exit 1; }
 	@[ -d test/compat/node_modules ] || npm ci --prefix test/compat --no-audit --no-fund --ignore-scripts
+
+# The node runtime's bundle (@kubernetes/client-node, prometheus-query, uvu),
+# mounted read-only into sandboxes at /.execfarm/node.
+bundle:
+	@[ -d runtime/node/bundle/node_modules ] || npm ci --prefix runtime/node/bundle --no-audit --no-fund --ignore-scripts
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./test/bench/

@@ -13,6 +13,8 @@ import (
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/probe"
+	"github.com/execfarm/execfarm/isolation/rootfs"
+	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
@@ -59,6 +61,29 @@ func FindWorker(explicit string) (string, error) {
 		return "", errors.New("supervisor: execfarm-worker not found next to execfarm nor on $PATH (set --worker or EXECFARM_WORKER)")
 	}
 	return filepath.Abs(p)
+}
+
+// NodeRuntime configures cfg for the node runtime when a runtime bundle is
+// installed (node.FindBundle with dir; "" = the default places): the bundle
+// is bound read-only into sandboxes and SANDBOX_ALLOWED_MODULES (getenv)
+// overrides the allow-list. Without a bundle it returns false and cfg is
+// unchanged (node requests get UNIMPLEMENTED); a malformed allow-list is an
+// error.
+func NodeRuntime(cfg *Config, dir string, getenv func(string) string) (bool, error) {
+	bundle, err := node.FindBundle(dir)
+	if err != nil {
+		if dir != "" {
+			return false, err
+		}
+		return false, nil
+	}
+	allowed, err := node.ParseAllowedModules(getenv(node.AllowedModulesEnv))
+	if err != nil {
+		return false, err
+	}
+	cfg.Node = &node.Config{AllowedModules: allowed}
+	cfg.Sandbox.Binds = append(cfg.Sandbox.Binds, rootfs.Bind{Source: bundle, Target: node.SandboxDir})
+	return true, nil
 }
 
 // Embedded starts a private supervisor for one client process (the CLI's

@@ -45,7 +45,13 @@ type extra struct {
 	runtime string
 	// cached is the cache entry created by this execution, if any.
 	cached *cache.Entry
+	// results is what a test-mode program wrote on its results channel.
+	results []byte
 }
+
+// maxResultsBytes bounds a test run's results channel (JSON lines; the
+// parser caps the number of results and their strings too).
+const maxResultsBytes = 8 << 20
 
 // runtimeName maps the wire enum to a runtime name.
 func (s *Server) runtimeName(r sandboxv1.Runtime) (string, error) {
@@ -67,7 +73,7 @@ func (s *Server) runtimeName(r sandboxv1.Runtime) (string, error) {
 // prepare validates req and builds its job. Errors are gRPC statuses:
 // INVALID_ARGUMENT for bad code, limits or env; NOT_FOUND for an unknown
 // cached script; UNIMPLEMENTED for a runtime this server cannot run.
-func (s *Server) prepare(req *sandboxv1.ExecuteRequest) (*job, error) {
+func (s *Server) prepare(req *sandboxv1.ExecuteRequest, tests bool) (*job, error) {
 	rt, err := s.runtimeName(req.GetRuntime())
 	if err != nil {
 		return nil, err
@@ -80,7 +86,7 @@ func (s *Server) prepare(req *sandboxv1.ExecuteRequest) (*job, error) {
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	wreq, err := program.Build(program.Input{Runtime: rt, Code: code, Stdin: req.GetStdin(), Env: req.GetEnv()})
+	wreq, err := program.Build(program.Input{Runtime: rt, Code: code, Stdin: req.GetStdin(), Env: req.GetEnv(), Tests: tests, Node: s.cfg.Node})
 	if err != nil {
 		return nil, programError(err)
 	}
@@ -97,7 +103,7 @@ func (s *Server) prepare(req *sandboxv1.ExecuteRequest) (*job, error) {
 	fsz := uint64(limits.WorkspaceBytes)
 	wreq.Rlimits = append(wreq.Rlimits, &workerv1.Rlimit{Resource: "FSIZE", Soft: fsz, Hard: fsz})
 	return &job{runtime: rt, req: wreq, limits: limits, code: code, cachedName: cachedName,
-		cacheable: cachedName == "" && s.cfg.Cache != nil && (rt == program.Goja || rt == program.Node)}, nil
+		cacheable: !tests && cachedName == "" && s.cfg.Cache != nil && (rt == program.Goja || rt == program.Node)}, nil
 }
 
 // source returns the code to run: the request's code, or the cached script
@@ -133,7 +139,7 @@ func programError(err error) error {
 		return status.Error(codes.InvalidArgument, "code is empty")
 	case errors.Is(err, program.ErrUnavailable):
 		return status.Error(codes.Unimplemented, err.Error())
-	case errors.Is(err, program.ErrUnknownRuntime), errors.Is(err, program.ErrBadEnv):
+	case errors.Is(err, program.ErrUnknownRuntime), errors.Is(err, program.ErrBadEnv), errors.Is(err, program.ErrNoTestMode):
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	return status.Error(codes.Internal, err.Error())
@@ -142,7 +148,12 @@ func programError(err error) error {
 // submit validates req, admits it through the scheduler and starts it in
 // the background. The returned execution is PENDING or RUNNING.
 func (s *Server) submit(req *sandboxv1.ExecuteRequest) (*registry.Execution, error) {
-	j, err := s.prepare(req)
+	return s.submitMode(req, false)
+}
+
+// submitMode is submit; tests runs the code in test mode.
+func (s *Server) submitMode(req *sandboxv1.ExecuteRequest, tests bool) (*registry.Execution, error) {
+	j, err := s.prepare(req, tests)
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +200,8 @@ type run struct {
 	ticket *scheduler.Ticket
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	results []byte // test mode's results channel, at most maxResultsBytes
 
 	mu     sync.Mutex
 	sb     *sandbox.Sandbox
@@ -267,6 +280,11 @@ func (r *run) execute() {
 			r.e.Write(registry.Stdout, x.Stdout)
 		case *workerv1.RunEvent_Stderr:
 			r.e.Write(registry.Stderr, x.Stderr)
+		case *workerv1.RunEvent_Results:
+			// Bounded: the results channel is the program's too.
+			if room := maxResultsBytes - len(r.results); room > 0 {
+				r.results = append(r.results, x.Results[:min(room, len(x.Results))]...)
+			}
 		}
 	})
 	wall := time.Since(started).Milliseconds()
@@ -314,7 +332,7 @@ func (r *run) finishStopped(queueWait int64, msg string) {
 }
 
 func (r *run) finish(res registry.Result) {
-	x := extra{limits: r.j.limits, runtime: r.j.runtime}
+	x := extra{limits: r.j.limits, runtime: r.j.runtime, results: r.results}
 	if res.Success && res.State == registry.StateCompleted && r.j.cacheable {
 		// Failed runs are never cached; the same code is stored once.
 		entry, created, err := r.s.cfg.Cache.Save(r.j.code, time.Now())

@@ -1,14 +1,17 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/testresult"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
@@ -194,12 +197,66 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 	}, nil
 }
 
-// ExecuteTest is not implemented yet (test mode is planned).
+// ExecuteTest runs code followed by tests in test mode (goja): `test` and
+// `assert` are globals with uvu's API, and per-test results come back on a
+// channel of their own, so no amount of output hides them. Missing tests is
+// INVALID_ARGUMENT; a run that defines no test fails with an error saying
+// so. It goes through the queue like every execution; a caller that goes
+// away cancels it.
 func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequest) (*sandboxv1.ExecuteTestResponse, error) {
-	if req.GetTests() == "" {
+	if strings.TrimSpace(req.GetTests()) == "" {
 		return nil, status.Error(codes.InvalidArgument, "tests is empty")
 	}
-	return nil, status.Error(codes.Unimplemented, "ExecuteTest is not implemented yet")
+	code := req.GetTests()
+	if req.GetCode() != "" {
+		code = req.GetCode() + "\n" + code
+	}
+	e, err := s.submitMode(&sandboxv1.ExecuteRequest{
+		Source:    &sandboxv1.ExecuteRequest_Code{Code: code},
+		TimeoutMs: req.TimeoutMs,
+		Runtime:   req.GetRuntime(),
+		Limits:    req.GetLimits(),
+	}, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.Wait(ctx)
+	if err != nil {
+		_, _ = e.Cancel()
+		return nil, status.FromContextError(err).Err()
+	}
+	stdout, _ := readAll(e, registry.Stdout)
+	stderr, _ := readAll(e, registry.Stderr)
+	x, _ := res.Extra.(extra)
+	summary, results, _ := testresult.Parse(bytes.NewReader(x.results))
+	resp := &sandboxv1.ExecuteTestResponse{
+		Summary: &sandboxv1.TestSummary{
+			Total: int32(summary.Total), Passed: int32(summary.Passed),
+			Failed: int32(summary.Failed), Skipped: int32(summary.Skipped),
+		},
+		Output:          stdout,
+		ErrorOutput:     stderr,
+		ExecutionTimeMs: res.Usage.WallMs,
+		Outcome:         outcomeToProto(e.ID(), res),
+	}
+	for _, r := range results {
+		tr := &sandboxv1.TestResult{Name: r.Name, Passed: r.Passed, DurationMs: r.DurationMs, Skipped: r.Skipped}
+		if r.Error != "" {
+			tr.Error = ptr(r.Error)
+		}
+		resp.Tests = append(resp.Tests, tr)
+	}
+	// Success: the program ended normally and every test that ran passed.
+	resp.Success = res.State == registry.StateCompleted && summary.Complete && summary.OK()
+	switch {
+	case summary.Error != "":
+		resp.Error = ptr(summary.Error)
+	case res.State != registry.StateCompleted && res.Reason != registry.ReasonExited:
+		resp.Error = errorText(res, stderr)
+	case !summary.Complete:
+		resp.Error = ptr("the test run ended before it reported a summary")
+	}
+	return resp, nil
 }
 
 // ListCache lists cached scripts newest first, filtered by a substring or a

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/registry"
@@ -41,6 +42,9 @@ type Config struct {
 	// MaxLongPoll bounds GetExecution(wait=true) when the call has no
 	// deadline; 0 = 60 s.
 	MaxLongPoll time.Duration
+	// Node configures the node runtime; nil = no runtime bundle, and
+	// requests for node get UNIMPLEMENTED. NodeRuntime fills it.
+	Node *node.Config
 	// Cache stores successful new TypeScript/JavaScript scripts and serves
 	// ExecuteRequest.cached, ListCache and ClearCache; nil disables it.
 	Cache *cache.Cache

@@ -136,6 +136,7 @@ func isolate(cfg plugin.SandboxConfig) error {
 		// read-only, the file is owned by host root (unmapped: nobody
 		// inside), mode 0755, and busy while it runs (ETXTBSY).
 		WorkerBinary:   cfg.WorkerBinary,
+		Binds:          cfg.Binds,
 		WorkspaceBytes: cfg.WorkspaceBytes,
 		TmpBytes:       cfg.TmpBytes,
 		ShmBytes:       cfg.ShmBytes,

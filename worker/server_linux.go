@@ -129,8 +129,12 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 	events := make(chan *workerv1.RunEvent, 16)
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go pump(p.stdout, events, true, &pumps)
-	go pump(p.stderr, events, false, &pumps)
+	go pump(p.stdout, events, stdoutEvent, &pumps)
+	go pump(p.stderr, events, stderrEvent, &pumps)
+	if p.results != nil {
+		pumps.Add(1)
+		go pump(p.results, events, resultsEvent, &pumps)
+	}
 	pumpsDone := make(chan struct{})
 	go func() { pumps.Wait(); close(pumpsDone) }()
 
@@ -149,8 +153,7 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 			drain = time.After(drainAfterExit)
 		case <-drain:
 			// A descendant holds the pipes open: stop reading.
-			p.stdout.Close()
-			p.stderr.Close()
+			p.closePipes()
 			drain = nil
 		case <-pumpsDone:
 			drained, pumpsDone = true, nil
@@ -172,8 +175,7 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 		}
 		break
 	}
-	p.stdout.Close()
-	p.stderr.Close()
+	p.closePipes()
 	return stream.Send(exitEvent(statusToExit(ws)))
 }
 
@@ -193,18 +195,15 @@ func killGroup(pid int) {
 	_ = unix.Kill(pid, unix.SIGKILL)
 }
 
-// pump reads one pipe until EOF or close and queues its chunks.
-func pump(f *os.File, events chan<- *workerv1.RunEvent, stdout bool, wg *sync.WaitGroup) {
+// pump reads one pipe until EOF or close and queues its chunks, wrapped by
+// wrap into events.
+func pump(f *os.File, events chan<- *workerv1.RunEvent, wrap func([]byte) *workerv1.RunEvent, wg *sync.WaitGroup) {
 	defer wg.Done()
 	for {
 		buf := make([]byte, chunkSize)
 		n, err := f.Read(buf)
 		if n > 0 {
-			if stdout {
-				events <- &workerv1.RunEvent{Event: &workerv1.RunEvent_Stdout{Stdout: buf[:n]}}
-			} else {
-				events <- &workerv1.RunEvent{Event: &workerv1.RunEvent_Stderr{Stderr: buf[:n]}}
-			}
+			events <- wrap(buf[:n])
 		}
 		if err != nil {
 			return
@@ -212,10 +211,30 @@ func pump(f *os.File, events chan<- *workerv1.RunEvent, stdout bool, wg *sync.Wa
 	}
 }
 
+func stdoutEvent(b []byte) *workerv1.RunEvent {
+	return &workerv1.RunEvent{Event: &workerv1.RunEvent_Stdout{Stdout: b}}
+}
+
+func stderrEvent(b []byte) *workerv1.RunEvent {
+	return &workerv1.RunEvent{Event: &workerv1.RunEvent_Stderr{Stderr: b}}
+}
+
+func resultsEvent(b []byte) *workerv1.RunEvent {
+	return &workerv1.RunEvent{Event: &workerv1.RunEvent_Results{Results: b}}
+}
+
 // process is a started runtime process and the parent ends of its pipes.
 type process struct {
-	pid            int
-	stdout, stderr *os.File
+	pid                     int
+	stdout, stderr, results *os.File // results: nil unless requested
+}
+
+func (p *process) closePipes() {
+	p.stdout.Close()
+	p.stderr.Close()
+	if p.results != nil {
+		p.results.Close()
+	}
 }
 
 // gateScript holds a runtime process until the worker has placed it in
@@ -273,6 +292,25 @@ func (s *server) start(req *workerv1.RunRequest) (*process, error) {
 	}
 	closeAfter = append(closeAfter, gateR)
 	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd(), gateR.Fd()}
+	var resR *os.File
+	if req.GetResults() {
+		var resW *os.File
+		if resR, resW, err = os.Pipe(); err != nil {
+			gateW.Close()
+			outR.Close()
+			errR.Close()
+			return nil, err
+		}
+		closeAfter = append(closeAfter, resW)
+		if err := openToSandbox(resW); err != nil {
+			gateW.Close()
+			outR.Close()
+			errR.Close()
+			resR.Close()
+			return nil, err
+		}
+		files = append(files, resW.Fd()) // fd 4
+	}
 	argv := req.GetArgv()
 	release := []byte(req.GetProgram())
 	if len(release) == 0 {
@@ -294,18 +332,17 @@ func (s *server) start(req *workerv1.RunRequest) (*process, error) {
 			Pdeathsig:  syscall.SIGKILL,
 		},
 	})
+	p := &process{pid: pid, stdout: outR, stderr: errR, results: resR}
 	if err != nil {
 		gateW.Close()
-		outR.Close()
-		errR.Close()
+		p.closePipes()
 		return nil, fmt.Errorf("start %s: %w", req.GetArgv()[0], err)
 	}
 	if s.payload != nil {
 		if _, err := s.payload.WriteString(strconv.Itoa(pid)); err != nil {
 			gateW.Close() // the gate's read fails: the program never runs
 			killGroup(pid)
-			outR.Close()
-			errR.Close()
+			p.closePipes()
 			return nil, fmt.Errorf("place %s in the payload cgroup: %w", req.GetArgv()[0], err)
 		}
 	}
@@ -313,7 +350,7 @@ func (s *server) start(req *workerv1.RunRequest) (*process, error) {
 		_, _ = gateW.Write(release)
 		gateW.Close()
 	}()
-	return &process{pid: pid, stdout: outR, stderr: errR}, nil
+	return p, nil
 }
 
 // openToSandbox makes a pipe readable and writable by the sandbox user;

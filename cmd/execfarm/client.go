@@ -68,6 +68,9 @@ func (c *clientFlags) connectOrEmbed(ctx context.Context, verbose bool) (sandbox
 	}
 	cfg := supervisor.Config{Version: version}
 	cfg.Sandbox.WorkerBinary = worker
+	if _, err := supervisor.NodeRuntime(&cfg, "", os.Getenv); err != nil {
+		return nil, nil, err
+	}
 	etc, stopEmbedded, err := supervisor.Embedded(ctx, cfg, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start embedded supervisor: %w", err)

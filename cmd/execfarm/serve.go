@@ -31,6 +31,7 @@ func serveCmd() *cobra.Command {
 		grace          time.Duration
 		retention      time.Duration
 		cacheDir       string
+		nodeBundle     string
 		defaultTimeout int64
 	)
 	cmd := &cobra.Command{
@@ -93,6 +94,11 @@ func serveCmd() *cobra.Command {
 			if cfg.Cache, err = cache.Open(cacheDir); err != nil {
 				return err
 			}
+			if ok, err := supervisor.NodeRuntime(&cfg, nodeBundle, os.Getenv); err != nil {
+				return err
+			} else if !ok {
+				log.Warn("node runtime unavailable: no runtime bundle found (make bundle, or --node-bundle)")
+			}
 			s, err := supervisor.New(cfg)
 			if err != nil {
 				return err
@@ -120,6 +126,7 @@ func serveCmd() *cobra.Command {
 	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "run without these isolation layers (only seccomp can be); never silently")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on SIGTERM, how long running executions may finish before they are killed")
 	f.DurationVar(&retention, "retention", 5*time.Minute, "how long finished executions stay readable")
+	f.StringVar(&nodeBundle, "node-bundle", "", "node runtime bundle directory (env EXECFARM_NODE_BUNDLE; default: node-bundle next to execfarm, then runtime/node/bundle)")
 	f.StringVar(&cacheDir, "scripts-cache-dir", "", "directory of cached scripts (env SCRIPTS_CACHE_DIR; default "+defaultCacheDir+")")
 	f.Int64Var(&defaultTimeout, "default-timeout-ms", 0, "default wall-clock timeout in ms (default 30000)")
 	return cmd

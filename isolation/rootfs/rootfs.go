@@ -16,6 +16,9 @@ type Config struct {
 	// ReadOnlyFiles binds single host files read-only at the same path
 	// (e.g. "/etc/ld.so.cache"). Missing files are skipped.
 	ReadOnlyFiles []string
+	// Binds are host directories bound read-only (recursively) at another
+	// sandbox path, e.g. the node runtime bundle at /.execfarm/node.
+	Binds []Bind
 	// WorkerBinary is the host path of the worker binary, bound read-only
 	// at WorkerPath inside so that runtimes (goja) can re-exec it.
 	WorkerBinary string
@@ -25,6 +28,13 @@ type Config struct {
 	WorkspaceBytes, TmpBytes, ShmBytes int64
 	// UID and GID own the workspace (the sandbox user, 1000).
 	UID, GID int
+}
+
+// Bind is a read-only bind mount of host directory Source at sandbox path
+// Target (absolute).
+type Bind struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
 }
 
 // WorkspaceDir is the sandbox's writable working directory.

@@ -47,6 +47,18 @@ func Setup(cfg Config) error {
 			return err
 		}
 	}
+	for _, b := range cfg.Binds {
+		if !filepath.IsAbs(b.Target) || filepath.Clean(b.Target) == "/" {
+			return fmt.Errorf("rootfs: bind target %q must be an absolute path below /", b.Target)
+		}
+		dst := filepath.Join(r, filepath.Clean(b.Target))
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return fmt.Errorf("rootfs: %w", err)
+		}
+		if err := bindReadOnly(b.Source, dst, unix.MS_REC); err != nil {
+			return err
+		}
+	}
 	if cfg.WorkerBinary != "" {
 		if err := bindFile(cfg.WorkerBinary, filepath.Join(r, WorkerPath)); err != nil {
 			return err

@@ -1737,8 +1737,10 @@ type ExecuteTestResponse struct {
 	Output          string                 `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"` // Console output from tests
 	ExecutionTimeMs int64                  `protobuf:"varint,5,opt,name=execution_time_ms,json=executionTimeMs,proto3" json:"execution_time_ms,omitempty"`
 	Error           *string                `protobuf:"bytes,6,opt,name=error,proto3,oneof" json:"error,omitempty"` // Error if execution failed before tests ran
-	// execfarm extension.
-	Outcome       *ExecutionOutcome `protobuf:"bytes,100,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// execfarm extensions.
+	Outcome *ExecutionOutcome `protobuf:"bytes,100,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// The program's stderr (output is its stdout).
+	ErrorOutput   string `protobuf:"bytes,101,opt,name=error_output,json=errorOutput,proto3" json:"error_output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1822,6 +1824,13 @@ func (x *ExecuteTestResponse) GetOutcome() *ExecutionOutcome {
 	return nil
 }
 
+func (x *ExecuteTestResponse) GetErrorOutput() string {
+	if x != nil {
+		return x.ErrorOutput
+	}
+	return ""
+}
+
 type TestSummary struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Total         int32                  `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
@@ -1891,11 +1900,14 @@ func (x *TestSummary) GetSkipped() int32 {
 }
 
 type TestResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Passed        bool                   `protobuf:"varint,2,opt,name=passed,proto3" json:"passed,omitempty"`
-	Error         *string                `protobuf:"bytes,3,opt,name=error,proto3,oneof" json:"error,omitempty"` // Assertion error message if failed
-	DurationMs    int64                  `protobuf:"varint,4,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Passed     bool                   `protobuf:"varint,2,opt,name=passed,proto3" json:"passed,omitempty"`
+	Error      *string                `protobuf:"bytes,3,opt,name=error,proto3,oneof" json:"error,omitempty"` // Assertion error message if failed
+	DurationMs int64                  `protobuf:"varint,4,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// execfarm extension: the test was skipped (test.skip, or not selected
+	// by test.only); passed is false for it.
+	Skipped       bool `protobuf:"varint,100,opt,name=skipped,proto3" json:"skipped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1956,6 +1968,13 @@ func (x *TestResult) GetDurationMs() int64 {
 		return x.DurationMs
 	}
 	return 0
+}
+
+func (x *TestResult) GetSkipped() bool {
+	if x != nil {
+		return x.Skipped
+	}
+	return false
 }
 
 type HealthCheckRequest struct {
@@ -2468,7 +2487,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\aruntime\x18d \x01(\x0e2\x1c.prodisco.sandbox.v1.RuntimeR\aruntime\x12;\n" +
 	"\x06limits\x18e \x01(\v2#.prodisco.sandbox.v1.ResourceLimitsR\x06limitsB\a\n" +
 	"\x05_codeB\r\n" +
-	"\v_timeout_ms\"\xcc\x02\n" +
+	"\v_timeout_ms\"\xef\x02\n" +
 	"\x13ExecuteTestResponse\x12\x18\n" +
 	"\asuccess\x18\x01 \x01(\bR\asuccess\x12:\n" +
 	"\asummary\x18\x02 \x01(\v2 .prodisco.sandbox.v1.TestSummaryR\asummary\x125\n" +
@@ -2476,20 +2495,22 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x06output\x18\x04 \x01(\tR\x06output\x12*\n" +
 	"\x11execution_time_ms\x18\x05 \x01(\x03R\x0fexecutionTimeMs\x12\x19\n" +
 	"\x05error\x18\x06 \x01(\tH\x00R\x05error\x88\x01\x01\x12?\n" +
-	"\aoutcome\x18d \x01(\v2%.prodisco.sandbox.v1.ExecutionOutcomeR\aoutcomeB\b\n" +
+	"\aoutcome\x18d \x01(\v2%.prodisco.sandbox.v1.ExecutionOutcomeR\aoutcome\x12!\n" +
+	"\ferror_output\x18e \x01(\tR\verrorOutputB\b\n" +
 	"\x06_error\"m\n" +
 	"\vTestSummary\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\x05R\x06passed\x12\x16\n" +
 	"\x06failed\x18\x03 \x01(\x05R\x06failed\x12\x18\n" +
-	"\askipped\x18\x04 \x01(\x05R\askipped\"~\n" +
+	"\askipped\x18\x04 \x01(\x05R\askipped\"\x98\x01\n" +
 	"\n" +
 	"TestResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\bR\x06passed\x12\x19\n" +
 	"\x05error\x18\x03 \x01(\tH\x00R\x05error\x88\x01\x01\x12\x1f\n" +
 	"\vduration_ms\x18\x04 \x01(\x03R\n" +
-	"durationMsB\b\n" +
+	"durationMs\x12\x18\n" +
+	"\askipped\x18d \x01(\bR\askippedB\b\n" +
 	"\x06_error\"\x14\n" +
 	"\x12HealthCheckRequest\"r\n" +
 	"\x0eIsolationLayer\x12\x12\n" +

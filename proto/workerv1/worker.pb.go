@@ -99,7 +99,14 @@ type RunRequest struct {
 	// Given to the runtime on fd 3 (the program text for goja), empty: no fd 3.
 	Program []byte `protobuf:"bytes,5,opt,name=program,proto3" json:"program,omitempty"`
 	// Applied to the runtime process before exec.
-	Rlimits       []*Rlimit `protobuf:"bytes,6,rep,name=rlimits,proto3" json:"rlimits,omitempty"`
+	Rlimits []*Rlimit `protobuf:"bytes,6,rep,name=rlimits,proto3" json:"rlimits,omitempty"`
+	// Give the runtime a results channel on fd 4 (test mode): what it writes
+	// there comes back as RunEvent.results, never mixed with its output.
+	Results bool `protobuf:"varint,7,opt,name=results,proto3" json:"results,omitempty"`
+	// go-plugin broker id of the supervisor's HostProxy service; 0 = none.
+	// With it the worker serves Kubernetes (127.0.0.1:8001) and Prometheus
+	// (127.0.0.1:9090) endpoints inside the sandbox's network namespace.
+	ProxyBrokerId uint32 `protobuf:"varint,8,opt,name=proxy_broker_id,json=proxyBrokerId,proto3" json:"proxy_broker_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -176,6 +183,20 @@ func (x *RunRequest) GetRlimits() []*Rlimit {
 	return nil
 }
 
+func (x *RunRequest) GetResults() bool {
+	if x != nil {
+		return x.Results
+	}
+	return false
+}
+
+func (x *RunRequest) GetProxyBrokerId() uint32 {
+	if x != nil {
+		return x.ProxyBrokerId
+	}
+	return 0
+}
+
 type Exit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Exit status when the process exited, -1 when a signal ended it.
@@ -246,6 +267,7 @@ type RunEvent struct {
 	//	*RunEvent_Stdout
 	//	*RunEvent_Stderr
 	//	*RunEvent_Exit
+	//	*RunEvent_Results
 	Event         isRunEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -315,6 +337,15 @@ func (x *RunEvent) GetExit() *Exit {
 	return nil
 }
 
+func (x *RunEvent) GetResults() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_Results); ok {
+			return x.Results
+		}
+	}
+	return nil
+}
+
 type isRunEvent_Event interface {
 	isRunEvent_Event()
 }
@@ -331,11 +362,208 @@ type RunEvent_Exit struct {
 	Exit *Exit `protobuf:"bytes,3,opt,name=exit,proto3,oneof"`
 }
 
+type RunEvent_Results struct {
+	// Bytes from the results channel (RunRequest.results).
+	Results []byte `protobuf:"bytes,4,opt,name=results,proto3,oneof"`
+}
+
 func (*RunEvent_Stdout) isRunEvent_Event() {}
 
 func (*RunEvent_Stderr) isRunEvent_Event() {}
 
 func (*RunEvent_Exit) isRunEvent_Event() {}
+
+func (*RunEvent_Results) isRunEvent_Event() {}
+
+type Header struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Values        []string               `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Header) Reset() {
+	*x = Header{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Header) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Header) ProtoMessage() {}
+
+func (x *Header) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Header.ProtoReflect.Descriptor instead.
+func (*Header) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Header) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Header) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type ProxyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "kubernetes" or "prometheus".
+	Target string `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	Method string `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	// Path with raw query, e.g. "/api/v1/namespaces/default/pods?limit=5".
+	Path          string    `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	Headers       []*Header `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty"`
+	Body          []byte    `protobuf:"bytes,5,opt,name=body,proto3" json:"body,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProxyRequest) Reset() {
+	*x = ProxyRequest{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProxyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProxyRequest) ProtoMessage() {}
+
+func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProxyRequest.ProtoReflect.Descriptor instead.
+func (*ProxyRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ProxyRequest) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *ProxyRequest) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *ProxyRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ProxyRequest) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *ProxyRequest) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+type ProxyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Headers       []*Header              `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty"`
+	Body          []byte                 `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProxyResponse) Reset() {
+	*x = ProxyResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProxyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProxyResponse) ProtoMessage() {}
+
+func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProxyResponse.ProtoReflect.Descriptor instead.
+func (*ProxyResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ProxyResponse) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ProxyResponse) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *ProxyResponse) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
 
 var File_execfarm_worker_v1_worker_proto protoreflect.FileDescriptor
 
@@ -345,7 +573,7 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x06Rlimit\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x12\n" +
 	"\x04soft\x18\x02 \x01(\x04R\x04soft\x12\x12\n" +
-	"\x04hard\x18\x03 \x01(\x04R\x04hard\"\xaa\x01\n" +
+	"\x04hard\x18\x03 \x01(\x04R\x04hard\"\xec\x01\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
@@ -353,19 +581,37 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x03dir\x18\x03 \x01(\tR\x03dir\x12\x14\n" +
 	"\x05stdin\x18\x04 \x01(\fR\x05stdin\x12\x18\n" +
 	"\aprogram\x18\x05 \x01(\fR\aprogram\x124\n" +
-	"\arlimits\x18\x06 \x03(\v2\x1a.execfarm.worker.v1.RlimitR\arlimits\"\\\n" +
+	"\arlimits\x18\x06 \x03(\v2\x1a.execfarm.worker.v1.RlimitR\arlimits\x12\x18\n" +
+	"\aresults\x18\a \x01(\bR\aresults\x12&\n" +
+	"\x0fproxy_broker_id\x18\b \x01(\rR\rproxyBrokerId\"\\\n" +
 	"\x04Exit\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1f\n" +
 	"\vstart_error\x18\x03 \x01(\tR\n" +
-	"startError\"w\n" +
+	"startError\"\x93\x01\n" +
 	"\bRunEvent\x12\x18\n" +
 	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x12.\n" +
-	"\x04exit\x18\x03 \x01(\v2\x18.execfarm.worker.v1.ExitH\x00R\x04exitB\a\n" +
-	"\x05event2O\n" +
+	"\x04exit\x18\x03 \x01(\v2\x18.execfarm.worker.v1.ExitH\x00R\x04exit\x12\x1a\n" +
+	"\aresults\x18\x04 \x01(\fH\x00R\aresultsB\a\n" +
+	"\x05event\"4\n" +
+	"\x06Header\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\tR\x06values\"\x9c\x01\n" +
+	"\fProxyRequest\x12\x16\n" +
+	"\x06target\x18\x01 \x01(\tR\x06target\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x124\n" +
+	"\aheaders\x18\x04 \x03(\v2\x1a.execfarm.worker.v1.HeaderR\aheaders\x12\x12\n" +
+	"\x04body\x18\x05 \x01(\fR\x04body\"q\n" +
+	"\rProxyResponse\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x124\n" +
+	"\aheaders\x18\x02 \x03(\v2\x1a.execfarm.worker.v1.HeaderR\aheaders\x12\x12\n" +
+	"\x04body\x18\x03 \x01(\fR\x04body2O\n" +
 	"\x06Worker\x12E\n" +
-	"\x03Run\x12\x1e.execfarm.worker.v1.RunRequest\x1a\x1c.execfarm.worker.v1.RunEvent0\x01B6Z4github.com/execfarm/execfarm/proto/workerv1;workerv1b\x06proto3"
+	"\x03Run\x12\x1e.execfarm.worker.v1.RunRequest\x1a\x1c.execfarm.worker.v1.RunEvent0\x012]\n" +
+	"\tHostProxy\x12P\n" +
+	"\tRoundTrip\x12 .execfarm.worker.v1.ProxyRequest\x1a!.execfarm.worker.v1.ProxyResponseB6Z4github.com/execfarm/execfarm/proto/workerv1;workerv1b\x06proto3"
 
 var (
 	file_execfarm_worker_v1_worker_proto_rawDescOnce sync.Once
@@ -379,23 +625,30 @@ func file_execfarm_worker_v1_worker_proto_rawDescGZIP() []byte {
 	return file_execfarm_worker_v1_worker_proto_rawDescData
 }
 
-var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_execfarm_worker_v1_worker_proto_goTypes = []any{
-	(*Rlimit)(nil),     // 0: execfarm.worker.v1.Rlimit
-	(*RunRequest)(nil), // 1: execfarm.worker.v1.RunRequest
-	(*Exit)(nil),       // 2: execfarm.worker.v1.Exit
-	(*RunEvent)(nil),   // 3: execfarm.worker.v1.RunEvent
+	(*Rlimit)(nil),        // 0: execfarm.worker.v1.Rlimit
+	(*RunRequest)(nil),    // 1: execfarm.worker.v1.RunRequest
+	(*Exit)(nil),          // 2: execfarm.worker.v1.Exit
+	(*RunEvent)(nil),      // 3: execfarm.worker.v1.RunEvent
+	(*Header)(nil),        // 4: execfarm.worker.v1.Header
+	(*ProxyRequest)(nil),  // 5: execfarm.worker.v1.ProxyRequest
+	(*ProxyResponse)(nil), // 6: execfarm.worker.v1.ProxyResponse
 }
 var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
 	0, // 0: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
 	2, // 1: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
-	1, // 2: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
-	3, // 3: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
-	3, // [3:4] is the sub-list for method output_type
-	2, // [2:3] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	4, // 2: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
+	4, // 3: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
+	1, // 4: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
+	5, // 5: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
+	3, // 6: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
+	6, // 7: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
+	6, // [6:8] is the sub-list for method output_type
+	4, // [4:6] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_execfarm_worker_v1_worker_proto_init() }
@@ -407,6 +660,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 		(*RunEvent_Stdout)(nil),
 		(*RunEvent_Stderr)(nil),
 		(*RunEvent_Exit)(nil),
+		(*RunEvent_Results)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -414,9 +668,9 @@ func file_execfarm_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_execfarm_worker_v1_worker_proto_rawDesc), len(file_execfarm_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   7,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_execfarm_worker_v1_worker_proto_goTypes,
 		DependencyIndexes: file_execfarm_worker_v1_worker_proto_depIdxs,

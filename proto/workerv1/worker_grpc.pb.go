@@ -136,3 +136,115 @@ var Worker_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "execfarm/worker/v1/worker.proto",
 }
+
+const (
+	HostProxy_RoundTrip_FullMethodName = "/execfarm.worker.v1.HostProxy/RoundTrip"
+)
+
+// HostProxyClient is the client API for HostProxy service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// HostProxy is served by the supervisor to the worker over the go-plugin
+// broker: HTTP requests from sandboxed code to Kubernetes or Prometheus,
+// which the supervisor checks against its policy and forwards with its own
+// credentials. The sandbox never sees a credential.
+type HostProxyClient interface {
+	RoundTrip(ctx context.Context, in *ProxyRequest, opts ...grpc.CallOption) (*ProxyResponse, error)
+}
+
+type hostProxyClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewHostProxyClient(cc grpc.ClientConnInterface) HostProxyClient {
+	return &hostProxyClient{cc}
+}
+
+func (c *hostProxyClient) RoundTrip(ctx context.Context, in *ProxyRequest, opts ...grpc.CallOption) (*ProxyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProxyResponse)
+	err := c.cc.Invoke(ctx, HostProxy_RoundTrip_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// HostProxyServer is the server API for HostProxy service.
+// All implementations must embed UnimplementedHostProxyServer
+// for forward compatibility.
+//
+// HostProxy is served by the supervisor to the worker over the go-plugin
+// broker: HTTP requests from sandboxed code to Kubernetes or Prometheus,
+// which the supervisor checks against its policy and forwards with its own
+// credentials. The sandbox never sees a credential.
+type HostProxyServer interface {
+	RoundTrip(context.Context, *ProxyRequest) (*ProxyResponse, error)
+	mustEmbedUnimplementedHostProxyServer()
+}
+
+// UnimplementedHostProxyServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedHostProxyServer struct{}
+
+func (UnimplementedHostProxyServer) RoundTrip(context.Context, *ProxyRequest) (*ProxyResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RoundTrip not implemented")
+}
+func (UnimplementedHostProxyServer) mustEmbedUnimplementedHostProxyServer() {}
+func (UnimplementedHostProxyServer) testEmbeddedByValue()                   {}
+
+// UnsafeHostProxyServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to HostProxyServer will
+// result in compilation errors.
+type UnsafeHostProxyServer interface {
+	mustEmbedUnimplementedHostProxyServer()
+}
+
+func RegisterHostProxyServer(s grpc.ServiceRegistrar, srv HostProxyServer) {
+	// If the following call pancis, it indicates UnimplementedHostProxyServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&HostProxy_ServiceDesc, srv)
+}
+
+func _HostProxy_RoundTrip_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProxyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostProxyServer).RoundTrip(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostProxy_RoundTrip_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostProxyServer).RoundTrip(ctx, req.(*ProxyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// HostProxy_ServiceDesc is the grpc.ServiceDesc for HostProxy service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var HostProxy_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "execfarm.worker.v1.HostProxy",
+	HandlerType: (*HostProxyServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "RoundTrip",
+			Handler:    _HostProxy_RoundTrip_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "execfarm/worker/v1/worker.proto",
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/execfarm/execfarm/isolation/rootfs"
 	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/runtime/transform"
 )
 
@@ -42,7 +43,16 @@ type Input struct {
 	Env map[string]string
 	// Deterministic asks goja for a fixed clock and seeded Math.random.
 	Deterministic bool
+	// Node configures the node runtime; nil means this server has no node
+	// runtime bundle (the node runtime is then unavailable).
+	Node *node.Config
+	// Tests runs the code in test mode (goja): `test` and `assert` are
+	// globals and results go to a channel of their own (RunRequest.results).
+	Tests bool
 }
+
+// ErrNoTestMode is returned for test mode on a runtime without one.
+var ErrNoTestMode = errors.New("program: test mode needs the goja runtime")
 
 // baseEnv is every runtime process's environment before Input.Env.
 var baseEnv = []string{
@@ -63,6 +73,9 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 		return nil, err
 	}
 	req := &workerv1.RunRequest{Env: env, Dir: rootfs.WorkspaceDir, Stdin: in.Stdin}
+	if in.Tests && in.Runtime != Goja {
+		return nil, fmt.Errorf("%w (got %s)", ErrNoTestMode, in.Runtime)
+	}
 	switch in.Runtime {
 	case Goja:
 		js, err := transform.TypeScript(in.Code)
@@ -70,6 +83,10 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 			return nil, err
 		}
 		req.Argv = []string{rootfs.WorkerPath, "goja"}
+		if in.Tests {
+			req.Argv[1] = "goja-test"
+			req.Results = true
+		}
 		req.Program = []byte(js)
 		if in.Deterministic {
 			req.Env = append(req.Env, "EXECFARM_DETERMINISTIC=1")
@@ -79,7 +96,21 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 	case Python:
 		req.Argv = []string{"/usr/bin/python3", "-c", in.Code}
 	case Node:
-		return nil, fmt.Errorf("%w: node (planned: runtime bundle and prelude)", ErrUnavailable)
+		if in.Node == nil {
+			return nil, fmt.Errorf("%w: node (no runtime bundle installed: make bundle)", ErrUnavailable)
+		}
+		js, err := node.Transform(in.Code)
+		if err != nil {
+			return nil, err
+		}
+		if req.Argv, err = node.Argv(*in.Node); err != nil {
+			return nil, err
+		}
+		req.Program = []byte(js)
+		// Nothing from the environment: node reads NODE_OPTIONS (which can
+		// load files) before the prelude runs, and the prelude leaves
+		// process.env empty anyway.
+		req.Env = nil
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownRuntime, in.Runtime)
 	}

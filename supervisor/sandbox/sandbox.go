@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/isolation/rootfs"
 )
 
 // Config is the supervisor-wide configuration of sandboxes.
@@ -20,6 +21,9 @@ type Config struct {
 	Cgroup cgroup.Config
 	// IDs hands out host uid ranges; required.
 	IDs *IDPool
+	// Binds are host directories bound read-only into every sandbox (the
+	// node runtime bundle at /.execfarm/node).
+	Binds []rootfs.Bind
 	// NoSeccomp disables the seccomp filter. Only an operator's explicit
 	// --allow-degraded=seccomp sets it.
 	NoSeccomp bool

@@ -100,6 +100,7 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 	wc := plugin.SandboxConfig{
 		ID: s.id, Root: root, WorkerBinary: cfg.WorkerBinary,
 		WorkspaceBytes: spec.WorkspaceBytes, TmpBytes: spec.TmpBytes, ShmBytes: spec.ShmBytes,
+		Binds:   cfg.Binds,
 		Seccomp: !cfg.NoSeccomp,
 	}
 	logger := cfg.Logger

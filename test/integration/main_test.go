@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -201,8 +203,9 @@ func buildWorker(path string) error {
 // startInstance starts a supervisor named name, with its own state
 // directory, slots uid ranges from the window's slot firstSlot on, and
 // maxConcurrent execution slots, served on a unix socket until stop. grace
-// is the graceful-shutdown period.
-func startInstance(name string, firstSlot, slots, maxConcurrent int, grace time.Duration) (*instance, error) {
+// is the graceful-shutdown period. opts adjust the configuration last
+// (QueueSize, and the warm pool once supervisor.Config has one).
+func startInstance(name string, firstSlot, slots, maxConcurrent int, grace time.Duration, opts ...func(*supervisor.Config)) (*instance, error) {
 	if firstSlot+slots > uidSlots {
 		return nil, fmt.Errorf("uid slots %d..%d outside the window", firstSlot, firstSlot+slots)
 	}
@@ -227,6 +230,14 @@ func startInstance(name string, firstSlot, slots, maxConcurrent int, grace time.
 			IDs:          sandbox.NewIDPool(host.uidBase+uint32(firstSlot)*rangeSize, rangeSize, slots),
 			Logger:       host.log.Named(name),
 		},
+	}
+	// The node runtime, from the repository's bundle (make bundle); when it
+	// is not installed, node tests fail saying so (requireNode).
+	if _, err := supervisor.NodeRuntime(&cfg, repoBundle(), os.Getenv); err != nil && !errors.Is(err, node.ErrNoBundle) {
+		return nil, err
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	if in.srv, err = supervisor.New(cfg); err != nil {
 		return nil, err
@@ -291,4 +302,10 @@ func logTail() string {
 		return ""
 	}
 	return "\nsupervisor log (tail):\n" + string(b)
+}
+
+// repoBundle is the node runtime bundle directory of this checkout.
+func repoBundle() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "runtime", "node", "bundle")
 }

@@ -3,6 +3,8 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/execfarm/execfarm/isolation/rootfs"
 )
 
 // EnvConfig is the environment variable through which the supervisor hands
@@ -30,6 +32,9 @@ type SandboxConfig struct {
 	WorkspaceBytes int64 `json:"workspace_bytes"`
 	TmpBytes       int64 `json:"tmp_bytes"`
 	ShmBytes       int64 `json:"shm_bytes"`
+	// Binds are host directories bound read-only into the sandbox (the
+	// node runtime bundle).
+	Binds []rootfs.Bind `json:"binds,omitempty"`
 	// PayloadProcsFD is the fd of the payload cgroup's cgroup.procs,
 	// opened for writing by the supervisor: the worker writes every
 	// runtime process's pid to it before the process runs (0 = none).
