@@ -15,6 +15,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/isolation/rootfs"
 	"github.com/execfarm/execfarm/runtime/node"
+	"github.com/execfarm/execfarm/supervisor/hostproxy"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
@@ -84,6 +85,37 @@ func NodeRuntime(cfg *Config, dir string, getenv func(string) string) (bool, err
 	cfg.Node = &node.Config{AllowedModules: allowed}
 	cfg.Sandbox.Binds = append(cfg.Sandbox.Binds, rootfs.Bind{Source: bundle, Target: node.SandboxDir})
 	return true, nil
+}
+
+// HostAccess configures credential-free Kubernetes and Prometheus access
+// for sandboxed code: the kubeconfig at kubeconfig (client-go's loading
+// rules: "" uses $KUBECONFIG, ~/.kube/config, then the in-cluster config;
+// none at all leaves Kubernetes off) under policy, and the Prometheus server
+// at promURL ("" = off). It enables the sandbox broker and points the node
+// runtime's kc and PROMETHEUS_URL at the loopback proxies.
+func HostAccess(cfg *Config, kubeconfig string, policy hostproxy.KubePolicy, promURL string) error {
+	kube, err := hostproxy.LoadKube(kubeconfig, policy)
+	if err != nil {
+		return err
+	}
+	prom, err := hostproxy.NewPrometheus(promURL)
+	if err != nil {
+		return err
+	}
+	cfg.Kube, cfg.Prometheus = kube, prom
+	if kube == nil && prom == nil {
+		return nil
+	}
+	cfg.Sandbox.Broker = true
+	if cfg.Node != nil {
+		if kube != nil {
+			cfg.Node.KubeServer = SandboxKubeURL
+		}
+		if prom != nil {
+			cfg.Node.PrometheusURL = SandboxPrometheusURL
+		}
+	}
+	return nil
 }
 
 // Embedded starts a private supervisor for one client process (the CLI's

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -271,6 +272,18 @@ func (r *run) execute() {
 		r.destroy(sb)
 		r.finishStopped(queueWait, "")
 		return
+	}
+	if r.s.cfg.Kube != nil || r.s.cfg.Prometheus != nil {
+		id, err := sb.ServeBroker(func(g *grpc.Server) {
+			workerv1.RegisterHostProxyServer(g, &proxyServer{kube: r.s.cfg.Kube, prom: r.s.cfg.Prometheus})
+		})
+		if err != nil {
+			r.destroy(sb)
+			r.finish(registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal,
+				Error: "serve the Kubernetes/Prometheus proxy: " + err.Error(), QueueWaitMs: queueWait, SandboxID: sb.ID()})
+			return
+		}
+		r.j.req.ProxyBrokerId = id
 	}
 	timer := time.AfterFunc(time.Duration(l.TimeoutMs)*time.Millisecond, func() { r.stop(registry.ReasonTimeout) })
 	started := time.Now()

@@ -187,13 +187,18 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 	closing := s.closing
 	s.mu.Unlock()
 	running, queued := s.sched.Counts()
+	kctx := ""
+	if s.cfg.Kube != nil {
+		kctx = s.cfg.Kube.Context()
+	}
 	return &sandboxv1.HealthCheckResponse{
-		Healthy:        !closing,
-		Layers:         s.cfg.Layers,
-		Running:        int32(running),
-		Queued:         int32(queued),
-		Version:        s.cfg.Version,
-		DefaultRuntime: s.cfg.DefaultRuntime,
+		Healthy:           !closing,
+		KubernetesContext: kctx,
+		Layers:            s.cfg.Layers,
+		Running:           int32(running),
+		Queued:            int32(queued),
+		Version:           s.cfg.Version,
+		DefaultRuntime:    s.cfg.DefaultRuntime,
 	}, nil
 }
 

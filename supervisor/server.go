@@ -19,6 +19,7 @@ import (
 	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/hostproxy"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
@@ -45,6 +46,10 @@ type Config struct {
 	// Node configures the node runtime; nil = no runtime bundle, and
 	// requests for node get UNIMPLEMENTED. NodeRuntime fills it.
 	Node *node.Config
+	// Kube and Prometheus are the targets of the credential-free proxy
+	// (nil: not configured). Either one needs Sandbox.Broker.
+	Kube       *hostproxy.Kube
+	Prometheus *hostproxy.Prometheus
 	// Cache stores successful new TypeScript/JavaScript scripts and serves
 	// ExecuteRequest.cached, ListCache and ClearCache; nil disables it.
 	Cache *cache.Cache
@@ -94,6 +99,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Ceilings == (Limits{}) {
 		cfg.Ceilings = DefaultCeilings
+	}
+	if (cfg.Kube != nil || cfg.Prometheus != nil) && !cfg.Sandbox.Broker {
+		return nil, errors.New("supervisor: Kube/Prometheus need Sandbox.Broker")
 	}
 	if cfg.MaxLongPoll <= 0 {
 		cfg.MaxLongPoll = 60 * time.Second

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	goplugin "github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
 
 	"github.com/execfarm/execfarm/isolation/namespace"
@@ -35,6 +36,8 @@ type server struct {
 	payload *os.File
 	// forker forks every runtime process.
 	forker forker
+	// broker reaches services the supervisor serves (the HostProxy).
+	broker *goplugin.GRPCBroker
 
 	mu      sync.Mutex
 	waiters map[int]chan unix.WaitStatus
@@ -101,10 +104,20 @@ var rlimitResources = map[string]int{
 	"CPU": unix.RLIMIT_CPU,
 }
 
+// SetBroker implements plugin.BrokerUser.
+func (s *server) SetBroker(b *goplugin.GRPCBroker) { s.broker = b }
+
 // Run starts the runtime process of req and streams its output.
 func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer) error {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
+	if id := req.GetProxyBrokerId(); id != 0 {
+		px, err := startProxy(s.broker, id)
+		if err != nil {
+			return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: "start the Kubernetes/Prometheus proxy: " + err.Error()}))
+		}
+		defer px.close()
+	}
 	if len(req.GetArgv()) == 0 {
 		return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: "empty argv"}))
 	}

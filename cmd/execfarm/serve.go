@@ -15,6 +15,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/hostproxy"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
@@ -32,6 +33,10 @@ func serveCmd() *cobra.Command {
 		retention      time.Duration
 		cacheDir       string
 		nodeBundle     string
+		kubeconfig     string
+		kubeVerbs      []string
+		kubeNamespaces []string
+		promURL        string
 		defaultTimeout int64
 	)
 	cmd := &cobra.Command{
@@ -85,6 +90,11 @@ func serveCmd() *cobra.Command {
 			} else if n > 0 {
 				log.Info("removed leftover sandbox cgroups", "count", n)
 			}
+			if n, err := supervisor.CleanupStateDir(cfg.Sandbox.StateDir); err != nil {
+				log.Warn("clean up leftover sandbox state", "error", err)
+			} else if n > 0 {
+				log.Info("removed leftover sandbox state directories", "count", n)
+			}
 			if cacheDir == "" {
 				cacheDir = os.Getenv("SCRIPTS_CACHE_DIR")
 			}
@@ -98,6 +108,16 @@ func serveCmd() *cobra.Command {
 				return err
 			} else if !ok {
 				log.Warn("node runtime unavailable: no runtime bundle found (make bundle, or --node-bundle)")
+			}
+			if promURL == "" {
+				promURL = os.Getenv("PROMETHEUS_URL")
+			}
+			policy := hostproxy.KubePolicy{Verbs: kubeVerbs, Namespaces: kubeNamespaces}
+			if err := supervisor.HostAccess(&cfg, kubeconfig, policy, promURL); err != nil {
+				return err
+			}
+			if cfg.Kube != nil {
+				log.Info("kubernetes access for sandboxes", "context", cfg.Kube.Context(), "verbs", policy.Verbs, "namespaces", policy.Namespaces)
 			}
 			s, err := supervisor.New(cfg)
 			if err != nil {
@@ -126,6 +146,10 @@ func serveCmd() *cobra.Command {
 	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "run without these isolation layers (only seccomp can be); never silently")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on SIGTERM, how long running executions may finish before they are killed")
 	f.DurationVar(&retention, "retention", 5*time.Minute, "how long finished executions stay readable")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the supervisor's Kubernetes access (env KUBECONFIG; else ~/.kube/config, then in-cluster)")
+	f.StringSliceVar(&kubeVerbs, "kube-verbs", nil, "Kubernetes verbs sandboxed code may use (default get,list,watch)")
+	f.StringSliceVar(&kubeNamespaces, "kube-namespaces", nil, "namespaces sandboxed code may read (default: all)")
+	f.StringVar(&promURL, "prometheus-url", "", "Prometheus server sandboxed code may query, read-only (env PROMETHEUS_URL)")
 	f.StringVar(&nodeBundle, "node-bundle", "", "node runtime bundle directory (env EXECFARM_NODE_BUNDLE; default: node-bundle next to execfarm, then runtime/node/bundle)")
 	f.StringVar(&cacheDir, "scripts-cache-dir", "", "directory of cached scripts (env SCRIPTS_CACHE_DIR; default "+defaultCacheDir+")")
 	f.Int64Var(&defaultTimeout, "default-timeout-ms", 0, "default wall-clock timeout in ms (default 30000)")

@@ -71,6 +71,10 @@ type Config struct {
 	// (e.g. "http://127.0.0.1:8001") that kc points at, with no user
 	// credentials. Empty means none. With neither, kc is an empty KubeConfig.
 	KubeServer string
+	// PrometheusURL is the credential-free Prometheus endpoint (e.g.
+	// "http://127.0.0.1:9090"), given to the program as the global
+	// PROMETHEUS_URL. Empty means none.
+	PrometheusURL string
 }
 
 // preludeConfig is the JSON the prelude reads from process.argv[1].
@@ -79,6 +83,7 @@ type preludeConfig struct {
 	Allowed    []string `json:"allowed"`
 	Kubeconfig string   `json:"kubeconfig,omitempty"`
 	KubeServer string   `json:"kubeServer,omitempty"`
+	Prometheus string   `json:"prometheusUrl,omitempty"`
 }
 
 // Argv returns the command line that runs a program in node: the prelude
@@ -102,7 +107,7 @@ type preludeConfig struct {
 // It returns ErrConflict when both KubeconfigPath and KubeServer are set
 // and ErrBadConfig for a relative path or a module name with spaces.
 func Argv(cfg Config) ([]string, error) {
-	pc := preludeConfig{Bundle: cfg.BundleDir, Kubeconfig: cfg.KubeconfigPath, KubeServer: cfg.KubeServer}
+	pc := preludeConfig{Bundle: cfg.BundleDir, Kubeconfig: cfg.KubeconfigPath, KubeServer: cfg.KubeServer, Prometheus: cfg.PrometheusURL}
 	if pc.Bundle == "" {
 		pc.Bundle = SandboxDir
 	}

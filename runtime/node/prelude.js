@@ -95,10 +95,20 @@
     if (cfg.kubeconfig) {
       kc.loadFromFile(cfg.kubeconfig);
     } else if (cfg.kubeServer) {
-      kc.loadFromClusterAndUser({ name: 'execfarm', server: cfg.kubeServer, skipTLSVerify: false }, { name: 'sandbox' });
+      // kubeServer is the worker's plain-HTTP loopback proxy inside the
+      // sandbox: there is no TLS to verify (client-node refuses http://
+      // unless skipTLSVerify is set). The supervisor verifies the real
+      // API server's certificate.
+      kc.loadFromClusterAndUser({ name: 'execfarm', server: cfg.kubeServer, skipTLSVerify: true }, { name: 'sandbox' });
     }
     return kc;
   });
+
+  // The Prometheus endpoint inside the sandbox (a loopback proxy of the
+  // supervisor's PROMETHEUS_URL), for prometheus-query's PrometheusDriver.
+  if (cfg.prometheusUrl) {
+    Object.defineProperty(globalThis, 'PROMETHEUS_URL', { value: cfg.prometheusUrl, writable: false, configurable: false, enumerable: false });
+  }
 
   // Ways back to the real require, native code or files. node -e also
   // defines require, module, exports, __filename and __dirname as globals.

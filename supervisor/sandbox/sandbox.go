@@ -24,6 +24,9 @@ type Config struct {
 	// Binds are host directories bound read-only into every sandbox (the
 	// node runtime bundle at /.execfarm/node).
 	Binds []rootfs.Bind
+	// Broker enables the go-plugin broker (multiplexed over the plugin's
+	// socket) so that the supervisor can serve the HostProxy to workers.
+	Broker bool
 	// NoSeccomp disables the seccomp filter. Only an operator's explicit
 	// --allow-degraded=seccomp sets it.
 	NoSeccomp bool

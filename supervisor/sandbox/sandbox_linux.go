@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/namespace"
@@ -30,7 +31,7 @@ type Sandbox struct {
 	ids     namespace.IDRange
 	release func()
 	client  *goplugin.Client
-	worker  workerv1.WorkerClient
+	worker  *plugin.Client
 	stderr  *boundedBuffer
 	payload *os.File // the payload cgroup's cgroup.procs, until the worker has it
 
@@ -112,6 +113,9 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 		Plugins:          plugin.Plugins(nil),
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		SkipHostEnv:      true,
+		// Broker connections ride the plugin's own socket: after
+		// pivot_root the worker could not reach a new host socket.
+		GRPCBrokerMultiplex: cfg.Broker,
 		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: s.dir},
 		StartTimeout:     cfg.startTimeout(),
 		Logger:           logger.Named(s.id),
@@ -132,7 +136,7 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: dispense worker: %w", err)
 	}
-	s.worker = raw.(workerv1.WorkerClient)
+	s.worker = raw.(*plugin.Client)
 	return s, nil
 }
 
@@ -158,6 +162,22 @@ func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent fun
 		}
 		onEvent(ev)
 	}
+}
+
+// ServeBroker serves srv's services to the worker over the go-plugin
+// broker (Config.Broker must be set) and returns the broker id the worker
+// dials. The service lives as long as the sandbox.
+func (s *Sandbox) ServeBroker(register func(*grpc.Server)) (uint32, error) {
+	if s.worker == nil || s.worker.Broker == nil {
+		return 0, errors.New("sandbox: no broker")
+	}
+	id := s.worker.Broker.NextId()
+	go s.worker.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
+		g := grpc.NewServer(opts...)
+		register(g)
+		return g
+	})
+	return id, nil
 }
 
 // Kill kills every process of the sandbox (its cgroup), the worker

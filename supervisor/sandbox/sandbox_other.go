@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
 
 	"github.com/execfarm/execfarm/isolation"
 	"github.com/execfarm/execfarm/isolation/cgroup"
@@ -39,4 +40,9 @@ func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent fun
 // every sandbox ends with; pass it as hclog.LoggerOptions.Exclude.
 func ExpectedExit(_ hclog.Level, msg string, _ ...any) bool {
 	return msg == "plugin process exited" || msg == "plugin failed to exit gracefully"
+}
+
+// ServeBroker is not supported off Linux.
+func (s *Sandbox) ServeBroker(register func(*grpc.Server)) (uint32, error) {
+	return 0, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }

@@ -35,7 +35,7 @@ import (
 // processes look at this window only.
 const (
 	rangeSize   = 65536
-	uidSlots    = 32
+	uidSlots    = 40
 	sharedSlots = 16 // slots [0, 16) for the shared supervisor, the rest for others
 )
 

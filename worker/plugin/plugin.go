@@ -31,15 +31,32 @@ type Worker struct {
 	Impl workerv1.WorkerServer
 }
 
-// GRPCServer registers Impl on the worker's gRPC server.
-func (p *Worker) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+// BrokerUser is implemented by a worker Impl that dials services the
+// supervisor serves over the go-plugin broker (the HostProxy).
+type BrokerUser interface {
+	SetBroker(*goplugin.GRPCBroker)
+}
+
+// GRPCServer registers Impl on the worker's gRPC server and hands it the
+// broker.
+func (p *Worker) GRPCServer(b *goplugin.GRPCBroker, s *grpc.Server) error {
+	if bu, ok := p.Impl.(BrokerUser); ok {
+		bu.SetBroker(b)
+	}
 	workerv1.RegisterWorkerServer(s, p.Impl)
 	return nil
 }
 
-// GRPCClient returns a workerv1.WorkerClient on the supervisor side.
-func (p *Worker) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return workerv1.NewWorkerClient(c), nil
+// Client is what the supervisor dispenses: the Worker client and the
+// broker on which it serves the HostProxy to the worker.
+type Client struct {
+	workerv1.WorkerClient
+	Broker *goplugin.GRPCBroker
+}
+
+// GRPCClient returns a *Client on the supervisor side.
+func (p *Worker) GRPCClient(_ context.Context, b *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &Client{WorkerClient: workerv1.NewWorkerClient(c), Broker: b}, nil
 }
 
 // Plugins is the plugin set both sides use.
