@@ -2,7 +2,6 @@ package goja
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +20,6 @@ const noTestsError = "no tests defined"
 // errNoModule is returned by the vendored-module loader for a name it does
 // not hold.
 var errNoModule = errors.New("goja: no such vendored module")
-
-//go:embed testmode.js
-var harnessSource string
 
 // RunTests runs program in test mode (ExecuteTest): like Run, but the
 // globals test and assert are installed first, with uvu 0.5.6's API: test
@@ -80,7 +76,7 @@ const (
 	phaseAfter                 // test.after hooks
 )
 
-// tester is the Go side of the harness in testmode.js. Its methods run on
+// tester is the Go side of the harness (testresult.Harness). Its methods run on
 // the event loop's goroutine, except stopReason and abort, which run after
 // the loop ended.
 type tester struct {
@@ -112,7 +108,7 @@ func (t *tester) setup(r *runner) error {
 	if err != nil {
 		return fmt.Errorf("install assert: %w", err)
 	}
-	factory, err := vm.RunScript("testmode.js", harnessSource)
+	factory, err := vm.RunScript("harness.js", testresult.Harness)
 	if err != nil {
 		return fmt.Errorf("compile test harness: %w", err)
 	}
@@ -191,7 +187,7 @@ func firstParagraph(s string) string {
 	return strings.Join(kept, "\n")
 }
 
-// host is the object through which testmode.js reports.
+// host is the object through which the harness reports.
 func (t *tester) host() *gojavm.Object {
 	vm := t.r.vm
 	o := vm.NewObject()

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/execfarm/execfarm/runtime/testresult"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,6 +72,10 @@ type Config struct {
 	// (e.g. "http://127.0.0.1:8001") that kc points at, with no user
 	// credentials. Empty means none. With neither, kc is an empty KubeConfig.
 	KubeServer string
+	// Tests runs the program in test mode: `test` and `assert` (uvu's own)
+	// are globals and results go to fd 4 as JSON lines (package
+	// testresult), with the harness shared with the goja runtime.
+	Tests bool
 	// PrometheusURL is the credential-free Prometheus endpoint (e.g.
 	// "http://127.0.0.1:9090"), given to the program as the global
 	// PROMETHEUS_URL. Empty means none.
@@ -84,6 +89,7 @@ type preludeConfig struct {
 	Kubeconfig string   `json:"kubeconfig,omitempty"`
 	KubeServer string   `json:"kubeServer,omitempty"`
 	Prometheus string   `json:"prometheusUrl,omitempty"`
+	Harness    string   `json:"harness,omitempty"`
 }
 
 // Argv returns the command line that runs a program in node: the prelude
@@ -118,6 +124,9 @@ func Argv(cfg Config) ([]string, error) {
 		if p != "" && (!filepath.IsAbs(p) || strings.ContainsAny(p, ",*")) {
 			return nil, fmt.Errorf("%w: path %q", ErrBadConfig, p)
 		}
+	}
+	if cfg.Tests {
+		pc.Harness = testresult.Harness
 	}
 	pc.Allowed = cfg.AllowedModules
 	if pc.Allowed == nil {

@@ -50,7 +50,7 @@
   // sandboxRequire admits allow-listed packages and their subpaths, loaded
   // from the bundle only; everything else, Node built-ins included, fails
   // with "Module '<name>' not available in sandbox".
-  function sandboxRequire(name) {
+  let sandboxRequire = function (name) {
     const spec = typeof name === 'string' ? name : String(name);
     const root = packageRoot(spec);
     if (root === '' || isBuiltin(spec) || isBuiltin(root) || !allowed.has(root)) {
@@ -67,7 +67,7 @@
       throw notAvailable(spec);
     }
     return bundleRequire(file);
-  }
+  };
 
   function lazyGlobal(name, load) {
     Object.defineProperty(globalThis, name, {
@@ -108,6 +108,26 @@
   // supervisor's PROMETHEUS_URL), for prometheus-query's PrometheusDriver.
   if (cfg.prometheusUrl) {
     Object.defineProperty(globalThis, 'PROMETHEUS_URL', { value: cfg.prometheusUrl, writable: false, configurable: false, enumerable: false });
+  }
+
+  // Test mode (ExecuteTest): the shared harness (testresult.Harness) with a
+  // host that writes results as JSON lines to fd 4, apart from the
+  // program's output, following package testresult's rules.
+  let harness = null;
+  if (cfg.harness) {
+    const host = testHost(4);
+    const build = require('node:vm').runInThisContext(cfg.harness, { filename: 'harness.js' });
+    harness = build(host);
+    const assert = bundleRequire('uvu/assert');
+    Object.defineProperty(globalThis, 'test', { value: harness.test, writable: true, configurable: true, enumerable: false });
+    Object.defineProperty(globalThis, 'assert', { value: assert, writable: true, configurable: true, enumerable: false });
+    const inner = sandboxRequire;
+    sandboxRequire = function (name) {
+      if (name === 'uvu') return { test: harness.test };
+      if (name === 'uvu/assert') return assert;
+      return inner(name);
+    };
+    process.on('exit', (code) => host.exiting(code));
   }
 
   // Ways back to the real require, native code or files. node -e also
@@ -152,7 +172,83 @@
   // unhandled rejection turns into exit code 1 with the stack on stderr.
   const done = m._compile(program, mainFile);
   m.exports = userModule.exports;
+  if (harness) {
+    // The tests run once the top level (top-level await included) is done.
+    harness.start(done);
+    return;
+  }
   Promise.resolve(done).then(() => {
     userModule.loaded = true;
   });
+
+  // testHost reports the harness' events as JSON lines on fd, with the
+  // error rule of package testresult: an uvu Assertion's message plus its
+  // details when they are at most 2048 bytes, an Error's "name: message",
+  // a string itself, anything else inspected.
+  function testHost(fd) {
+    const util = require('node:util');
+    const detailsMax = 2048;
+    let names = [], runs = [], next = 0, running = -1, began = 0, finished = false;
+    const sum = { total: 0, passed: 0, failed: 0, skipped: 0 };
+    const write = (o) => { try { fs.writeSync(fd, JSON.stringify(o) + '\n'); } catch {} };
+    const errorText = (v) => {
+      try {
+        if (v === undefined) return 'undefined';
+        if (typeof v === 'string') return v;
+        if (!(v instanceof Error) && !(v && typeof v === 'object' && typeof v.message === 'string' && typeof v.name === 'string')) {
+          return util.inspect(v);
+        }
+        if (v.name === 'Assertion') {
+          const details = typeof v.details === 'string' ? v.details.replace(/\n+$/, '') : '';
+          return details && Buffer.byteLength(details) <= detailsMax ? v.message + '\n' + details : v.message;
+        }
+        if (!v.message) return v.name;
+        if (!v.name) return v.message;
+        return v.name + ': ' + v.message;
+      } catch {
+        return '(a value whose description threw)';
+      }
+    };
+    const report = (i, r) => {
+      if (finished || i < next) return;
+      r.name = names[i];
+      if (r.skipped) sum.skipped++;
+      else if (r.passed) sum.passed++;
+      else sum.failed++;
+      write(r);
+      next = i + 1;
+      running = -1;
+    };
+    const summary = (error) => {
+      if (finished) return;
+      finished = true;
+      write({ summary: { ...sum }, error: error || undefined });
+      process.exitCode = !error && sum.failed === 0 ? 0 : 1;
+    };
+    const abort = (reason) => {
+      if (finished) return;
+      for (let i = next; i < names.length; i++) {
+        if (!runs[i]) report(i, { skipped: true });
+        else if (i === running) report(i, { error: reason, duration_ms: Date.now() - began });
+        else report(i, { error: 'not run: ' + reason });
+      }
+      summary(reason);
+    };
+    return {
+      topLevelFailed(e) { abort(errorText(e)); },
+      none() { summary('no tests defined'); },
+      plan(n, r) { names = n; runs = r; sum.total = n.length; },
+      phase() {},
+      start(i) { running = i; began = Date.now(); },
+      pass(i) { report(i, { passed: true, duration_ms: Date.now() - began }); },
+      fail(i, e) { report(i, { error: errorText(e), duration_ms: Date.now() - began }); },
+      skip(i) { report(i, { skipped: true }); },
+      hookFailed(p, e) { abort(p + ' hook failed: ' + errorText(e)); },
+      done() { summary(''); },
+      crashed(e) { abort('test harness failed: ' + errorText(e)); },
+      exiting(code) {
+        if (!finished) abort(`process exited (code ${code}) before the tests finished`);
+      },
+    };
+  }
 })();

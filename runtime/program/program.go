@@ -52,7 +52,7 @@ type Input struct {
 }
 
 // ErrNoTestMode is returned for test mode on a runtime without one.
-var ErrNoTestMode = errors.New("program: test mode needs the goja runtime")
+var ErrNoTestMode = errors.New("program: test mode needs the goja or node runtime")
 
 // baseEnv is every runtime process's environment before Input.Env.
 var baseEnv = []string{
@@ -73,7 +73,7 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 		return nil, err
 	}
 	req := &workerv1.RunRequest{Env: env, Dir: rootfs.WorkspaceDir, Stdin: in.Stdin}
-	if in.Tests && in.Runtime != Goja {
+	if in.Tests && in.Runtime != Goja && in.Runtime != Node {
 		return nil, fmt.Errorf("%w (got %s)", ErrNoTestMode, in.Runtime)
 	}
 	switch in.Runtime {
@@ -103,7 +103,10 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 		if err != nil {
 			return nil, err
 		}
-		if req.Argv, err = node.Argv(*in.Node); err != nil {
+		nc := *in.Node
+		nc.Tests = in.Tests
+		req.Results = in.Tests
+		if req.Argv, err = node.Argv(nc); err != nil {
 			return nil, err
 		}
 		req.Program = []byte(js)

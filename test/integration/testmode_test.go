@@ -104,3 +104,44 @@ func TestExecuteTestErrors(t *testing.T) {
 		t.Fatalf("no tests defined: success %v error %q", resp.GetSuccess(), resp.GetError())
 	}
 }
+
+// TestExecuteTestSameInGojaAndNode: one uvu test file gives the same
+// pass/fail/skip and the same assertion messages per test in both runtimes.
+func TestExecuteTestSameInGojaAndNode(t *testing.T) {
+	in := requireSandbox(t)
+	requireNode(t, in)
+	tests := `
+const log: string[] = [];
+test.before(() => { log.push("before"); });
+test.before.each(() => { log.push("each"); });
+test("is", () => { assert.is(1 + 1, 2); });
+test("equal fails", () => { assert.equal({ a: [1, 2] }, { a: [1, 3] }); });
+test("throws", () => { assert.throws(() => { throw new Error("boom"); }, /boom/); });
+test("not.ok fails", () => { assert.not.ok("x", "custom message"); });
+test.skip("skipped", () => { assert.unreachable(); });
+test("async", async () => { await new Promise(r => setTimeout(r, 5)); assert.ok(log.includes("before")); });
+test("type fails", () => { assert.type(1, "string"); });
+test("error thrown", () => { throw new TypeError("bad input"); });
+`
+	run := func(rt sandboxv1.Runtime) *sandboxv1.ExecuteTestResponse {
+		resp, err := in.client.ExecuteTest(callCtx(t), &sandboxv1.ExecuteTestRequest{Tests: tests, Runtime: rt})
+		if err != nil {
+			t.Fatalf("%s: %v", rt, err)
+		}
+		return resp
+	}
+	g, n := run(sandboxv1.Runtime_RUNTIME_GOJA), run(sandboxv1.Runtime_RUNTIME_NODE)
+	if len(g.GetTests()) != 8 || len(n.GetTests()) != 8 {
+		t.Fatalf("goja %v (%q), node %v (%q)", g.GetSummary(), g.GetError(), n.GetSummary(), n.GetError()+n.GetErrorOutput())
+	}
+	for i := range g.GetTests() {
+		gt, nt := g.GetTests()[i], n.GetTests()[i]
+		if gt.GetName() != nt.GetName() || gt.GetPassed() != nt.GetPassed() || gt.GetSkipped() != nt.GetSkipped() || gt.GetError() != nt.GetError() {
+			t.Errorf("test %d differs:\n goja %v\n node %v", i, gt, nt)
+		}
+	}
+	gs, ns := g.GetSummary(), n.GetSummary()
+	if gs.GetPassed() != 3 || gs.GetFailed() != 4 || gs.GetSkipped() != 1 || gs.String() != ns.String() {
+		t.Errorf("summaries: goja %v node %v", gs, ns)
+	}
+}

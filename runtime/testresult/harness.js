@@ -1,5 +1,7 @@
-// The test harness of RunTests: uvu's test registry and runner semantics
-// (uvu 0.5.6 dist/index.js) reporting to host, a Go object, instead of
+// The test harness of test mode, shared by the goja runtime
+// (runtime/goja.RunTests, host implemented in Go) and the node runtime
+// (runtime/node prelude, host implemented in JS): uvu's test registry and
+// runner semantics (uvu 0.5.6 dist/index.js) reporting to host instead of
 // printing. Evaluated once per run; the value is a function of host that
 // returns { test, start }.
 (function (host) {
