@@ -116,10 +116,10 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 		// Broker connections ride the plugin's own socket: after
 		// pivot_root the worker could not reach a new host socket.
 		GRPCBrokerMultiplex: cfg.Broker,
-		UnixSocketConfig: &goplugin.UnixSocketConfig{TempDir: s.dir},
-		StartTimeout:     cfg.startTimeout(),
-		Logger:           logger.Named(s.id),
-		Stderr:           s.stderr,
+		UnixSocketConfig:    &goplugin.UnixSocketConfig{TempDir: s.dir},
+		StartTimeout:        cfg.startTimeout(),
+		Logger:              logger.Named(s.id),
+		Stderr:              s.stderr,
 		RunnerFunc: func(l hclog.Logger, cmd *exec.Cmd, socketDir string) (runner.Runner, error) {
 			return newRunner(s, cfg, cmd, socketDir, wc)
 		},
