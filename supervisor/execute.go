@@ -184,6 +184,19 @@ func (s *Server) submitMode(req *sandboxv1.ExecuteRequest, tests bool) (*registr
 	return e, nil
 }
 
+// specFor is the sandbox a run with limits l needs; the warm pool holds
+// sandboxes of specFor(Config.Defaults).
+func specFor(l Limits) sandbox.Spec {
+	return sandbox.Spec{
+		Limits: cgroup.Limits{
+			MemoryMaxBytes: l.MemoryBytes,
+			PidsMax:        int64(l.Processes),
+			CPUQuotaMicros: int64(l.CPUPercent) * 1000,
+		},
+		WorkspaceBytes: l.WorkspaceBytes,
+	}
+}
+
 // queuePosition returns the execution's place in the queue (1 = next),
 // 0 when it is not queued.
 func (s *Server) queuePosition(id string) int {
@@ -245,15 +258,15 @@ func (r *run) execute() {
 		return // already terminal: cancelled while queued
 	}
 	l := r.j.limits
-	spec := sandbox.Spec{
-		Limits: cgroup.Limits{
-			MemoryMaxBytes: l.MemoryBytes,
-			PidsMax:        int64(l.Processes),
-			CPUQuotaMicros: int64(l.CPUPercent) * 1000,
-		},
-		WorkspaceBytes: l.WorkspaceBytes,
+	spec := specFor(l)
+	var sb *sandbox.Sandbox
+	var err error
+	if r.s.pool != nil {
+		sb = r.s.pool.Take(spec)
 	}
-	sb, err := sandbox.Start(r.ctx, &r.s.cfg.Sandbox, spec)
+	if sb == nil {
+		sb, err = sandbox.Start(r.ctx, &r.s.cfg.Sandbox, spec)
+	}
 	if err != nil {
 		if r.stopReason() != 0 || r.ctx.Err() != nil {
 			r.finishStopped(queueWait, "")
@@ -285,6 +298,9 @@ func (r *run) execute() {
 		}
 		r.j.req.ProxyBrokerId = id
 	}
+	// CPU time is counted from here: the worker's start-up (and a warm
+	// sandbox's idle time) is not the program's.
+	base, _ := sb.Usage()
 	timer := time.AfterFunc(time.Duration(l.TimeoutMs)*time.Millisecond, func() { r.stop(registry.ReasonTimeout) })
 	started := time.Now()
 	exit, runErr := sb.Run(r.ctx, r.j.req, func(ev *workerv1.RunEvent) {
@@ -306,6 +322,8 @@ func (r *run) execute() {
 	if uerr != nil {
 		r.s.log.Warn("read sandbox usage", "execution", r.e.ID(), "error", uerr)
 	}
+	usage.CPUUserMicros = max(0, usage.CPUUserMicros-base.CPUUserMicros)
+	usage.CPUSystemMicros = max(0, usage.CPUSystemMicros-base.CPUSystemMicros)
 	res := classify(r.stopReason(), exit, runErr, usage, l)
 	res.QueueWaitMs = queueWait
 	res.SandboxID = sb.ID()

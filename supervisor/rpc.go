@@ -13,6 +13,7 @@ import (
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/testresult"
 	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/pool"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
 
@@ -191,7 +192,14 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 	if s.cfg.Kube != nil {
 		kctx = s.cfg.Kube.Context()
 	}
+	var ps pool.Stats
+	if s.pool != nil {
+		ps = s.pool.Stats()
+	}
 	return &sandboxv1.HealthCheckResponse{
+		WarmPoolSize:      int32(ps.Size),
+		WarmPoolReady:     int32(ps.Ready),
+		WarmPoolStarting:  int32(ps.Starting),
 		Healthy:           !closing,
 		KubernetesContext: kctx,
 		Layers:            s.cfg.Layers,

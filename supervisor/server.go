@@ -20,6 +20,7 @@ import (
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
+	"github.com/execfarm/execfarm/supervisor/pool"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
@@ -33,6 +34,10 @@ type Config struct {
 	MaxConcurrent int
 	// QueueSize is how many executions may wait; 0 = 1000.
 	QueueSize int
+	// WarmPool is how many sandboxes are kept started ahead of demand, with
+	// the default limits; 0 = none. Sandbox.IDs needs a uid range for each
+	// of them besides the MaxConcurrent running ones.
+	WarmPool int
 	// DefaultRuntime runs requests that name none; "" = goja.
 	DefaultRuntime string
 	// Defaults and Ceilings bound requests' ResourceLimits; zero values =
@@ -75,7 +80,8 @@ type Server struct {
 	killAll   context.CancelFunc
 	stopSweep context.CancelFunc
 
-	runs sync.Map // execution id -> *run, while in flight
+	runs sync.Map   // execution id -> *run, while in flight
+	pool *pool.Pool // nil without a warm pool
 
 	mu      sync.Mutex
 	closing bool
@@ -121,6 +127,13 @@ func New(cfg Config) (*Server, error) {
 	var sweepCtx context.Context
 	sweepCtx, s.stopSweep = context.WithCancel(context.Background())
 	go func() { _ = s.reg.Run(sweepCtx) }()
+	if cfg.WarmPool > 0 {
+		spec := specFor(cfg.Defaults)
+		sc := &s.cfg.Sandbox
+		s.pool = pool.New(cfg.WarmPool, spec, func(ctx context.Context) (*sandbox.Sandbox, error) {
+			return sandbox.Start(ctx, sc, spec)
+		}, cfg.Logger.Named("pool"))
+	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(sandboxv1.SandboxService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	return s, nil
@@ -169,6 +182,9 @@ func (s *Server) Shutdown(grace time.Duration) error {
 	}
 	s.killAll()
 	s.stopSweep()
+	if s.pool != nil {
+		s.pool.Close()
+	}
 	return err
 }
 

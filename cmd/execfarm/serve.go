@@ -58,7 +58,7 @@ func serveCmd() *cobra.Command {
 			if cfg.MaxConcurrent == 0 {
 				cfg.MaxConcurrent = defaultConcurrency()
 			}
-			cfg.Sandbox.IDs = sandbox.NewIDPool(uidBase, 0, uidSlots(cfg.MaxConcurrent))
+			cfg.Sandbox.IDs = sandbox.NewIDPool(uidBase, 0, uidSlots(cfg.MaxConcurrent+cfg.WarmPool))
 			cfg.Registry = registry.Config{RetentionMs: retention.Milliseconds()}
 			if defaultTimeout > 0 {
 				cfg.Defaults = supervisor.DefaultLimits
@@ -71,7 +71,7 @@ func serveCmd() *cobra.Command {
 			if slices.Contains(allowed, probe.Seccomp) {
 				cfg.Sandbox.NoSeccomp = true
 			}
-			pc, err := hostProbeConfig(cfg.Sandbox.Cgroup, uidBase, cfg.MaxConcurrent)
+			pc, err := hostProbeConfig(cfg.Sandbox.Cgroup, uidBase, cfg.MaxConcurrent+cfg.WarmPool)
 			if err != nil {
 				return err
 			}
@@ -126,7 +126,7 @@ func serveCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return supervisor.ListenAndServe(ctx, s, tc, grace, func(addr string) {
-				log.Info("serving", "address", addr, "max_concurrent", cfg.MaxConcurrent, "queue_size", cfg.QueueSize)
+				log.Info("serving", "address", addr, "max_concurrent", cfg.MaxConcurrent, "queue_size", cfg.QueueSize, "warm_pool", cfg.WarmPool)
 			})
 		},
 	}
@@ -138,6 +138,7 @@ func serveCmd() *cobra.Command {
 	f.BoolVar(&tc.AllowInsecureRemote, "allow-insecure-tcp", false, "allow insecure TCP on a non-loopback address")
 	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 0, "executions running at once (default: number of CPUs)")
 	f.IntVar(&cfg.QueueSize, "queue-size", 1000, "executions that may wait for a slot")
+	f.IntVar(&cfg.WarmPool, "warm-pool", 0, "sandboxes kept started ahead of demand (default limits only; single-use)")
 	f.StringVar(&cfg.DefaultRuntime, "default-runtime", "goja", "runtime of requests that name none: goja, shell, python")
 	f.StringVar(&worker, "worker", "", "execfarm-worker binary (env EXECFARM_WORKER; default: next to execfarm, then $PATH)")
 	f.StringVar(&cfg.Sandbox.StateDir, "state-dir", "/run/execfarm", "directory for per-sandbox sockets and mountpoints")

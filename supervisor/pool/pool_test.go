@@ -1,0 +1,31 @@
+package pool
+
+import (
+	"testing"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+)
+
+// The pool's sandbox handling is exercised end to end in test/integration
+// (TestWarmPool*); here, its matching rule.
+func TestTakeOnlyMatchingSpec(t *testing.T) {
+	spec := sandbox.Spec{Limits: cgroup.Limits{MemoryMaxBytes: 1 << 20}}
+	p := &Pool{spec: spec, ready: make(chan *sandbox.Sandbox, 1), wake: make(chan struct{}, 1)}
+	sb := &sandbox.Sandbox{}
+	p.ready <- sb
+	other := spec
+	other.WorkspaceBytes = 1
+	if got := p.Take(other); got != nil {
+		t.Fatal("a sandbox of another spec was handed out")
+	}
+	if got := p.Take(spec); got != sb {
+		t.Fatalf("Take = %p, want %p", got, sb)
+	}
+	if got := p.Take(spec); got != nil {
+		t.Fatal("one sandbox handed out twice")
+	}
+	if s := p.Stats(); s.Ready != 0 {
+		t.Fatalf("Stats = %+v", s)
+	}
+}
