@@ -91,18 +91,7 @@ func (s *Server) prepare(req *sandboxv1.ExecuteRequest, tests bool) (*job, error
 	if err != nil {
 		return nil, programError(err)
 	}
-	if limits.FileDescriptors > 0 {
-		n := uint64(limits.FileDescriptors)
-		wreq.Rlimits = append(wreq.Rlimits, &workerv1.Rlimit{Resource: "NOFILE", Soft: n, Hard: n})
-	}
-	if limits.CPUTimeMs > 0 {
-		sec := uint64((limits.CPUTimeMs + 999) / 1000)
-		wreq.Rlimits = append(wreq.Rlimits, &workerv1.Rlimit{Resource: "CPU", Soft: sec, Hard: sec + 1})
-	}
-	// Files written by the program are bounded by the workspace anyway;
-	// RLIMIT_FSIZE makes a single runaway write fail early and clearly.
-	fsz := uint64(limits.WorkspaceBytes)
-	wreq.Rlimits = append(wreq.Rlimits, &workerv1.Rlimit{Resource: "FSIZE", Soft: fsz, Hard: fsz})
+	wreq.Rlimits = rlimitsFor(limits)
 	return &job{runtime: rt, req: wreq, limits: limits, code: code, cachedName: cachedName,
 		cacheable: !tests && cachedName == "" && s.cfg.Cache != nil && (rt == program.Goja || rt == program.Node)}, nil
 }
@@ -128,6 +117,23 @@ func (s *Server) source(req *sandboxv1.ExecuteRequest) (code, cachedName string,
 		return "", "", status.Error(codes.Internal, err.Error())
 	}
 	return code, e.Name, nil
+}
+
+// rlimitsFor returns the rlimits of a runtime process with limits l.
+func rlimitsFor(l Limits) []*workerv1.Rlimit {
+	var out []*workerv1.Rlimit
+	if l.FileDescriptors > 0 {
+		n := uint64(l.FileDescriptors)
+		out = append(out, &workerv1.Rlimit{Resource: "NOFILE", Soft: n, Hard: n})
+	}
+	if l.CPUTimeMs > 0 {
+		sec := uint64((l.CPUTimeMs + 999) / 1000)
+		out = append(out, &workerv1.Rlimit{Resource: "CPU", Soft: sec, Hard: sec + 1})
+	}
+	// Files written by the program are bounded by the workspace anyway;
+	// RLIMIT_FSIZE makes a single runaway write fail early and clearly.
+	fsz := uint64(l.WorkspaceBytes)
+	return append(out, &workerv1.Rlimit{Resource: "FSIZE", Soft: fsz, Hard: fsz})
 }
 
 // programError maps program.Build's errors to gRPC statuses.
@@ -249,7 +255,7 @@ func (r *run) execute() {
 	queued := time.Now()
 	defer r.s.runs.Delete(r.e.ID())
 	if err := r.ticket.Wait(r.ctx); err != nil {
-		r.finishStopped(0, "cancelled while queued")
+		r.finishStopped(time.Since(queued).Milliseconds(), "cancelled while queued")
 		return
 	}
 	defer r.ticket.Release()
@@ -331,6 +337,14 @@ func (r *run) execute() {
 		CPUUserMicros: usage.CPUUserMicros, CPUSystemMicros: usage.CPUSystemMicros, WallMs: wall,
 		PeakMemoryBytes: usage.PeakMemoryBytes, PeakMemorySource: usage.PeakMemorySource,
 		PidsPeak: usage.PidsPeak, OOMKills: usage.OOMKills,
+	}
+	if r.stopReason() == 0 && runErr == nil && sb.ProgramGone() {
+		// Nothing of the program is left: the result can be published
+		// before the sandbox (its worker, cgroup and directory) is
+		// destroyed. The slot stays held until then.
+		r.finish(res)
+		r.destroy(sb)
+		return
 	}
 	r.destroy(sb)
 	r.finish(res)

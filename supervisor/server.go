@@ -115,6 +115,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Info})
 	}
+	if err := cfg.Sandbox.Validate(); err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
 	if _, err := resolveLimits(nil, nil, cfg.Defaults, cfg.Ceilings); err != nil {
 		return nil, fmt.Errorf("supervisor: default limits: %w", err)
 	}
@@ -130,8 +133,25 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WarmPool > 0 {
 		spec := specFor(cfg.Defaults)
 		sc := &s.cfg.Sandbox
+		// A warm sandbox also holds a prepared goja runtime process with
+		// the default limits, so that a default goja request starts no
+		// process at all.
+		shape, err := program.Build(program.Input{Runtime: program.Goja, Code: "0"})
+		if err != nil {
+			return nil, fmt.Errorf("supervisor: warm pool: %w", err)
+		}
+		shape.Program = nil
+		shape.Rlimits = rlimitsFor(cfg.Defaults)
 		s.pool = pool.New(cfg.WarmPool, spec, func(ctx context.Context) (*sandbox.Sandbox, error) {
-			return sandbox.Start(ctx, sc, spec)
+			sb, err := sandbox.Start(ctx, sc, spec)
+			if err != nil {
+				return nil, err
+			}
+			if err := sb.Prepare(ctx, shape); err != nil {
+				sb.Close()
+				return nil, err
+			}
+			return sb, nil
 		}, cfg.Logger.Named("pool"))
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

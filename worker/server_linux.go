@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,6 +13,9 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/execfarm/execfarm/isolation/namespace"
 	"github.com/execfarm/execfarm/proto/workerv1"
@@ -38,6 +43,8 @@ type server struct {
 	forker forker
 	// broker reaches services the supervisor serves (the HostProxy).
 	broker *goplugin.GRPCBroker
+	// prepared is the process Prepare forked, until a Run takes it.
+	prepared *process
 
 	mu      sync.Mutex
 	waiters map[int]chan unix.WaitStatus
@@ -104,6 +111,44 @@ var rlimitResources = map[string]int{
 	"CPU": unix.RLIMIT_CPU,
 }
 
+// forkWithLimits applies req's rlimits to the worker and forks. rlimits
+// are per process and inherited: set them on the worker just before the
+// fork. A sandbox serves one execution, so lowering the worker's own
+// limits costs nothing later.
+func (s *server) forkWithLimits(req *workerv1.RunRequest, holdStdin bool) (*process, error) {
+	if len(req.GetArgv()) == 0 {
+		return nil, errors.New("empty argv")
+	}
+	for _, rl := range req.GetRlimits() {
+		res, ok := rlimitResources[rl.GetResource()]
+		if !ok {
+			return nil, fmt.Errorf("unknown rlimit %s", rl.GetResource())
+		}
+		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: rl.GetSoft(), Max: rl.GetHard()}); err != nil {
+			return nil, fmt.Errorf("setrlimit %s: %w", rl.GetResource(), err)
+		}
+	}
+	return s.fork(req, holdStdin)
+}
+
+// Prepare forks the runtime process of req ahead of the Run that will use
+// it (a warm sandbox): placed in the payload cgroup and held until Run
+// releases it with its program and stdin. A Run of another shape kills it
+// and forks its own. req must take a program (goja, node).
+func (s *server) Prepare(_ context.Context, req *workerv1.RunRequest) (*workerv1.PrepareResponse, error) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.prepared != nil {
+		return nil, status.Error(codes.FailedPrecondition, "a process is already prepared")
+	}
+	p, err := s.forkWithLimits(req, true)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	s.prepared = p
+	return &workerv1.PrepareResponse{}, nil
+}
+
 // SetBroker implements plugin.BrokerUser.
 func (s *server) SetBroker(b *goplugin.GRPCBroker) { s.broker = b }
 
@@ -118,26 +163,22 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 		}
 		defer px.close()
 	}
-	if len(req.GetArgv()) == 0 {
-		return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: "empty argv"}))
+	p := s.prepared
+	s.prepared = nil
+	if p != nil && !proto.Equal(p.shape, shapeOf(req)) {
+		// Prepared for another request: never used, never released.
+		killGroup(p.pid)
+		p.closeAll()
+		p = nil
 	}
-	// rlimits are per process and inherited: set them on the worker just
-	// before the fork. A sandbox serves one execution, so lowering the
-	// worker's own limits costs nothing later.
-	for _, rl := range req.GetRlimits() {
-		res, ok := rlimitResources[rl.GetResource()]
-		if !ok {
-			return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: "unknown rlimit " + rl.GetResource()}))
+	if p == nil {
+		var err error
+		if p, err = s.forkWithLimits(req, false); err != nil {
+			return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: err.Error()}))
 		}
-		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: rl.GetSoft(), Max: rl.GetHard()}); err != nil {
-			return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: fmt.Sprintf("setrlimit %s: %v", rl.GetResource(), err)}))
-		}
-	}
-	p, err := s.start(req)
-	if err != nil {
-		return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: err.Error()}))
 	}
 	exitCh := s.wait(p.pid)
+	p.release(req.GetProgram(), req.GetStdin())
 
 	events := make(chan *workerv1.RunEvent, 16)
 	var pumps sync.WaitGroup
@@ -239,14 +280,29 @@ func resultsEvent(b []byte) *workerv1.RunEvent {
 // process is a started runtime process and the parent ends of its pipes.
 type process struct {
 	pid                     int
-	stdout, stderr, results *os.File // results: nil unless requested
+	stdout, stderr, results *os.File // read ends; results: nil unless requested
+	gate                    *os.File // write end of fd 3 until release
+	stdin                   *os.File // write end of a held stdin until release
+	gated                   bool     // held at gateScript rather than by its program
+	shape                   *workerv1.RunRequest
 }
 
+// closePipes closes the read ends.
 func (p *process) closePipes() {
-	p.stdout.Close()
-	p.stderr.Close()
-	if p.results != nil {
-		p.results.Close()
+	for _, f := range []*os.File{p.stdout, p.stderr, p.results} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// closeAll closes every end the worker holds (a process that never ran).
+func (p *process) closeAll() {
+	p.closePipes()
+	for _, f := range []*os.File{p.gate, p.stdin} {
+		if f != nil {
+			f.Close()
+		}
 	}
 }
 
@@ -256,79 +312,73 @@ func (p *process) closePipes() {
 // read fails and the program never runs.
 const gateScript = `read -r _ <&3 && exec 3<&- && exec "$@"`
 
-// start forks the runtime process as the sandbox user with stdin, stdout
-// and stderr wired to pipes, places it in the payload cgroup, and only then
-// releases it: a program with a RunRequest.program waits for the program
-// on fd 3; any other waits at gateScript. No instruction of the program
-// runs outside the payload cgroup.
-func (s *server) start(req *workerv1.RunRequest) (*process, error) {
-	var closeAfter []*os.File
+// fork forks the runtime process of req as the sandbox user, with stdin,
+// stdout and stderr wired to pipes (and fd 4 for results when asked), and
+// places it in the payload cgroup. It does not run untrusted code yet: a
+// runtime that takes a program (goja, node) waits for it on fd 3, any other
+// waits at gateScript; release lets it go. With holdStdin, stdin is a pipe
+// whose content release supplies (a prepared process, see Prepare);
+// otherwise it is req.Stdin. No instruction of the program runs outside the
+// payload cgroup.
+func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err error) {
+	p := &process{shape: shapeOf(req)}
+	var childEnds []*os.File // closed once the child has them
 	defer func() {
-		for _, f := range closeAfter {
+		for _, f := range childEnds {
 			f.Close()
 		}
+		if err != nil {
+			p.closeAll()
+		}
 	}()
-	stdin, err := inputFile(req.GetStdin())
-	if err != nil {
+	var stdin *os.File
+	if holdStdin {
+		if stdin, p.stdin, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+	} else if stdin, err = inputFile(req.GetStdin()); err != nil {
 		return nil, err
 	}
-	closeAfter = append(closeAfter, stdin)
-	outR, outW, err := os.Pipe()
-	if err != nil {
+	childEnds = append(childEnds, stdin)
+	var outW, errW, gateR *os.File
+	if p.stdout, outW, err = os.Pipe(); err != nil {
 		return nil, err
 	}
-	closeAfter = append(closeAfter, outW)
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
+	childEnds = append(childEnds, outW)
+	if p.stderr, errW, err = os.Pipe(); err != nil {
 		return nil, err
 	}
-	closeAfter = append(closeAfter, errW)
+	childEnds = append(childEnds, errW)
+	// fd 3: the program or the gate's release line.
+	if gateR, p.gate, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	childEnds = append(childEnds, gateR)
+	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd(), gateR.Fd()}
+	open := []*os.File{stdin, outW, errW}
+	if req.GetResults() {
+		var resW *os.File
+		if p.results, resW, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, resW)
+		open = append(open, resW)
+		files = append(files, resW.Fd()) // fd 4
+	}
 	// The pipes belong to the worker (sandbox root), so the runtime process
 	// could not reopen them through /dev/stdout, /dev/stderr (proc's fd
 	// links). Opening them up is harmless: only processes that already
 	// hold one of the ends reach them. The worker keeps no CAP_CHOWN, so
 	// mode rather than owner.
-	for _, f := range []*os.File{stdin, outW, errW} {
+	for _, f := range open {
 		if err := openToSandbox(f); err != nil {
-			outR.Close()
-			errR.Close()
 			return nil, err
 		}
-	}
-	// fd 3: the program (goja) or the gate's release line.
-	gateR, gateW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		return nil, err
-	}
-	closeAfter = append(closeAfter, gateR)
-	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd(), gateR.Fd()}
-	var resR *os.File
-	if req.GetResults() {
-		var resW *os.File
-		if resR, resW, err = os.Pipe(); err != nil {
-			gateW.Close()
-			outR.Close()
-			errR.Close()
-			return nil, err
-		}
-		closeAfter = append(closeAfter, resW)
-		if err := openToSandbox(resW); err != nil {
-			gateW.Close()
-			outR.Close()
-			errR.Close()
-			resR.Close()
-			return nil, err
-		}
-		files = append(files, resW.Fd()) // fd 4
 	}
 	argv := req.GetArgv()
-	release := []byte(req.GetProgram())
-	if len(release) == 0 {
+	if len(req.GetProgram()) == 0 && !holdStdin {
 		argv = append([]string{"/bin/sh", "-c", gateScript, "execfarm-gate"}, argv...)
-		release = []byte("go\n")
+		p.gated = true
 	}
 	dir := req.GetDir()
 	if dir == "" {
@@ -345,25 +395,48 @@ func (s *server) start(req *workerv1.RunRequest) (*process, error) {
 			Pdeathsig:  syscall.SIGKILL,
 		},
 	})
-	p := &process{pid: pid, stdout: outR, stderr: errR, results: resR}
 	if err != nil {
-		gateW.Close()
-		p.closePipes()
 		return nil, fmt.Errorf("start %s: %w", req.GetArgv()[0], err)
 	}
+	p.pid = pid
 	if s.payload != nil {
 		if _, err := s.payload.WriteString(strconv.Itoa(pid)); err != nil {
-			gateW.Close() // the gate's read fails: the program never runs
-			killGroup(pid)
-			p.closePipes()
+			killGroup(pid) // and the gate is closed unwritten: the program never runs
 			return nil, fmt.Errorf("place %s in the payload cgroup: %w", req.GetArgv()[0], err)
 		}
 	}
-	go func() {
-		_, _ = gateW.Write(release)
-		gateW.Close()
-	}()
 	return p, nil
+}
+
+// release lets a forked process run: it gets program on fd 3 (or the
+// gate's line) and, for a held stdin, stdin.
+func (p *process) release(program, stdin []byte) {
+	if p.stdin != nil {
+		w := p.stdin
+		p.stdin = nil
+		go func() {
+			_, _ = w.Write(stdin)
+			w.Close()
+		}()
+	}
+	if p.gated {
+		program = []byte("go\n")
+	}
+	w := p.gate
+	p.gate = nil
+	go func() {
+		_, _ = w.Write(program)
+		w.Close()
+	}()
+}
+
+// shapeOf is req without what release supplies (program, stdin) and what
+// does not reach the process (the proxy): two requests of one shape start
+// the same process.
+func shapeOf(req *workerv1.RunRequest) *workerv1.RunRequest {
+	shape := proto.Clone(req).(*workerv1.RunRequest)
+	shape.Program, shape.Stdin, shape.ProxyBrokerId = nil, nil, 0
+	return shape
 }
 
 // openToSandbox makes a pipe readable and writable by the sandbox user;

@@ -41,8 +41,11 @@
 // highest memory.current seen by Sample and at the read, a lower bound, and
 // Usage.PeakMemorySource names which one was used (DESIGN.md forbids memory
 // figures whose source is not said). CPU time comes from cpu.stat
-// user_usec/system_usec (v2) or cpuacct.usage_user/usage_sys in ns (v1,
-// falling back to cpuacct.stat in USER_HZ ticks). Pids peak comes from
+// user_usec/system_usec (v2) or, on v1, the precise cpuacct.usage (ns)
+// split in the ratio of the tick-sampled cpuacct.usage_user/usage_sys, as
+// the kernel's cputime_adjust does for getrusage (the sampled figures alone
+// drift by 10 % and more under load; cpuacct.stat in USER_HZ ticks on
+// kernels before 4.7). Pids peak comes from
 // pids.peak where the kernel has it, else from the highest pids.current
 // seen by Sample. OOM kills come from memory.events oom_kill (v2) or
 // memory.oom_control oom_kill (v1, Linux 4.13+).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/bits"
 	"path/filepath"
 	"sync/atomic"
 
@@ -63,6 +64,15 @@ func (m *Manager) usageV1(u *Usage) error {
 	sys, serr := readSingle(m.file(cgroup1.Cpuacct, "cpuacct.usage_sys"))
 	switch {
 	case uerr == nil && serr == nil:
+		// usage_user and usage_sys are tick-sampled (the whole tick
+		// goes to whatever runs when it fires, IRQ time included) and
+		// drift from the cgroup's scheduler runtime, cpuacct.usage, by
+		// 10 % and more under load. Split the precise total in their
+		// ratio, as the kernel's cputime_adjust does for getrusage and
+		// cgroup v2's cpu.stat.
+		if total, err := readSingle(m.file(cgroup1.Cpuacct, "cpuacct.usage")); err == nil {
+			user, sys = splitRuntime(total, user, sys)
+		}
 		u.CPUUserMicros, u.CPUSystemMicros = user/1000, sys/1000 // ns
 	case errors.Is(uerr, fs.ErrNotExist) || errors.Is(serr, fs.ErrNotExist):
 		// Kernels before 4.7: only cpuacct.stat, in USER_HZ ticks.
@@ -161,4 +171,22 @@ func (m *Manager) OOMKilled() (bool, error) {
 		return n > 0, nil
 	}
 	return kv["under_oom"] == 1, nil
+}
+
+// splitRuntime divides total (precise runtime, ns) between user and
+// system time in the ratio of the sampled user and sys figures (ns),
+// following the kernel's cputime_adjust: all of it goes to one side when
+// the other sampled nothing.
+func splitRuntime(total, user, sys int64) (int64, int64) {
+	switch {
+	case total <= 0 || user < 0 || sys < 0:
+		return user, sys
+	case sys == 0:
+		return total, 0
+	case user == 0:
+		return 0, total
+	}
+	hi, lo := bits.Mul64(uint64(total), uint64(user))
+	u, _ := bits.Div64(hi, lo, uint64(user+sys))
+	return int64(u), total - int64(u)
 }

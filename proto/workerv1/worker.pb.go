@@ -25,6 +25,42 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type PrepareResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareResponse) Reset() {
+	*x = PrepareResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareResponse) ProtoMessage() {}
+
+func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
+func (*PrepareResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{0}
+}
+
 type Rlimit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Resource as in setrlimit(2): "NOFILE", "FSIZE", "CORE", "STACK", "NPROC".
@@ -37,7 +73,7 @@ type Rlimit struct {
 
 func (x *Rlimit) Reset() {
 	*x = Rlimit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -49,7 +85,7 @@ func (x *Rlimit) String() string {
 func (*Rlimit) ProtoMessage() {}
 
 func (x *Rlimit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -62,7 +98,7 @@ func (x *Rlimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rlimit.ProtoReflect.Descriptor instead.
 func (*Rlimit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{0}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Rlimit) GetResource() string {
@@ -113,7 +149,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -125,7 +161,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -138,7 +174,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RunRequest) GetArgv() []string {
@@ -211,7 +247,7 @@ type Exit struct {
 
 func (x *Exit) Reset() {
 	*x = Exit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -223,7 +259,7 @@ func (x *Exit) String() string {
 func (*Exit) ProtoMessage() {}
 
 func (x *Exit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -236,7 +272,7 @@ func (x *Exit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exit.ProtoReflect.Descriptor instead.
 func (*Exit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Exit) GetExitCode() int32 {
@@ -275,7 +311,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +323,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +336,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -385,7 +421,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -397,7 +433,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -410,7 +446,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Header) GetName() string {
@@ -442,7 +478,7 @@ type ProxyRequest struct {
 
 func (x *ProxyRequest) Reset() {
 	*x = ProxyRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -454,7 +490,7 @@ func (x *ProxyRequest) String() string {
 func (*ProxyRequest) ProtoMessage() {}
 
 func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -467,7 +503,7 @@ func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyRequest.ProtoReflect.Descriptor instead.
 func (*ProxyRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProxyRequest) GetTarget() string {
@@ -516,7 +552,7 @@ type ProxyResponse struct {
 
 func (x *ProxyResponse) Reset() {
 	*x = ProxyResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -528,7 +564,7 @@ func (x *ProxyResponse) String() string {
 func (*ProxyResponse) ProtoMessage() {}
 
 func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -541,7 +577,7 @@ func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyResponse.ProtoReflect.Descriptor instead.
 func (*ProxyResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProxyResponse) GetStatus() int32 {
@@ -569,7 +605,8 @@ var File_execfarm_worker_v1_worker_proto protoreflect.FileDescriptor
 
 const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x1fexecfarm/worker/v1/worker.proto\x12\x12execfarm.worker.v1\"L\n" +
+	"\x1fexecfarm/worker/v1/worker.proto\x12\x12execfarm.worker.v1\"\x11\n" +
+	"\x0fPrepareResponse\"L\n" +
 	"\x06Rlimit\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x12\n" +
 	"\x04soft\x18\x02 \x01(\x04R\x04soft\x12\x12\n" +
@@ -607,9 +644,10 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\rProxyResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x124\n" +
 	"\aheaders\x18\x02 \x03(\v2\x1a.execfarm.worker.v1.HeaderR\aheaders\x12\x12\n" +
-	"\x04body\x18\x03 \x01(\fR\x04body2O\n" +
+	"\x04body\x18\x03 \x01(\fR\x04body2\x9f\x01\n" +
 	"\x06Worker\x12E\n" +
-	"\x03Run\x12\x1e.execfarm.worker.v1.RunRequest\x1a\x1c.execfarm.worker.v1.RunEvent0\x012]\n" +
+	"\x03Run\x12\x1e.execfarm.worker.v1.RunRequest\x1a\x1c.execfarm.worker.v1.RunEvent0\x01\x12N\n" +
+	"\aPrepare\x12\x1e.execfarm.worker.v1.RunRequest\x1a#.execfarm.worker.v1.PrepareResponse2]\n" +
 	"\tHostProxy\x12P\n" +
 	"\tRoundTrip\x12 .execfarm.worker.v1.ProxyRequest\x1a!.execfarm.worker.v1.ProxyResponseB6Z4github.com/execfarm/execfarm/proto/workerv1;workerv1b\x06proto3"
 
@@ -625,27 +663,30 @@ func file_execfarm_worker_v1_worker_proto_rawDescGZIP() []byte {
 	return file_execfarm_worker_v1_worker_proto_rawDescData
 }
 
-var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_execfarm_worker_v1_worker_proto_goTypes = []any{
-	(*Rlimit)(nil),        // 0: execfarm.worker.v1.Rlimit
-	(*RunRequest)(nil),    // 1: execfarm.worker.v1.RunRequest
-	(*Exit)(nil),          // 2: execfarm.worker.v1.Exit
-	(*RunEvent)(nil),      // 3: execfarm.worker.v1.RunEvent
-	(*Header)(nil),        // 4: execfarm.worker.v1.Header
-	(*ProxyRequest)(nil),  // 5: execfarm.worker.v1.ProxyRequest
-	(*ProxyResponse)(nil), // 6: execfarm.worker.v1.ProxyResponse
+	(*PrepareResponse)(nil), // 0: execfarm.worker.v1.PrepareResponse
+	(*Rlimit)(nil),          // 1: execfarm.worker.v1.Rlimit
+	(*RunRequest)(nil),      // 2: execfarm.worker.v1.RunRequest
+	(*Exit)(nil),            // 3: execfarm.worker.v1.Exit
+	(*RunEvent)(nil),        // 4: execfarm.worker.v1.RunEvent
+	(*Header)(nil),          // 5: execfarm.worker.v1.Header
+	(*ProxyRequest)(nil),    // 6: execfarm.worker.v1.ProxyRequest
+	(*ProxyResponse)(nil),   // 7: execfarm.worker.v1.ProxyResponse
 }
 var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
-	0, // 0: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
-	2, // 1: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
-	4, // 2: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
-	4, // 3: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
-	1, // 4: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
-	5, // 5: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
-	3, // 6: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
-	6, // 7: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
-	6, // [6:8] is the sub-list for method output_type
-	4, // [4:6] is the sub-list for method input_type
+	1, // 0: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
+	3, // 1: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
+	5, // 2: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
+	5, // 3: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
+	2, // 4: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
+	2, // 5: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
+	6, // 6: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
+	4, // 7: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
+	0, // 8: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
+	7, // 9: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
+	7, // [7:10] is the sub-list for method output_type
+	4, // [4:7] is the sub-list for method input_type
 	4, // [4:4] is the sub-list for extension type_name
 	4, // [4:4] is the sub-list for extension extendee
 	0, // [0:4] is the sub-list for field type_name
@@ -656,7 +697,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 	if File_execfarm_worker_v1_worker_proto != nil {
 		return
 	}
-	file_execfarm_worker_v1_worker_proto_msgTypes[3].OneofWrappers = []any{
+	file_execfarm_worker_v1_worker_proto_msgTypes[4].OneofWrappers = []any{
 		(*RunEvent_Stdout)(nil),
 		(*RunEvent_Stderr)(nil),
 		(*RunEvent_Exit)(nil),
@@ -668,7 +709,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_execfarm_worker_v1_worker_proto_rawDesc), len(file_execfarm_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

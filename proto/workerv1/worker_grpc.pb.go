@@ -23,7 +23,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Worker_Run_FullMethodName = "/execfarm.worker.v1.Worker/Run"
+	Worker_Run_FullMethodName     = "/execfarm.worker.v1.Worker/Run"
+	Worker_Prepare_FullMethodName = "/execfarm.worker.v1.Worker/Prepare"
 )
 
 // WorkerClient is the client API for Worker service.
@@ -36,6 +37,10 @@ type WorkerClient interface {
 	// Run starts one runtime process and streams its output. The last event
 	// is an Exit. Cancelling the call kills the runtime process.
 	Run(ctx context.Context, in *RunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error)
+	// Prepare forks the runtime process of a request ahead of its Run (warm
+	// sandboxes): placed in the payload cgroup and held until a Run of the
+	// same shape (everything but program and stdin) releases it.
+	Prepare(ctx context.Context, in *RunRequest, opts ...grpc.CallOption) (*PrepareResponse, error)
 }
 
 type workerClient struct {
@@ -65,6 +70,16 @@ func (c *workerClient) Run(ctx context.Context, in *RunRequest, opts ...grpc.Cal
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Worker_RunClient = grpc.ServerStreamingClient[RunEvent]
 
+func (c *workerClient) Prepare(ctx context.Context, in *RunRequest, opts ...grpc.CallOption) (*PrepareResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PrepareResponse)
+	err := c.cc.Invoke(ctx, Worker_Prepare_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServer is the server API for Worker service.
 // All implementations must embed UnimplementedWorkerServer
 // for forward compatibility.
@@ -75,6 +90,10 @@ type WorkerServer interface {
 	// Run starts one runtime process and streams its output. The last event
 	// is an Exit. Cancelling the call kills the runtime process.
 	Run(*RunRequest, grpc.ServerStreamingServer[RunEvent]) error
+	// Prepare forks the runtime process of a request ahead of its Run (warm
+	// sandboxes): placed in the payload cgroup and held until a Run of the
+	// same shape (everything but program and stdin) releases it.
+	Prepare(context.Context, *RunRequest) (*PrepareResponse, error)
 	mustEmbedUnimplementedWorkerServer()
 }
 
@@ -87,6 +106,9 @@ type UnimplementedWorkerServer struct{}
 
 func (UnimplementedWorkerServer) Run(*RunRequest, grpc.ServerStreamingServer[RunEvent]) error {
 	return status.Errorf(codes.Unimplemented, "method Run not implemented")
+}
+func (UnimplementedWorkerServer) Prepare(context.Context, *RunRequest) (*PrepareResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Prepare not implemented")
 }
 func (UnimplementedWorkerServer) mustEmbedUnimplementedWorkerServer() {}
 func (UnimplementedWorkerServer) testEmbeddedByValue()                {}
@@ -120,13 +142,36 @@ func _Worker_Run_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Worker_RunServer = grpc.ServerStreamingServer[RunEvent]
 
+func _Worker_Prepare_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).Prepare(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_Prepare_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).Prepare(ctx, req.(*RunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Worker_ServiceDesc is the grpc.ServiceDesc for Worker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Worker_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "execfarm.worker.v1.Worker",
 	HandlerType: (*WorkerServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Prepare",
+			Handler:    _Worker_Prepare_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Run",

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -49,6 +51,31 @@ type Spec struct {
 	// WorkspaceBytes, TmpBytes, ShmBytes size the tmpfs mounts of
 	// /workspace, /tmp and /dev/shm in bytes; 0 = 64 MiB each.
 	WorkspaceBytes, TmpBytes, ShmBytes int64
+}
+
+// maxSocketPath is the longest unix socket path (sun_path, 108 bytes with
+// its NUL).
+const maxSocketPath = 107
+
+// socketPathBudget is how long the state directory's path part of a plugin
+// socket path ("STATE/sb/sb-<16 hex>/plugin-dir<10 digits>/plugin<10
+// digits>") may be.
+const socketPathBudget = maxSocketPath - len("/sb/sb-0123456789abcdef/plugin-dir0123456789/plugin0123456789")
+
+// Validate checks what can be checked before any sandbox starts: a
+// worker binary, the uid ranges, and a state directory short enough that
+// plugin socket paths fit in a unix socket address.
+func (c *Config) Validate() error {
+	if c.WorkerBinary == "" {
+		return errors.New("sandbox: no worker binary")
+	}
+	if c.IDs == nil {
+		return errors.New("sandbox: Config.IDs is nil")
+	}
+	if d := c.stateDir(); len(d) > socketPathBudget {
+		return fmt.Errorf("sandbox: state directory %q is %d bytes; at most %d fit in a unix socket path", d, len(d), socketPathBudget)
+	}
+	return nil
 }
 
 func (c *Config) stateDir() string {

@@ -46,3 +46,11 @@ func ExpectedExit(_ hclog.Level, msg string, _ ...any) bool {
 func (s *Sandbox) ServeBroker(register func(*grpc.Server)) (uint32, error) {
 	return 0, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }
+
+// Prepare is not supported off Linux.
+func (s *Sandbox) Prepare(ctx context.Context, req *workerv1.RunRequest) error {
+	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+
+// ProgramGone is false off Linux.
+func (s *Sandbox) ProgramGone() bool { return false }

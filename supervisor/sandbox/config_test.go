@@ -1,0 +1,52 @@
+package sandbox
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidateStateDirFitsSocketPath(t *testing.T) {
+	ids := NewIDPool(1<<30, 0, 1)
+	ok := Config{WorkerBinary: "/w", IDs: ids, StateDir: "/run/execfarm"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("default-like config: %v", err)
+	}
+	long := ok
+	long.StateDir = "/" + strings.Repeat("x", socketPathBudget)
+	if err := long.Validate(); err == nil || !strings.Contains(err.Error(), "unix socket") {
+		t.Fatalf("over-long state dir: %v", err)
+	}
+	for _, c := range []Config{{IDs: ids}, {WorkerBinary: "/w"}} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil", c)
+		}
+	}
+}
+
+func TestIDPoolDisjointRanges(t *testing.T) {
+	p := NewIDPool(1<<30, 65536, 3)
+	seen := map[uint32]bool{}
+	var releases []func()
+	for i := 0; i < 3; i++ {
+		r, release, err := p.Acquire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[r.HostID] || r.HostID < 1<<30 {
+			t.Fatalf("range %d reused or below base", r.HostID)
+		}
+		seen[r.HostID] = true
+		releases = append(releases, release)
+	}
+	if _, _, err := p.Acquire(); err == nil {
+		t.Fatal("a 4th range from a pool of 3")
+	}
+	releases[1]()
+	releases[1]() // idempotent
+	if p.InUse() != 2 {
+		t.Fatalf("InUse = %d, want 2", p.InUse())
+	}
+	if _, _, err := p.Acquire(); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+}

@@ -1,0 +1,150 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor"
+)
+
+// samples is how many timed runs each latency series takes.
+const samples = 200
+
+// poolSizes are the warm-pool sizes the latency, throughput and memory
+// benchmarks run with, as sub-benchmarks "pool=N".
+var poolSizes = []int{0, 4}
+
+// setPool sizes cfg's warm pool; 0 disables it (every execution starts a
+// fresh sandbox).
+func setPool(b *testing.B, cfg *supervisor.Config, n int) {
+	cfg.WarmPool = n
+}
+
+// bwrapArgv is the bare-sandbox baseline: Debian's bubblewrap with every
+// namespace and a read-only /usr, running /bin/true.
+var bwrapArgv = []string{"bwrap", "--unshare-all", "--die-with-parent",
+	"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+	"--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "/bin/true"}
+
+// haveBwrap reports whether bwrap runs here; the bwrap rows are left out
+// (and say why) when it does not.
+var haveBwrap = sync.OnceValue(func() error {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		return fmt.Errorf("bwrap not installed (apt-get install bubblewrap): %w", err)
+	}
+	if out, err := exec.Command(bwrapArgv[0], bwrapArgv[1:]...).CombinedOutput(); err != nil {
+		return fmt.Errorf("bwrap /bin/true: %w: %s", err, out)
+	}
+	return nil
+})
+
+type series struct {
+	name string
+	d    []time.Duration
+}
+
+func (s series) pct(p float64) time.Duration {
+	d := slices.Clone(s.d)
+	slices.Sort(d)
+	return d[int(p*float64(len(d)-1))]
+}
+
+// binaries builds execfarm and execfarm-worker into a 0755 temporary
+// directory (sandbox root, an unprivileged host uid, must reach the
+// worker) and returns it. Benchmarks need root.
+func binaries(b *testing.B) string {
+	b.Helper()
+	if os.Geteuid() != 0 {
+		b.Skip("benchmarks need root (namespaces, cgroups)")
+	}
+	dir, err := os.MkdirTemp("", "execfarm-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/execfarm", "./cmd/execfarm-worker")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// embedded starts an in-process supervisor with maxConcurrent slots and a
+// warm pool of pool, and returns a client; it stops when the benchmark ends.
+func embedded(b *testing.B, dir string, maxConcurrent, pool int) sandboxv1.SandboxServiceClient {
+	b.Helper()
+	cfg := supervisor.Config{MaxConcurrent: maxConcurrent}
+	cfg.Sandbox.WorkerBinary = filepath.Join(dir, "execfarm-worker")
+	setPool(b, &cfg, pool)
+	tc, stop, err := supervisor.Embedded(context.Background(), cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := stop(); err != nil {
+			b.Errorf("stop supervisor: %v", err)
+		}
+	})
+	conn, err := tc.Dial()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return sandboxv1.NewSandboxServiceClient(conn)
+}
+
+// timeExec times samples runs of a bare fork+exec+wait of argv from Go.
+// The exit status is ignored: the worker without a config exits 2 at once.
+func timeExec(name string, argv ...string) series {
+	s := series{name: name}
+	for range samples {
+		t0 := time.Now()
+		_ = exec.Command(argv[0], argv[1:]...).Run()
+		s.d = append(s.d, time.Since(t0))
+	}
+	return s
+}
+
+func codeReq(rt sandboxv1.Runtime, code string) *sandboxv1.ExecuteRequest {
+	return &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: code}, Runtime: rt}
+}
+
+// timeExecute times samples Execute calls of code (after 5 untimed).
+func timeExecute(b *testing.B, client sandboxv1.SandboxServiceClient, name string, rt sandboxv1.Runtime, code string) series {
+	s := series{name: name}
+	req := codeReq(rt, code)
+	for i := range samples + 5 {
+		t0 := time.Now()
+		resp, err := client.Execute(context.Background(), req)
+		d := time.Since(t0)
+		if err != nil || !resp.GetSuccess() {
+			b.Fatalf("%s: err %v resp %v", name, err, resp)
+		}
+		if i >= 5 {
+			s.d = append(s.d, d)
+		}
+	}
+	return s
+}
+
+// ratio formats a/base as "N.Nx", or "-" without a base.
+func ratio(a, base float64) string {
+	if base == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3gx", a/base)
+}

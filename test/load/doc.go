@@ -1,0 +1,6 @@
+// Package load holds execfarm's load tests: a supervisor run as a separate
+// `execfarm serve` process (so that its RSS can be read from /proc) takes a
+// thousand queued executions and must lose none, return every output byte
+// for byte and stay small; and many concurrent clients must never share a
+// sandbox. They need root and Linux, and skip otherwise.
+package load

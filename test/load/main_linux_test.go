@@ -1,0 +1,278 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/transport"
+)
+
+// The suite's host uid window: from 3<<30 + 1<<28 (above the integration
+// suite's [2<<30, 3<<30) and the hostile suite's [3<<30, 3<<30+1<<28)),
+// placed by the test process's pid; each server gets serverSlots ranges.
+const (
+	rangeSize   = 65536
+	serverSlots = 16
+	windowSlots = 2 * serverSlots
+)
+
+// Set by TestMain.
+var (
+	binDir     string // 0755 directory holding execfarm and execfarm-worker
+	skipReason string
+	setupErr   error
+	uidBase    uint32
+	cgParent   string
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(suiteM{m})
+}
+
+type suiteM struct{ m *testing.M }
+
+func (s suiteM) Run() int {
+	teardown := setup()
+	code := s.m.Run()
+	if err := teardown(); err != nil {
+		fmt.Fprintln(os.Stderr, "load: teardown:", err)
+		code = 1
+	}
+	return code
+}
+
+// setup builds execfarm and execfarm-worker into a 0755 temporary
+// directory (sandbox root, an unprivileged host uid, must reach the
+// worker). A non-root run skips.
+func setup() (teardown func() error) {
+	teardown = func() error { return nil }
+	if euid := os.Geteuid(); euid != 0 {
+		skipReason = fmt.Sprintf("needs root (euid is %d)", euid)
+		return teardown
+	}
+	uidBase = 3<<30 + 1<<28 + uint32(os.Getpid()%256)*windowSlots*rangeSize
+	cgParent = fmt.Sprintf("/execfarm-load-%d", os.Getpid())
+	var err error
+	if binDir, err = os.MkdirTemp("", "execfarm-load-"); err != nil {
+		setupErr = err
+		return teardown
+	}
+	teardown = func() error {
+		var errs []error
+		cfg := cgroup.Config{Parent: cgParent}
+		if _, err := cgroup.Cleanup(cfg); err != nil {
+			errs = append(errs, fmt.Errorf("clean up sandbox cgroups: %w", err))
+		}
+		for _, p := range cgroup.Probe(cfg).Parents {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
+			}
+		}
+		return errors.Join(append(errs, os.RemoveAll(binDir))...)
+	}
+	if err := os.Chmod(binDir, 0o755); err != nil {
+		setupErr = err
+		return teardown
+	}
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/execfarm", "./cmd/execfarm-worker")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		setupErr = fmt.Errorf("build execfarm: %w\n%s", err, out)
+	}
+	return teardown
+}
+
+func requireRoot(t testing.TB) {
+	t.Helper()
+	if setupErr != nil {
+		t.Fatalf("load: setup: %v", setupErr)
+	}
+	if skipReason != "" {
+		t.Skipf("load: %s", skipReason)
+	}
+}
+
+// server is one `execfarm serve` process.
+type server struct {
+	cmd    *exec.Cmd
+	dir    string
+	conn   *grpc.ClientConn
+	client sandboxv1.SandboxServiceClient
+	exited chan error
+	log    *bytes.Buffer
+}
+
+// startServer runs `execfarm serve` with the given window slot (0 or 1 of
+// the suite's window) and extra flags, waits until it answers HealthCheck,
+// and stops it (SIGTERM, then checks its exit) when the test ends.
+func startServer(t *testing.T, slot int, flags ...string) *server {
+	t.Helper()
+	// Short: sandbox plugin sockets live below it, and a unix socket path
+	// has at most 107 bytes.
+	dir, err := os.MkdirTemp("", "efl-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "execfarm.sock")
+	args := append([]string{"serve",
+		"--socket", sock, "--state-dir", dir, "--cgroup-parent", cgParent,
+		"--uid-base", strconv.FormatUint(uint64(uidBase)+uint64(slot*serverSlots*rangeSize), 10),
+		"--scripts-cache-dir", filepath.Join(dir, "scripts"), "--grace", "2s",
+	}, flags...)
+	s := &server{dir: dir, exited: make(chan error, 1), log: &bytes.Buffer{}}
+	s.cmd = exec.Command(filepath.Join(binDir, "execfarm"), args...)
+	s.cmd.Stdout, s.cmd.Stderr = &lockedWriter{w: s.log}, &lockedWriter{w: s.log}
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start execfarm serve: %v", err)
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		if s.conn != nil {
+			s.conn.Close()
+		}
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-s.exited:
+			return err
+		case <-time.After(30 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+			return errors.New("execfarm serve did not exit within 30 s of SIGTERM")
+		}
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("stop execfarm serve: %v\n%s", err, s.logText())
+		}
+	})
+	tc := transport.Config{SocketPath: sock}
+	if s.conn, err = tc.Dial(); err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	s.client = sandboxv1.NewSandboxServiceClient(s.conn)
+	// The socket appears when serve listens; until then WaitForReady
+	// retries. A serve that exits (host cannot isolate) ends the wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.exited:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if _, err := s.client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{}, grpc.WaitForReady(true)); err != nil {
+		_ = stop()
+		t.Fatalf("execfarm serve never answered: %v\n%s", err, s.logText())
+	}
+	return s
+}
+
+func (s *server) logText() string {
+	if lw, ok := s.cmd.Stderr.(*lockedWriter); ok {
+		lw.mu.Lock()
+		defer lw.mu.Unlock()
+	}
+	b := s.log.Bytes()
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	return "execfarm serve log (tail):\n" + string(b)
+}
+
+// lockedWriter serialises the server's stdout and stderr into one buffer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// rssBytes returns the resident set size of process pid (VmRSS), bytes.
+func rssBytes(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse VmRSS %q: %w", v, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// rssSampler records the highest RSS of pid, read every interval, until
+// stop is called; stop returns the peak and the sample count.
+func rssSampler(pid int, interval time.Duration) (stop func() (peak int64, samples int, err error)) {
+	done := make(chan struct{})
+	var (
+		peak    int64
+		samples int
+		serr    error
+	)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			rss, err := rssBytes(pid)
+			if err != nil {
+				serr = err
+				return
+			}
+			samples++
+			peak = max(peak, rss)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() (int64, int, error) {
+		close(done)
+		<-finished
+		return peak, samples, serr
+	}
+}
