@@ -41,6 +41,7 @@ bundle:
 	@[ -d runtime/node/bundle/node_modules ] || npm ci --prefix runtime/node/bundle --no-audit --no-fund --ignore-scripts
 
 bench: build
+	@command -v bwrap >/dev/null || apt-get install -y -qq bubblewrap >/dev/null || echo "bubblewrap not installed: the bwrap baseline is skipped"
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./test/bench/
 
 $(TOOLS)/protoc-gen-go:

@@ -126,10 +126,6 @@ func rlimitsFor(l Limits) []*workerv1.Rlimit {
 		n := uint64(l.FileDescriptors)
 		out = append(out, &workerv1.Rlimit{Resource: "NOFILE", Soft: n, Hard: n})
 	}
-	if l.CPUTimeMs > 0 {
-		sec := uint64((l.CPUTimeMs + 999) / 1000)
-		out = append(out, &workerv1.Rlimit{Resource: "CPU", Soft: sec, Hard: sec + 1})
-	}
 	// Files written by the program are bounded by the workspace anyway;
 	// RLIMIT_FSIZE makes a single runaway write fail early and clearly.
 	fsz := uint64(l.WorkspaceBytes)
@@ -225,7 +221,7 @@ type run struct {
 
 	mu     sync.Mutex
 	sb     *sandbox.Sandbox
-	reason registry.Reason // set by stop: cancelled or timeout
+	reason registry.Reason // set by stop: cancelled, timeout or cpu_time
 }
 
 // stop ends the execution for reason (first reason wins) and kills its
@@ -241,6 +237,42 @@ func (r *run) stop(reason registry.Reason) {
 		_ = sb.Kill()
 	}
 	r.cancel()
+}
+
+// cpuPollInterval is how often the CPU-time limit is checked: the cgroup
+// counts CPU time but signals nothing, so it is read. The limit is thus
+// exact to within one interval of the sandbox's CPUs.
+const cpuPollInterval = 20 * time.Millisecond
+
+// watchCPU stops the run with reason CPU_TIME once the sandbox's cgroup
+// has used limitMs of CPU (user+system, every process of the sandbox
+// together, unlike a per-process RLIMIT_CPU) since base. It returns the
+// function that ends the watch.
+func (r *run) watchCPU(sb *sandbox.Sandbox, base cgroup.Usage, limitMs int64) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(cpuPollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-r.ctx.Done():
+				return
+			case <-t.C:
+			}
+			u, err := sb.Usage()
+			if err != nil {
+				continue
+			}
+			used := u.CPUUserMicros + u.CPUSystemMicros - base.CPUUserMicros - base.CPUSystemMicros
+			if used >= limitMs*1000 {
+				r.stop(registry.ReasonCPUTime)
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 func (r *run) stopReason() registry.Reason {
@@ -308,6 +340,9 @@ func (r *run) execute() {
 	// sandbox's idle time) is not the program's.
 	base, _ := sb.Usage()
 	timer := time.AfterFunc(time.Duration(l.TimeoutMs)*time.Millisecond, func() { r.stop(registry.ReasonTimeout) })
+	if l.CPUTimeMs > 0 {
+		defer r.watchCPU(sb, base, l.CPUTimeMs)()
+	}
 	started := time.Now()
 	exit, runErr := sb.Run(r.ctx, r.j.req, func(ev *workerv1.RunEvent) {
 		switch x := ev.GetEvent().(type) {
@@ -338,14 +373,8 @@ func (r *run) execute() {
 		PeakMemoryBytes: usage.PeakMemoryBytes, PeakMemorySource: usage.PeakMemorySource,
 		PidsPeak: usage.PidsPeak, OOMKills: usage.OOMKills,
 	}
-	if r.stopReason() == 0 && runErr == nil && sb.ProgramGone() {
-		// Nothing of the program is left: the result can be published
-		// before the sandbox (its worker, cgroup and directory) is
-		// destroyed. The slot stays held until then.
-		r.finish(res)
-		r.destroy(sb)
-		return
-	}
+	// The result is published only once the sandbox is gone: a terminal
+	// execution has no process, cgroup, mount or socket left.
 	r.destroy(sb)
 	r.finish(res)
 }
@@ -401,6 +430,9 @@ func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.
 			Error: fmt.Sprintf("timed out after %d ms", l.TimeoutMs)}
 	case registry.ReasonCancelled:
 		return registry.Result{State: registry.StateCancelled, Reason: registry.ReasonCancelled, Error: "cancelled"}
+	case registry.ReasonCPUTime:
+		return registry.Result{State: registry.StateFailed, Reason: registry.ReasonCPUTime,
+			Error: fmt.Sprintf("killed: CPU time limit of %d ms exceeded", l.CPUTimeMs)}
 	}
 	if u.OOMKills > 0 {
 		res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonMemory,
@@ -423,7 +455,7 @@ func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.
 	if sig := syscall.Signal(exit.GetSignal()); sig != 0 {
 		res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonSignal, Signal: int(sig), ExitCode: -1,
 			Error: "killed by signal " + strings.ToUpper(sigName(sig))}
-		if sig == syscall.SIGXCPU || (sig == syscall.SIGKILL && l.CPUTimeMs > 0 && u.CPUUserMicros+u.CPUSystemMicros >= l.CPUTimeMs*1000) {
+		if sig == syscall.SIGXCPU {
 			res.Reason = registry.ReasonCPUTime
 			res.Error = fmt.Sprintf("killed: CPU time limit of %d ms exceeded", l.CPUTimeMs)
 		}

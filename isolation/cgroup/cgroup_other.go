@@ -42,6 +42,3 @@ func (m *Manager) Delete() error            { return notSupported("delete") }
 
 // NewPayload returns an error wrapping ErrNotSupported off Linux.
 func (m *Manager) NewPayload(pidsMax int64) (*os.File, error) { return nil, notSupported("payload") }
-
-// PayloadTasks returns an error wrapping ErrNotSupported off Linux.
-func (m *Manager) PayloadTasks() (int64, error) { return 0, notSupported("payload tasks") }

@@ -56,14 +56,3 @@ func (m *Manager) NewPayload(pidsMax int64) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), procs), nil
 }
-
-// PayloadTasks returns the number of tasks in the payload cgroup
-// (pids.current): 0 means no process of the program is left. Without a
-// payload it returns an error.
-func (m *Manager) PayloadTasks() (int64, error) {
-	d := m.payloadDir.Load()
-	if d == nil {
-		return 0, fmt.Errorf("payload tasks of %s: no payload cgroup", m.Path())
-	}
-	return readSingle(filepath.Join(*d, "pids.current"))
-}

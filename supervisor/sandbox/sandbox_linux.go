@@ -180,13 +180,6 @@ func (s *Sandbox) ServeBroker(register func(*grpc.Server)) (uint32, error) {
 	return id, nil
 }
 
-// ProgramGone reports whether no process of the program is left in the
-// sandbox (its payload cgroup is empty). False when unknown.
-func (s *Sandbox) ProgramGone() bool {
-	n, err := s.cg.PayloadTasks()
-	return err == nil && n == 0
-}
-
 // Prepare has the worker fork the runtime process of req ahead of its Run
 // (see the worker's Prepare): a Run of the same shape then starts nothing.
 func (s *Sandbox) Prepare(ctx context.Context, req *workerv1.RunRequest) error {

@@ -51,6 +51,3 @@ func (s *Sandbox) ServeBroker(register func(*grpc.Server)) (uint32, error) {
 func (s *Sandbox) Prepare(ctx context.Context, req *workerv1.RunRequest) error {
 	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }
-
-// ProgramGone is false off Linux.
-func (s *Sandbox) ProgramGone() bool { return false }
