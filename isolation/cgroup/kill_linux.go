@@ -48,6 +48,10 @@ func (m *Manager) kill() error {
 		if err := writeExisting(killFile, "1"); err != nil {
 			return fmt.Errorf("kill cgroup %s: %w", m.Path(), err)
 		}
+	} else if pids, err := m.procs(); err == nil && len(pids) == 0 {
+		// Nothing to kill (the usual case once the sandbox's init is
+		// gone): no freeze.
+		return nil
 	} else {
 		frozen, err := m.freezeKillThaw()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"time"
 
 	"github.com/execfarm/execfarm/isolation/namespace"
 	"github.com/execfarm/execfarm/worker/plugin"
@@ -24,6 +25,7 @@ type workerRunner struct {
 	stderr io.ReadCloser
 	v1     bool
 	syncR  *os.File
+	exited chan struct{} // closed once the worker has been waited for
 	syncW  *os.File
 	cgFD   *os.File
 }
@@ -41,7 +43,8 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 	if err != nil {
 		return nil, err
 	}
-	r := &workerRunner{sb: sb, cmd: cmd}
+	r := &workerRunner{sb: sb, cmd: cmd, exited: make(chan struct{})}
+	sb.runner = r
 	cmd.Path = bin.ExecPath()
 	cmd.Args = []string{"execfarm-worker"}
 	cmd.Dir = "/"
@@ -115,7 +118,29 @@ func (r *workerRunner) Name() string                    { return "execfarm-worke
 func (r *workerRunner) ID() string                      { return r.sb.id }
 
 // Wait waits for the worker process to exit.
-func (r *workerRunner) Wait(context.Context) error { return r.cmd.Wait() }
+func (r *workerRunner) Wait(context.Context) error {
+	defer close(r.exited)
+	return r.cmd.Wait()
+}
+
+// killWorker SIGKILLs the worker, the init of the sandbox's pid namespace,
+// and waits up to timeout for it to be reaped. The kernel kills every other
+// process of the namespace when its init dies, and the init's exit is
+// complete only once they are gone (zap_pid_ns_processes), so a reaped
+// worker means an empty sandbox: the common case needs no cgroup freeze.
+// It reports whether the worker was reaped in time.
+func (r *workerRunner) killWorker(timeout time.Duration) bool {
+	if r.cmd.Process == nil {
+		return false
+	}
+	_ = r.cmd.Process.Kill()
+	select {
+	case <-r.exited:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
 
 // Kill kills the whole sandbox (the worker is its pid 1).
 func (r *workerRunner) Kill(context.Context) error {

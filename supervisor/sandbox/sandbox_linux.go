@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -34,6 +35,7 @@ type Sandbox struct {
 	worker  *plugin.Client
 	stderr  *boundedBuffer
 	payload *os.File // the payload cgroup's cgroup.procs, until the worker has it
+	runner  *workerRunner
 
 	closeOnce sync.Once
 	closeErr  error
@@ -208,6 +210,11 @@ func (s *Sandbox) OOMKilled() (bool, error) { return s.cg.OOMKilled() }
 func (s *Sandbox) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
+		if s.runner != nil {
+			// Fast path: killing the pid namespace's init empties the
+			// sandbox; the cgroup kill below then finds nothing to freeze.
+			s.runner.killWorker(time.Second)
+		}
 		if s.cg != nil {
 			if err := s.cg.Kill(); err != nil {
 				errs = append(errs, err)
