@@ -97,6 +97,11 @@ func errorText(r registry.Result, stderr string) *string {
 		return nil
 	}
 	msg := r.Error
+	if r.State == registry.StateCompleted && (r.StdoutTruncated || r.StderrTruncated) {
+		// ProDisco's success is false when a limit was hit (DESIGN.md):
+		// say which.
+		return ptr("output truncated: a stream exceeded max_output_bytes (head and tail kept; see stdout_truncated, stderr_truncated)")
+	}
 	if stderr = strings.TrimSpace(stderr); stderr != "" && r.Reason == registry.ReasonExited {
 		if len(stderr) > maxErrorText {
 			stderr = strings.ToValidUTF8(stderr[len(stderr)-maxErrorText:], "")

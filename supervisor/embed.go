@@ -176,6 +176,7 @@ func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc trans
 		cancel()
 		err := <-done
 		_, _ = cgroup.Cleanup(cfg.Sandbox.Cgroup)
+		_ = cgroup.RemoveParent(cfg.Sandbox.Cgroup)
 		os.RemoveAll(dir)
 		return err
 	}

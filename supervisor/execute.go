@@ -424,15 +424,18 @@ func (r *run) finish(res registry.Result) {
 // explicit stop (timeout, cancel) first, then an OOM kill (it wins over
 // "killed by SIGKILL", DESIGN.md), then the worker's report.
 func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.Usage, l Limits) registry.Result {
+	// A stopped run was ended by SIGKILL to its whole sandbox (cgroup).
+	killed := registry.Result{ExitCode: -1, Signal: int(syscall.SIGKILL)}
 	switch stop {
 	case registry.ReasonTimeout:
-		return registry.Result{State: registry.StateTimeout, Reason: registry.ReasonTimeout,
-			Error: fmt.Sprintf("timed out after %d ms", l.TimeoutMs)}
+		killed.State, killed.Reason, killed.Error = registry.StateTimeout, registry.ReasonTimeout, fmt.Sprintf("timed out after %d ms", l.TimeoutMs)
+		return killed
 	case registry.ReasonCancelled:
-		return registry.Result{State: registry.StateCancelled, Reason: registry.ReasonCancelled, Error: "cancelled"}
+		killed.State, killed.Reason, killed.Error = registry.StateCancelled, registry.ReasonCancelled, "cancelled"
+		return killed
 	case registry.ReasonCPUTime:
-		return registry.Result{State: registry.StateFailed, Reason: registry.ReasonCPUTime,
-			Error: fmt.Sprintf("killed: CPU time limit of %d ms exceeded", l.CPUTimeMs)}
+		killed.State, killed.Reason, killed.Error = registry.StateFailed, registry.ReasonCPUTime, fmt.Sprintf("killed: CPU time limit of %d ms exceeded", l.CPUTimeMs)
+		return killed
 	}
 	if u.OOMKills > 0 {
 		res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonMemory,

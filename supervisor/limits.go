@@ -27,6 +27,10 @@ type Limits struct {
 	WorkspaceBytes int64
 }
 
+// minCPUTimeMs is the smallest CPU-time limit: it is enforced by reading
+// the cgroup every cpuPollInterval, so a smaller one could not be exact.
+const minCPUTimeMs = 100
+
 // DefaultLimits are the server defaults when no flag changes them.
 var DefaultLimits = Limits{
 	MemoryBytes: 512 << 20, CPUPercent: 100, FileDescriptors: 1024, Processes: 256,
@@ -110,9 +114,14 @@ func resolveLimits(req *sandboxv1.ResourceLimits, timeoutMs *int32, def, ceil Li
 		min   int64
 	}{
 		{"limits.max_memory_bytes", out.MemoryBytes, 16 << 20},
+		// The worker's own start-up runs under the sandbox's CPU quota.
+		{"limits.max_cpu_percent", int64(out.CPUPercent), 10},
 		{"limits.max_file_descriptors", int64(out.FileDescriptors), 16},
 		{"limits.max_processes", int64(out.Processes), 8},
 		{"limits.workspace_bytes", out.WorkspaceBytes, 1 << 20},
+	}
+	if out.CPUTimeMs > 0 && out.CPUTimeMs < minCPUTimeMs {
+		return out, &LimitError{Field: "limits.cpu_time_ms", Value: out.CPUTimeMs, Reason: fmt.Sprintf("below the minimum %d (the limit is checked every %s)", minCPUTimeMs, cpuPollInterval)}
 	}
 	for _, m := range minimums {
 		if m.v < m.min {

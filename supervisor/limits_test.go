@@ -85,3 +85,10 @@ func FuzzResolveLimits(f *testing.F) {
 		}
 	})
 }
+
+func TestNewRejectsUnknownDefaultRuntime(t *testing.T) {
+	_, err := New(Config{DefaultRuntime: "cobol"})
+	if err == nil || !strings.Contains(err.Error(), "cobol") {
+		t.Fatalf("New(cobol) = %v", err)
+	}
+}

@@ -91,8 +91,12 @@ type Server struct {
 // New returns a Server ready to Register. It starts the registry's
 // retention sweeper; Shutdown stops it.
 func New(cfg Config) (*Server, error) {
-	if cfg.DefaultRuntime == "" {
+	switch cfg.DefaultRuntime {
+	case "":
 		cfg.DefaultRuntime = program.Goja
+	case program.Goja, program.Node, program.Shell, program.Python:
+	default:
+		return nil, fmt.Errorf("supervisor: unknown default runtime %q (goja, node, shell, python)", cfg.DefaultRuntime)
 	}
 	if cfg.QueueSize == 0 {
 		cfg.QueueSize = 1000

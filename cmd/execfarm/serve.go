@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"slices"
@@ -125,9 +126,14 @@ func serveCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return supervisor.ListenAndServe(ctx, s, tc, grace, func(addr string) {
+			err = supervisor.ListenAndServe(ctx, s, tc, grace, func(addr string) {
 				log.Info("serving", "address", addr, "max_concurrent", cfg.MaxConcurrent, "queue_size", cfg.QueueSize, "warm_pool", cfg.WarmPool)
 			})
+			// Every sandbox is gone: leave no empty cgroup parent behind.
+			if rerr := cgroup.RemoveParent(cfg.Sandbox.Cgroup); rerr != nil {
+				log.Warn("remove the sandbox cgroup parent", "error", rerr)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -168,7 +174,14 @@ func hostProbeConfig(cg cgroup.Config, uidBase uint32, maxConcurrent int) (probe
 	if uidBase == 0 {
 		return probe.Config{}, errors.New("--uid-base 0 would make sandbox root the host's root")
 	}
-	return probe.Config{Cgroup: cg, UIDBase: uidBase, UIDSlots: uidSlots(maxConcurrent)}, nil
+	slots := uidSlots(maxConcurrent)
+	// The last id of the window must be a valid uid (2^32-1 is reserved:
+	// (uid_t)-1); checked first, or every namespace trial of the probe
+	// fails with EINVAL and the report blames the kernel.
+	if end := uint64(uidBase) + uint64(slots)*65536; end > 1<<32-1 {
+		return probe.Config{}, fmt.Errorf("--uid-base %d: %d sandbox uid ranges of 65536 end at %d, past the largest uid %d", uidBase, slots, end-1, uint64(1<<32-2))
+	}
+	return probe.Config{Cgroup: cg, UIDBase: uidBase, UIDSlots: slots}, nil
 }
 
 // defaultCacheDir replaces the reference's /tmp/prodisco-scripts: a fixed

@@ -42,3 +42,6 @@ func (m *Manager) Delete() error            { return notSupported("delete") }
 
 // NewPayload returns an error wrapping ErrNotSupported off Linux.
 func (m *Manager) NewPayload(pidsMax int64) (*os.File, error) { return nil, notSupported("payload") }
+
+// RemoveParent returns an error wrapping ErrNotSupported off Linux.
+func RemoveParent(cfg Config) error { return notSupported("remove parent") }

@@ -366,3 +366,22 @@ func Cleanup(cfg Config) (removed int, err error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// RemoveParent removes the parent of sandbox cgroups (cfg.Parent, in every
+// hierarchy) once it holds no sandbox cgroup: the last step of a clean
+// shutdown, and of an embedded supervisor, whose parent is its own. A
+// parent that still has children is left in place and reported.
+func RemoveParent(cfg Config) error {
+	lay, err := resolve(cfg)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range lay.controllers() {
+		dir := lay.parentDir(c)
+		if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, &os.PathError{Op: "rmdir", Path: dir, Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -14,6 +14,10 @@ import (
 	"github.com/dop251/goja_nodejs/eventloop"
 )
 
+// maxCallStackSize bounds goja's call stack (frames); deeper recursion
+// throws "RangeError: Maximum call stack size exceeded".
+const maxCallStackSize = 10000
+
 // Exit codes returned by Run besides the code passed to process.exit.
 const (
 	// ExitOK means the program ran to completion: the event loop had no
@@ -100,6 +104,9 @@ func execute(ctx context.Context, program string, stdout, stderr io.Writer, opts
 	cancelDone := make(chan struct{})
 	loop.Run(func(vm *gojavm.Runtime) {
 		r.vm = vm
+		// Unbounded recursion throws a RangeError, as in V8, instead of
+		// growing until the memory limit or the timeout.
+		vm.SetMaxCallStackSize(maxCallStackSize)
 		// Registered inside Run so that StopNoWait finds the loop running.
 		stop = context.AfterFunc(ctx, func() {
 			defer close(cancelDone)

@@ -301,3 +301,13 @@ func TestLargeOutputIsNotLost(t *testing.T) {
 		t.Errorf("got %d lines, last %q", len(lines), lines[len(lines)-1])
 	}
 }
+
+// Unbounded recursion ends the program at once with V8's error (in goja a
+// stack overflow cannot be caught), instead of growing to the memory limit.
+func TestRecursionEndsWithRangeError(t *testing.T) {
+	var out, errOut strings.Builder
+	code := Run(context.Background(), "function f(n){ return f(n+1) + 1 }\nf(0)", &out, &errOut, Options{})
+	if code != ExitUncaught || !strings.Contains(errOut.String(), "RangeError: Maximum call stack size exceeded") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, out.String(), errOut.String())
+	}
+}

@@ -61,7 +61,13 @@ func (r *runner) endTask(err error) {
 	if err != nil {
 		var interrupted *gojavm.InterruptedError
 		var exception *gojavm.Exception
+		var overflow *gojavm.StackOverflowError
 		switch {
+		case errors.As(err, &overflow):
+			// goja's stack overflow cannot be caught from JavaScript;
+			// report it as V8 names it.
+			r.report("Uncaught RangeError: Maximum call stack size exceeded\n" + overflow.String())
+			r.finish(ExitUncaught)
 		case errors.As(err, &interrupted):
 			switch v := interrupted.Value().(type) {
 			case exitRequest:

@@ -15,7 +15,7 @@ import (
 // Defaults applied by New for zero Config fields.
 const (
 	DefaultRetentionMs      = 5 * 60 * 1000 // 5 minutes, DESIGN.md "Execution semantics"
-	DefaultMaxBufferedBytes = 256 << 20     // 256 MiB
+	DefaultMaxBufferedBytes = 64 << 20      // 64 MiB
 	DefaultSweepIntervalMs  = 1000
 )
 
@@ -27,7 +27,9 @@ type Config struct {
 	// MaxBufferedBytes is the budget for output kept by terminal executions,
 	// bytes. When it is exceeded, Sweep removes the terminal executions that
 	// ended first. Running and pending executions are never removed and do
-	// not count against it. Zero => DefaultMaxBufferedBytes (256 MiB).
+	// not count against it. Zero => DefaultMaxBufferedBytes (64 MiB). The
+	// budget holds at every moment: an execution that ends over it evicts
+	// the oldest at once, not at the next Sweep.
 	MaxBufferedBytes int64
 	// SweepIntervalMs is the period of Run, milliseconds. Zero =>
 	// DefaultSweepIntervalMs (1 s).
@@ -185,6 +187,9 @@ func (r *Registry) onFinish(e *Execution, finished time.Time, bytes int64) {
 	r.finSeq++
 	en.terminal, en.finishedAt, en.finSeq, en.bytes = true, finished, r.finSeq, bytes
 	r.terminalBytes += bytes
+	if r.terminalBytes > r.budget {
+		r.evictLocked(nil)
+	}
 }
 
 // Sweep removes the terminal executions that ended more than the retention
@@ -208,10 +213,25 @@ func (r *Registry) Sweep() int {
 		}
 		done = append(done, en)
 	}
+	return removed + r.evictLocked(done)
+}
+
+// evictLocked removes the terminal executions that ended first while the
+// output they keep exceeds the budget; done lists the terminal entries
+// (nil: collect them). It returns how many it removed.
+func (r *Registry) evictLocked(done []*entry) int {
 	if r.terminalBytes <= r.budget {
-		return removed
+		return 0
+	}
+	if done == nil {
+		for _, en := range r.entries {
+			if en.terminal {
+				done = append(done, en)
+			}
+		}
 	}
 	slices.SortFunc(done, func(a, b *entry) int { return cmp.Compare(a.finSeq, b.finSeq) })
+	removed := 0
 	for _, en := range done {
 		if r.terminalBytes <= r.budget {
 			break

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -72,8 +73,15 @@ func (c *Config) Validate() error {
 	if c.IDs == nil {
 		return errors.New("sandbox: Config.IDs is nil")
 	}
-	if d := c.stateDir(); len(d) > socketPathBudget {
+	d := c.stateDir()
+	if len(d) > socketPathBudget {
 		return fmt.Errorf("sandbox: state directory %q is %d bytes; at most %d fit in a unix socket path", d, len(d), socketPathBudget)
+	}
+	if err := os.MkdirAll(d, 0o711); err != nil {
+		return fmt.Errorf("sandbox: state directory: %w", err)
+	}
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		return fmt.Errorf("sandbox: state directory %q is not a directory", d)
 	}
 	return nil
 }
