@@ -13,6 +13,7 @@ import (
 
 // console is the state behind the console global.
 type console struct {
+	last   *stream // the stream written last, flushed on a switch
 	r      *runner
 	indent string // console.group nesting
 	counts map[string]int
@@ -141,6 +142,12 @@ func (c *console) timeLog(call gojavm.FunctionCall, end bool) {
 
 // print writes msg and a newline to s, indented by console.group.
 func (c *console) print(s *stream, msg string) {
+	// Keep the order of lines across stdout and stderr as written: flush
+	// the other stream's buffer before switching.
+	if c.last != nil && c.last != s {
+		c.last.Flush()
+	}
+	c.last = s
 	if c.indent != "" {
 		msg = c.indent + strings.ReplaceAll(msg, "\n", "\n"+c.indent)
 	}
