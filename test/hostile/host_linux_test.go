@@ -3,89 +3,13 @@
 package hostile
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
+	"github.com/execfarm/execfarm/test/hostscan"
+
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
-
-// procEntry is one host process as seen in /proc.
-type procEntry struct {
-	pid     int
-	uids    []uint32 // real, effective, saved, filesystem
-	state   string
-	cmdline string // NUL separators replaced by spaces
-}
-
-func (p procEntry) String() string {
-	return fmt.Sprintf("pid %d uids %v state %s cmdline %q", p.pid, p.uids, p.state, shorten(p.cmdline))
-}
-
-// hostProcs lists the host's processes; processes that exit while being
-// read are left out.
-func hostProcs() []procEntry {
-	ents, _ := os.ReadDir("/proc")
-	var out []procEntry
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		p := procEntry{pid: pid}
-		sc := bufio.NewScanner(bytes.NewReader(status))
-		for sc.Scan() {
-			k, v, _ := strings.Cut(sc.Text(), ":")
-			switch k {
-			case "Uid":
-				for _, f := range strings.Fields(v) {
-					u, _ := strconv.ParseUint(f, 10, 32)
-					p.uids = append(p.uids, uint32(u))
-				}
-			case "State":
-				p.state = strings.TrimSpace(v)
-			}
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		p.cmdline = strings.TrimSpace(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
-		out = append(out, p)
-	}
-	return out
-}
-
-// procsWithMarker returns the host processes, other than this one, whose
-// command line contains marker.
-func procsWithMarker(marker string) []procEntry {
-	var out []procEntry
-	for _, p := range hostProcs() {
-		if p.pid != os.Getpid() && strings.Contains(p.cmdline, marker) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// sandboxProcs returns the host processes (zombies included) with any uid
-// in [lo, hi).
-func sandboxProcs(lo, hi uint32) []procEntry {
-	var out []procEntry
-	for _, p := range hostProcs() {
-		for _, u := range p.uids {
-			if u >= lo && u < hi {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out
-}
 
 // sandboxLeftovers lists what remains on the host of the sandbox id: its
 // cgroup under any controller's parent, its state directory, mounts
@@ -130,7 +54,7 @@ func (s *suite) leftovers() []string {
 	for _, m := range mountsContaining(s.dir) {
 		out = append(out, "mount "+m)
 	}
-	for _, p := range sandboxProcs(s.uidBase, s.uidEnd) {
+	for _, p := range hostscan.InUIDWindow(s.uidBase, s.uidEnd) {
 		out = append(out, "process "+p.String())
 	}
 	return out

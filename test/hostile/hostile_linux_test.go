@@ -3,6 +3,8 @@
 package hostile
 
 import (
+	"github.com/execfarm/execfarm/test/hostscan"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -62,8 +64,8 @@ func TestHostile(t *testing.T) {
 		// sandboxes on this host at the same time; their uids are at or
 		// above 1<<30 but outside this suite's window, so they are only
 		// reported.
-		for _, p := range sandboxProcs(1<<30, ^uint32(0)) {
-			if !(p.uids[0] >= s.uidBase && p.uids[0] < s.uidEnd) {
+		for _, p := range hostscan.InUIDWindow(1<<30, ^uint32(0)) {
+			if !(p.UIDs[0] >= s.uidBase && p.UIDs[0] < s.uidEnd) {
 				t.Logf("note: a process of another sandbox owner is running: %s", p)
 			}
 		}
@@ -128,7 +130,7 @@ func (s *suite) runCase(t *testing.T, c *caseFile) {
 		}
 		// The supervisor destroys a sandbox before it publishes the
 		// result, so none of this may exist any more.
-		if ps := procsWithMarker(vars["MARKER"]); len(ps) > 0 {
+		if ps := hostscan.WithMarker(vars["MARKER"]); len(ps) > 0 {
 			for _, p := range ps {
 				bad = append(bad, "host process with the case's marker survived: "+p.String())
 			}

@@ -3,14 +3,13 @@
 package integration
 
 import (
-	"bufio"
-	"bytes"
+	"github.com/execfarm/execfarm/test/hostscan"
+
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,75 +120,9 @@ func median(ds []time.Duration) time.Duration {
 	return ds[len(ds)/2]
 }
 
-// procEntry is one host process as seen in /proc.
-type procEntry struct {
-	pid     int
-	uids    []uint32 // real, effective, saved, filesystem
-	state   string
-	cmdline string // NUL separators replaced by spaces
-}
-
-func (p procEntry) String() string {
-	return fmt.Sprintf("pid %d uids %v state %s cmdline %q", p.pid, p.uids, p.state, p.cmdline)
-}
-
-// hostProcs lists the host's processes. Processes that exit while being
-// read are skipped.
-func hostProcs() []procEntry {
-	ents, _ := os.ReadDir("/proc")
-	var out []procEntry
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		p := procEntry{pid: pid}
-		sc := bufio.NewScanner(bytes.NewReader(status))
-		for sc.Scan() {
-			k, v, _ := strings.Cut(sc.Text(), ":")
-			switch k {
-			case "Uid":
-				for _, f := range strings.Fields(v) {
-					u, _ := strconv.ParseUint(f, 10, 32)
-					p.uids = append(p.uids, uint32(u))
-				}
-			case "State":
-				p.state = strings.TrimSpace(v)
-			}
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		p.cmdline = strings.TrimSpace(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
-		out = append(out, p)
-	}
-	return out
-}
-
 // sandboxProcs returns the host processes (zombies included) with a uid in
 // the suite's window: what is left of sandboxes.
-func sandboxProcs() []procEntry {
-	var out []procEntry
-	for _, p := range hostProcs() {
-		if slices.ContainsFunc(p.uids, func(u uint32) bool { return u >= host.uidBase && u < host.uidEnd }) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// procsRunning returns the host processes whose command line contains sub.
-func procsRunning(sub string) []procEntry {
-	var out []procEntry
-	for _, p := range hostProcs() {
-		if p.pid != os.Getpid() && strings.Contains(p.cmdline, sub) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func sandboxProcs() []hostscan.Proc { return hostscan.InUIDWindow(host.uidBase, host.uidEnd) }
 
 // leftovers lists what remains of sandboxes on the host: directories under
 // the instances' state dirs' sb/ folders, cgroups under the suite's parent

@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"github.com/execfarm/execfarm/test/hostscan"
+
 	"context"
 	"errors"
 	"fmt"
@@ -106,7 +108,7 @@ func TestTimeoutKillsTheProcessTree(t *testing.T) {
 	if took > 3*time.Second {
 		t.Fatalf("1000 ms timeout took %v", took)
 	}
-	if ps := procsRunning("sleep " + sleepMarker); len(ps) > 0 {
+	if ps := hostscan.WithMarker("sleep " + sleepMarker); len(ps) > 0 {
 		t.Fatalf("processes left after the timeout: %v", ps)
 	}
 	if cg := sandboxCgroups(resp.GetOutcome().GetSandboxId()); len(cg) > 0 {
@@ -160,7 +162,7 @@ func TestCancelRunningAsyncExecution(t *testing.T) {
 	if r := waitOutput(ctx, t, in.client, id, "ready"); r.GetResult() != nil {
 		t.Fatalf("execution ended before it was cancelled: %v", r)
 	}
-	if ps := procsRunning("sleep " + marker); len(ps) == 0 {
+	if ps := hostscan.WithMarker("sleep " + marker); len(ps) == 0 {
 		t.Fatalf("the program's sleep is not running on the host; the test cannot tell whether cancel kills it")
 	}
 	resp, err := in.client.CancelExecution(ctx, &sandboxv1.CancelExecutionRequest{ExecutionId: id})
@@ -170,7 +172,7 @@ func TestCancelRunningAsyncExecution(t *testing.T) {
 	if !resp.GetSuccess() || resp.GetState() != stateCancelled {
 		t.Fatalf("CancelExecution = %v; want success and CANCELLED", resp)
 	}
-	if ps := procsRunning("sleep " + marker); len(ps) > 0 {
+	if ps := hostscan.WithMarker("sleep " + marker); len(ps) > 0 {
 		t.Fatalf("processes left after CancelExecution returned: %v", ps)
 	}
 	if l := leftovers(in); len(l) > 0 {
@@ -206,7 +208,7 @@ func TestClosingTheStreamCancels(t *testing.T) {
 	if resp.GetState() != stateCancelled {
 		t.Fatalf("after the client closed the stream the execution is %s; want CANCELLED", resp.GetState())
 	}
-	if ps := procsRunning("sleep " + marker); len(ps) > 0 {
+	if ps := hostscan.WithMarker("sleep " + marker); len(ps) > 0 {
 		t.Fatalf("processes left after the stream was closed: %v", ps)
 	}
 }

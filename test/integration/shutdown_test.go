@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"github.com/execfarm/execfarm/test/hostscan"
+
 	"context"
 	"fmt"
 	"strings"
@@ -80,7 +82,7 @@ func TestGracefulShutdown(t *testing.T) {
 				t.Fatalf("after shutdown: terminal %v, state %s (%s: %s), output %q; want %s, %q",
 					terminal, res.State, res.Reason, res.Error, out, tt.wantState, tt.wantOut)
 			}
-			if ps := procsRunning("sleep " + sleepMarker + "3"); len(ps) > 0 {
+			if ps := hostscan.WithMarker("sleep " + sleepMarker + "3"); len(ps) > 0 {
 				t.Fatalf("processes left after shutdown: %v", ps)
 			}
 			if l := leftovers(in); len(l) > 0 {

@@ -1,0 +1,90 @@
+// Package hostscan lists the host's processes from /proc for the suites
+// that check what sandboxes leave behind (test/integration, test/hostile).
+// Linux only; test support, not product code.
+package hostscan
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Proc is one host process as seen in /proc.
+type Proc struct {
+	PID     int
+	UIDs    []uint32 // real, effective, saved, filesystem
+	State   string
+	Cmdline string // NUL separators replaced by spaces
+}
+
+func (p Proc) String() string {
+	cmd := p.Cmdline
+	if len(cmd) > 200 {
+		cmd = cmd[:200] + "…"
+	}
+	return fmt.Sprintf("pid %d uids %v state %s cmdline %q", p.PID, p.UIDs, p.State, cmd)
+}
+
+// Procs lists the host's processes; processes that exit while being read
+// are left out.
+func Procs() []Proc {
+	ents, _ := os.ReadDir("/proc")
+	var out []Proc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		p := Proc{PID: pid}
+		sc := bufio.NewScanner(bytes.NewReader(status))
+		for sc.Scan() {
+			k, v, _ := strings.Cut(sc.Text(), ":")
+			switch k {
+			case "Uid":
+				for _, f := range strings.Fields(v) {
+					u, _ := strconv.ParseUint(f, 10, 32)
+					p.UIDs = append(p.UIDs, uint32(u))
+				}
+			case "State":
+				p.State = strings.TrimSpace(v)
+			}
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		p.Cmdline = strings.TrimSpace(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+		out = append(out, p)
+	}
+	return out
+}
+
+// InUIDWindow returns the processes (zombies included) with any uid in
+// [lo, hi): what is left of sandboxes whose ranges lie there.
+func InUIDWindow(lo, hi uint32) []Proc {
+	var out []Proc
+	for _, p := range Procs() {
+		if slices.ContainsFunc(p.UIDs, func(u uint32) bool { return u >= lo && u < hi }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// WithMarker returns the processes, other than the caller, whose command
+// line contains marker.
+func WithMarker(marker string) []Proc {
+	var out []Proc
+	for _, p := range Procs() {
+		if p.PID != os.Getpid() && strings.Contains(p.Cmdline, marker) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
