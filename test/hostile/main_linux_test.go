@@ -120,10 +120,8 @@ func setup() (s *suite, teardown func() error, err error) {
 		if _, err := cgroup.Cleanup(s.cg); err != nil {
 			errs = append(errs, fmt.Errorf("clean up sandbox cgroups: %w", err))
 		}
-		for _, p := range s.cgParents {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
-			}
+		if err := cgroup.RemoveParent(s.cg); err != nil {
+			errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
 		}
 		if s.logFile != nil {
 			s.logFile.Close()

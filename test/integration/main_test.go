@@ -139,10 +139,8 @@ func setup() (teardown func() error) {
 		if _, err := cgroup.Cleanup(host.cg); err != nil {
 			errs = append(errs, fmt.Errorf("clean up sandbox cgroups: %w", err))
 		}
-		for _, p := range host.cgParents {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
-			}
+		if err := cgroup.RemoveParent(host.cg); err != nil {
+			errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
 		}
 		if host.logFile != nil {
 			host.logFile.Close()
