@@ -87,7 +87,10 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 // Start forks the worker and, on cgroup v1, places it in the cgroup before
 // releasing it: no untrusted byte runs outside the cgroup.
 func (r *workerRunner) Start(_ context.Context) error {
-	err := r.cmd.Start()
+	var err error
+	if serr := theSpawner.run(func() { err = r.cmd.Start() }); serr != nil {
+		err = serr
+	}
 	if r.syncR != nil {
 		r.syncR.Close()
 	}
