@@ -178,7 +178,7 @@ func (s *Server) submitMode(req *sandboxv1.ExecuteRequest, tests bool) (*registr
 		CachedName:     j.cachedName,
 		MaxOutputBytes: j.limits.OutputBytes,
 	})
-	r := &run{s: s, e: e, j: j, ticket: ticket}
+	r := &run{s: s, e: e, j: j, ticket: ticket, queued: time.Now()}
 	s.runs.Store(e.ID(), r)
 	r.ctx, r.cancel = context.WithCancel(s.runCtx)
 	e.SetCancel(func() { r.stop(registry.ReasonCancelled) })
@@ -210,6 +210,7 @@ func (s *Server) queuePosition(id string) int {
 
 // run is one execution in flight.
 type run struct {
+	queued time.Time // admission: the queue wait starts here
 	s      *Server
 	e      *registry.Execution
 	j      *job
@@ -284,7 +285,7 @@ func (r *run) stopReason() registry.Reason {
 func (r *run) execute() {
 	defer r.s.running.Done()
 	defer r.cancel()
-	queued := time.Now()
+	queued := r.queued
 	defer r.s.runs.Delete(r.e.ID())
 	if err := r.ticket.Wait(r.ctx); err != nil {
 		r.finishStopped(time.Since(queued).Milliseconds(), "cancelled while queued")

@@ -109,11 +109,13 @@ func TestQueueAdmitsPositionsAndRuns(t *testing.T) {
 	// Cancel the one at position 25: it ends CANCELLED without a sandbox,
 	// the ones behind it move up, and its place takes one more submission.
 	victim := ok[slots+24]
+	// A lower bound of its queue wait: measured before the cancel is sent
+	// (the wait ends when the server cancels, before the reply arrives).
+	queuedFor := time.Since(victim.queuedAt)
 	cresp, err := in.client.CancelExecution(ctx, &sandboxv1.CancelExecutionRequest{ExecutionId: victim.id})
 	if err != nil || !cresp.GetSuccess() {
 		t.Fatalf("cancel queued execution: %v %v", cresp, err)
 	}
-	queuedFor := time.Since(victim.queuedAt)
 	vr, err := in.client.GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: victim.id, Wait: true})
 	if err != nil {
 		t.Fatalf("GetExecution(wait) of the cancelled one: %v", err)
