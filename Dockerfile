@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
-# execfarm image: the supervisor and the lean worker. Runs as a privileged
-# DaemonSet (deploy/base); sandboxes need user namespaces and cgroups.
+# execfarm image: the supervisor, the lean worker, and the node runtime
+# bundle. Runs as a privileged DaemonSet (deploy/base); sandboxes need user
+# namespaces and cgroups. Sandboxes bind this image's /usr read-only: what
+# programs can run is what /usr holds (sh, coreutils, python3, node).
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
@@ -10,17 +12,26 @@ COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/ ./cmd/execfarm ./cmd/execfarm-worker
 
-FROM debian:bookworm-slim
-# python3 for the python runtime; nothing else runs in sandboxes but what
-# /usr provides (sandboxes bind the host image's /usr read-only).
+# The node runtime bundle (@kubernetes/client-node, prometheus-query, uvu),
+# from its lock file.
+FROM node:20-bookworm-slim AS bundle
+WORKDIR /bundle
+COPY runtime/node/bundle/package.json runtime/node/bundle/package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+
+# node 20 (the bundle needs >= 20.19; Debian bookworm's nodejs is 18).
+FROM node:20-bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 ca-certificates \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/* \
+ && ln -sf /usr/local/bin/node /usr/bin/node
 COPY --from=build /out/execfarm /usr/local/bin/execfarm
 COPY --from=build /out/execfarm-worker /usr/local/bin/execfarm-worker
+COPY --from=bundle /bundle /usr/local/lib/execfarm/node-bundle
 # The worker binary is executed by each sandbox's unprivileged root.
 RUN chmod 0755 /usr/local/bin/execfarm /usr/local/bin/execfarm-worker
-ENV SANDBOX_SOCKET_PATH=/run/execfarm/execfarm.sock
+ENV SANDBOX_SOCKET_PATH=/run/execfarm/execfarm.sock \
+    EXECFARM_NODE_BUNDLE=/usr/local/lib/execfarm/node-bundle
 EXPOSE 50051
 ENTRYPOINT ["/usr/local/bin/execfarm"]
 CMD ["serve"]

@@ -146,8 +146,8 @@ func TestDockerfile(t *testing.T) {
 			buildLine = line
 		}
 	}
-	if len(froms) != 2 || !strings.Contains(froms[0], "AS build") {
-		t.Fatalf("want a build stage and a runtime stage, got %q", froms)
+	if len(froms) < 2 || !strings.Contains(froms[0], "AS build") || strings.Contains(froms[len(froms)-1], " AS ") {
+		t.Fatalf("want a build stage first and an unnamed runtime stage last, got %q", froms)
 	}
 	goVersion := regexp.MustCompile(`golang:(\d+\.\d+)`).FindStringSubmatch(froms[0])
 	mod, _ := os.ReadFile("../go.mod")
@@ -170,6 +170,17 @@ func TestDockerfile(t *testing.T) {
 	}
 	if !strings.Contains(entry, "/usr/local/bin/execfarm") {
 		t.Errorf("ENTRYPOINT = %q", entry)
+	}
+	// The node runtime: its bundle is installed from the checked-in lock
+	// file and found through EXECFARM_NODE_BUNDLE.
+	df, _ := os.ReadFile("../Dockerfile")
+	for _, want := range []string{"runtime/node/bundle/package-lock.json", "npm ci", "EXECFARM_NODE_BUNDLE=/usr/local/lib/execfarm/node-bundle", "COPY --from=bundle /bundle /usr/local/lib/execfarm/node-bundle"} {
+		if !strings.Contains(string(df), want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	if _, err := os.Stat("../runtime/node/bundle/package-lock.json"); err != nil {
+		t.Error(err)
 	}
 	if _, err := os.Stat("../cmd/execfarm-worker/main.go"); err != nil {
 		t.Error(err)
