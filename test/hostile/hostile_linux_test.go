@@ -9,12 +9,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,7 +84,7 @@ func (s *suite) runCase(t *testing.T, c *caseFile) {
 	for _, setup := range c.setups {
 		switch setup {
 		case "host-tcp-listener":
-			port, accepted := hostListener(t)
+			port, accepted := hostscan.Listener(t)
 			vars["HOST_TCP_PORT"] = strconv.Itoa(port)
 			checkAfter = append(checkAfter, func() []string {
 				if n := accepted(); n > 0 {
@@ -149,31 +146,6 @@ func (s *suite) runCase(t *testing.T, c *caseFile) {
 			t.Error(b)
 		}
 	}
-}
-
-// hostListener listens on the host's 127.0.0.1 until the test ends and
-// counts the connections it accepts.
-func hostListener(t *testing.T) (port int, accepted func() int64) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("host listener: %v", err)
-	}
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { lis.Close(); wg.Wait() })
-	return lis.Addr().(*net.TCPAddr).Port, n.Load
 }
 
 // hostMarkerFile creates a world-readable file in /var/tmp holding a

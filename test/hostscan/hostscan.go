@@ -1,5 +1,6 @@
-// Package hostscan lists the host's processes from /proc for the suites
-// that check what sandboxes leave behind (test/integration, test/hostile).
+// Package hostscan is the host side of the checks shared by
+// test/integration and test/hostile: the host's processes from /proc (what
+// sandboxes leave behind) and a loopback listener a sandbox must not reach.
 // Linux only; test support, not product code.
 package hostscan
 

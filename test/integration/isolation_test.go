@@ -7,12 +7,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
+	"github.com/execfarm/execfarm/test/hostscan"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
@@ -105,25 +103,7 @@ func TestIsolationThroughTheAPI(t *testing.T) {
 
 	t.Run("no host network", func(t *testing.T) {
 		requirePython(t)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("listen: %v", err)
-		}
-		var accepted atomic.Int32
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				accepted.Add(1)
-				c.Close()
-			}
-		}()
-		port := ln.Addr().(*net.TCPAddr).Port
+		port, accepted := hostscan.Listener(t)
 		code := fmt.Sprintf(`import socket, sys
 try:
     socket.create_connection(("127.0.0.1", %d), timeout=5).close()
@@ -133,12 +113,10 @@ except OSError as e:
 print("connected")
 sys.exit(1)`, port)
 		resp := execute(t, in.client, pythonReq(code, 0))
-		ln.Close()
-		wg.Wait()
 		if !resp.GetSuccess() || !strings.HasPrefix(resp.GetOutput(), "failed") {
 			t.Fatalf("connect to the host's 127.0.0.1:%d: %s", port, describe(resp))
 		}
-		if n := accepted.Load(); n != 0 {
+		if n := accepted(); n != 0 {
 			t.Fatalf("the host listener accepted %d connections from the sandbox", n)
 		}
 	})
