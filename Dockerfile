@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# execfarm image: the supervisor, the lean worker, and the node runtime
+# execfarm image: the supervisor, the lean worker, the goja runtime, the node runtime
 # bundle. Runs as a privileged DaemonSet (deploy/base); sandboxes need user
 # namespaces and cgroups. Sandboxes bind this image's /usr read-only: what
 # programs can run is what /usr holds (sh, coreutils, python3, node).
@@ -10,7 +10,11 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/ ./cmd/execfarm ./cmd/execfarm-worker
+# cgo: the worker empties its capability bounding set in a C constructor,
+# before the Go runtime starts threads (worker/bounding_cgo_linux.go), and
+# uses libpsx for what is left; a pure-Go worker is correct but pays
+# ~10 ms more per sandbox. The runtime image has the same glibc.
+RUN CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/ ./cmd/execfarm ./cmd/execfarm-worker ./cmd/execfarm-goja
 
 # The node runtime bundle (@kubernetes/client-node, prometheus-query, uvu),
 # from its lock file.
@@ -27,9 +31,11 @@ RUN apt-get update \
  && ln -sf /usr/local/bin/node /usr/bin/node
 COPY --from=build /out/execfarm /usr/local/bin/execfarm
 COPY --from=build /out/execfarm-worker /usr/local/bin/execfarm-worker
+COPY --from=build /out/execfarm-goja /usr/local/bin/execfarm-goja
 COPY --from=bundle /bundle /usr/local/lib/execfarm/node-bundle
-# The worker binary is executed by each sandbox's unprivileged root.
-RUN chmod 0755 /usr/local/bin/execfarm /usr/local/bin/execfarm-worker
+# The worker and goja binaries are executed by each sandbox's unprivileged
+# root and user; execfarm-goja must stay next to execfarm-worker.
+RUN chmod 0755 /usr/local/bin/execfarm /usr/local/bin/execfarm-worker /usr/local/bin/execfarm-goja
 ENV SANDBOX_SOCKET_PATH=/run/execfarm/execfarm.sock \
     EXECFARM_NODE_BUNDLE=/usr/local/lib/execfarm/node-bundle
 EXPOSE 50051

@@ -154,7 +154,10 @@ func TestDockerfile(t *testing.T) {
 	if goVersion == nil || !strings.Contains(string(mod), "go "+goVersion[1]) {
 		t.Errorf("build image %q does not match go.mod's go version", froms[0])
 	}
-	for _, bin := range []string{"execfarm", "execfarm-worker"} {
+	if !strings.Contains(buildLine, "CGO_ENABLED=1") {
+		t.Errorf("go build must use cgo (the worker's bounding-set constructor and libpsx): %q", buildLine)
+	}
+	for _, bin := range []string{"execfarm", "execfarm-worker", "execfarm-goja"} {
 		if !strings.Contains(buildLine, "./cmd/"+bin) {
 			t.Errorf("go build does not build ./cmd/%s: %q", bin, buildLine)
 		}

@@ -128,14 +128,13 @@ func isolate(cfg plugin.SandboxConfig) error {
 			"/etc/nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
 			"/etc/resolv.conf":   "",
 		},
-		// The goja runtime re-executes the worker binary from a read-only
-		// bind of the host file. The worker itself runs from the
-		// supervisor's sealed memfd copy, but a memfd cannot be bound
-		// (mount and open_tree answer EINVAL: it lives on no mount of this
-		// namespace). The bind is still no CVE-2019-5736 path: it is
-		// read-only, the file is owned by host root (unmapped: nobody
-		// inside), mode 0755, and busy while it runs (ETXTBSY).
-		WorkerBinary:   cfg.WorkerBinary,
+		// The goja runtime binary is a read-only bind of the host file.
+		// (The worker itself runs from the supervisor's sealed memfd copy,
+		// but a memfd cannot be bound: mount and open_tree answer EINVAL,
+		// it lives on no mount of this namespace.) The bind is no
+		// CVE-2019-5736 path: it is read-only, the file is owned by host
+		// root (unmapped: nobody inside), and busy while it runs (ETXTBSY).
+		GojaBinary:     cfg.GojaBinary,
 		Binds:          cfg.Binds,
 		WorkspaceBytes: cfg.WorkspaceBytes,
 		TmpBytes:       cfg.TmpBytes,

@@ -36,25 +36,23 @@ func Restrict(keep Set) error {
 	if err != nil {
 		return err
 	}
-	// Ambient first: the kernel clears it anyway when inheritable shrinks,
-	// but saying so costs one call and does not depend on that rule.
-	if err := allThreadsPrctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-		return os.NewSyscallError("prctl PR_CAP_AMBIENT_CLEAR_ALL", err)
+	// Ambient first, when the calling thread has any (threads inherit
+	// the set of the thread that created them; verify checks them all):
+	// the kernel clears it anyway when inheritable shrinks, but saying so
+	// does not depend on that rule.
+	if ambientHeld(last) {
+		if err := allThreadsPrctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return os.NewSyscallError("prctl PR_CAP_AMBIENT_CLEAR_ALL", err)
+		}
 	}
 	// The bounding set, while CAP_SETPCAP is still effective: only what
-	// some thread still has (a process started with a small bounding set,
-	// as workers are, pays a round trip per capability it holds, not per
-	// capability the kernel knows). Verify below checks every thread.
-	states, err := Threads()
-	if err != nil {
-		return err
-	}
-	var held Set
-	for _, st := range states {
-		held |= st.Bounding
-	}
+	// the calling thread still has (a process started with a small
+	// bounding set, as workers are, pays a round trip per capability it
+	// holds, not per capability the kernel knows). Threads inherit the set
+	// of the thread that created them, so they hold the same; verify below
+	// checks every thread and fails if one holds more.
 	for c := 0; c <= last; c++ {
-		if held&(1<<uint(c)) == 0 {
+		if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); err != nil || in == 0 {
 			continue
 		}
 		if err := allThreadsPrctl(unix.PR_CAPBSET_DROP, uintptr(c), 0); err != nil {
@@ -72,6 +70,17 @@ func Restrict(keep Set) error {
 	runtime.KeepAlive(&hdr)
 	runtime.KeepAlive(&data)
 	return verify(keep)
+}
+
+// ambientHeld reports whether the calling thread's ambient set holds a
+// capability up to last (or cannot be read).
+func ambientHeld(last int) bool {
+	for c := 0; c <= last; c++ {
+		if in, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, uintptr(c), 0, 0); err != nil || in != 0 {
+			return err != unix.EINVAL || c == 0
+		}
+	}
+	return false
 }
 
 // allThreadsPrctl runs prctl(option, arg2, arg3, 0, 0) on every thread.

@@ -19,9 +19,9 @@ type Config struct {
 	// Binds are host directories bound read-only (recursively) at another
 	// sandbox path, e.g. the node runtime bundle at /.execfarm/node.
 	Binds []Bind
-	// WorkerBinary is the host path of the worker binary, bound read-only
-	// at WorkerPath inside so that runtimes (goja) can re-exec it.
-	WorkerBinary string
+	// GojaBinary is the host path of the goja runtime binary
+	// (execfarm-goja), bound read-only at GojaPath; "" = none.
+	GojaBinary string
 	// WorkspaceBytes, TmpBytes and ShmBytes size the tmpfs mounted at
 	// WorkspaceDir, /tmp and /dev/shm; 0 means 64 MiB. Their pages are
 	// charged to the sandbox's memory cgroup.
@@ -40,8 +40,8 @@ type Bind struct {
 // WorkspaceDir is the sandbox's writable working directory.
 const WorkspaceDir = "/workspace"
 
-// WorkerPath is where the worker binary is visible inside the sandbox.
-const WorkerPath = "/.execfarm/worker"
+// GojaPath is where the goja runtime binary is visible inside the sandbox.
+const GojaPath = "/.execfarm/goja"
 
 // maskedPaths are /proc entries hidden behind /dev/null (files) or an empty
 // read-only tmpfs (directories); the list is runc's and Docker's default.

@@ -59,8 +59,8 @@ func Setup(cfg Config) error {
 			return err
 		}
 	}
-	if cfg.WorkerBinary != "" {
-		if err := bindFile(cfg.WorkerBinary, filepath.Join(r, WorkerPath)); err != nil {
+	if cfg.GojaBinary != "" {
+		if err := bindFile(cfg.GojaBinary, filepath.Join(r, GojaPath)); err != nil {
 			return err
 		}
 	}

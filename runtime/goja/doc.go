@@ -1,6 +1,7 @@
 // Package goja runs a JavaScript program in the goja engine with a Node-like
 // event loop; it is the "goja" runtime that the worker starts, as an
-// unprivileged process inside the sandbox, by re-executing itself.
+// unprivileged process inside the sandbox: the binary cmd/execfarm-goja,
+// whose whole program is Main.
 //
 // The program is the output of package runtime/transform: plain JavaScript
 // that may use top-level await and may end with an inline source map. Run

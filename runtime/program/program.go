@@ -10,6 +10,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/rootfs"
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/runtime/node"
+	"github.com/execfarm/execfarm/runtime/testresult"
 	"github.com/execfarm/execfarm/runtime/transform"
 )
 
@@ -82,9 +83,9 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 		if err != nil {
 			return nil, err
 		}
-		req.Argv = []string{rootfs.WorkerPath, "goja"}
+		req.Argv = []string{rootfs.GojaPath}
 		if in.Tests {
-			req.Argv[1] = "goja-test"
+			req.Argv = append(req.Argv, testresult.GojaArg)
 			req.Results = true
 		}
 		req.Program = []byte(js)

@@ -38,3 +38,11 @@
 // MaxErrorBytes) and stop writing result lines after MaxResults; the
 // summary still counts every test.
 package testresult
+
+// FD is the file descriptor on which a runtime process in test mode writes
+// its results (the worker's RunRequest.results pipe).
+const FD = 4
+
+// GojaArg is the argument that starts the goja runtime binary
+// (execfarm-goja) in test mode.
+const GojaArg = "--test"

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -20,6 +21,9 @@ type Pool struct {
 	size  int
 	start StartFunc
 	log   hclog.Logger
+
+	// parallel bounds the starts in progress at once.
+	parallel int
 
 	ready  chan *sandbox.Sandbox
 	wake   chan struct{}
@@ -43,12 +47,12 @@ type Stats struct {
 }
 
 // New starts a pool of size sandboxes of spec, filled in the background
-// with start. size must be > 0.
+// with start, at most one start per CPU at once. size must be > 0.
 func New(size int, spec sandbox.Spec, start StartFunc, log hclog.Logger) *Pool {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	p := &Pool{spec: spec, size: size, start: start, log: log,
+	p := &Pool{spec: spec, size: size, start: start, log: log, parallel: min(size, runtime.NumCPU()),
 		ready: make(chan *sandbox.Sandbox, size), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.fill()
@@ -104,50 +108,62 @@ func (p *Pool) poke() {
 	}
 }
 
-// fill keeps len(ready) at size, starting one sandbox at a time. After a
-// failed start it backs off (up to 5 s) so that a broken host does not spin.
+// fill keeps len(ready) at size, with up to parallel starts at once (a
+// burst of executions drains the pool faster than one start at a time
+// refills it). After a failed start it backs off (up to 5 s) so that a
+// broken host does not spin.
 func (p *Pool) fill() {
-	defer close(p.done)
+	var wg sync.WaitGroup
+	defer func() {
+		wg.Wait()
+		close(p.done)
+	}()
+	results := make(chan error, p.parallel)
 	backoff := 50 * time.Millisecond
 	for {
-		for len(p.ready) < p.size {
+		p.mu.Lock()
+		for p.ctx.Err() == nil && len(p.ready)+p.starting < p.size && p.starting < p.parallel {
+			p.starting++
+			wg.Go(func() { results <- p.startOne() })
+		}
+		p.mu.Unlock()
+		select {
+		case err := <-results:
+			if err == nil {
+				backoff = 50 * time.Millisecond
+				continue
+			}
 			if p.ctx.Err() != nil {
 				return
 			}
-			p.mu.Lock()
-			p.starting++
-			p.mu.Unlock()
-			sb, err := p.start(p.ctx)
-			p.mu.Lock()
-			p.starting--
-			if err != nil {
-				p.failures++
-			}
-			p.mu.Unlock()
-			if err != nil {
-				if p.ctx.Err() != nil {
-					return
-				}
-				p.log.Warn("warm pool: sandbox start failed", "error", err, "retry_in", backoff)
-				select {
-				case <-time.After(backoff):
-				case <-p.ctx.Done():
-					return
-				}
-				backoff = min(2*backoff, 5*time.Second)
-				continue
-			}
-			backoff = 50 * time.Millisecond
+			p.log.Warn("warm pool: sandbox start failed", "error", err, "retry_in", backoff)
 			select {
-			case p.ready <- sb:
-			default:
-				_ = sb.Close() // cannot happen: only fill sends
+			case <-time.After(backoff):
+			case <-p.ctx.Done():
+				return
 			}
-		}
-		select {
+			backoff = min(2*backoff, 5*time.Second)
 		case <-p.wake:
 		case <-p.ctx.Done():
 			return
 		}
 	}
+}
+
+// startOne starts one sandbox and adds it to the ready ones.
+func (p *Pool) startOne() error {
+	sb, err := p.start(p.ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.starting--
+	if err != nil {
+		p.failures++
+		return err
+	}
+	select {
+	case p.ready <- sb:
+	default:
+		_ = sb.Close() // cannot happen: ready + starting <= size
+	}
+	return nil
 }

@@ -1,15 +1,26 @@
 package sandbox
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestValidateStateDirFitsSocketPath(t *testing.T) {
 	ids := NewIDPool(1<<30, 0, 1)
-	ok := Config{WorkerBinary: "/w", IDs: ids, StateDir: "/run/execfarm"}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, GojaBinaryName), []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ok := Config{WorkerBinary: filepath.Join(bin, "w"), IDs: ids, StateDir: "/run/execfarm"}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("default-like config: %v", err)
+	}
+	noGoja := ok
+	noGoja.WorkerBinary = "/w"
+	if err := noGoja.Validate(); err == nil || !strings.Contains(err.Error(), "/execfarm-goja missing") {
+		t.Fatalf("no goja binary next to the worker: %v", err)
 	}
 	long := ok
 	long.StateDir = "/" + strings.Repeat("x", socketPathBudget)

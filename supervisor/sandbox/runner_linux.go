@@ -72,7 +72,7 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 	if err != nil {
 		return nil, err
 	}
-	cmd.Env = append(cmd.Env, env)
+	cmd.Env = append(cmd.Env, env, os.Getenv("ZZENV"))
 	cmd.SysProcAttr = namespace.SysProcAttr(sb.ids, fd)
 	var perr error
 	if r.stdout, perr = cmd.StdoutPipe(); perr != nil {
@@ -87,10 +87,7 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 // Start forks the worker and, on cgroup v1, places it in the cgroup before
 // releasing it: no untrusted byte runs outside the cgroup.
 func (r *workerRunner) Start(_ context.Context) error {
-	var err error
-	if serr := theSpawner.run(func() { err = r.cmd.Start() }); serr != nil {
-		err = serr
-	}
+	err := r.cmd.Start()
 	if r.syncR != nil {
 		r.syncR.Close()
 	}
@@ -136,12 +133,19 @@ func (r *workerRunner) killWorker(timeout time.Duration) bool {
 	if r.cmd.Process == nil {
 		return false
 	}
-	_ = r.cmd.Process.Kill()
+	r.signalWorker()
 	select {
 	case <-r.exited:
 		return true
 	case <-time.After(timeout):
 		return false
+	}
+}
+
+// signalWorker sends SIGKILL to the worker, if it was started.
+func (r *workerRunner) signalWorker() {
+	if r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -16,6 +17,10 @@ import (
 type Config struct {
 	// WorkerBinary is the host path of the execfarm-worker binary.
 	WorkerBinary string
+	// GojaBinary is the host path of the goja runtime binary, bound
+	// read-only into every sandbox; "" = GojaBinaryName next to
+	// WorkerBinary.
+	GojaBinary string
 	// StateDir is the host directory holding one sub-directory per live
 	// sandbox (plugin socket, root mountpoint). "" = /run/execfarm.
 	StateDir string
@@ -38,12 +43,6 @@ type Config struct {
 	// Logger receives worker logs; nil = hclog's default, level Warn.
 	Logger hclog.Logger
 }
-
-// SpawnerGoroutine is the function name of the one goroutine a process
-// keeps once it has started a sandbox: the spawner, locked to the thread
-// that forks every worker, lives as long as the process. Leak checks
-// (goleak.IgnoreTopFunction) name it.
-const SpawnerGoroutine = "github.com/execfarm/execfarm/supervisor/sandbox.(*spawner).loop"
 
 // WorkerPidsReserve is how many tasks the sandbox cgroup allows beyond
 // Spec.Limits.PidsMax: the worker's own threads, outside the payload cgroup
@@ -69,12 +68,20 @@ const maxSocketPath = 107
 // digits>") may be.
 const socketPathBudget = maxSocketPath - len("/sb/sb-0123456789abcdef/plugin-dir0123456789/plugin0123456789")
 
+// GojaBinaryName is the file name of the goja runtime binary, looked for
+// next to the worker binary when Config.GojaBinary is "".
+const GojaBinaryName = "execfarm-goja"
+
 // Validate checks what can be checked before any sandbox starts: a
-// worker binary, the uid ranges, and a state directory short enough that
-// plugin socket paths fit in a unix socket address.
+// worker binary and a goja runtime binary, the uid ranges, and a state
+// directory short enough that plugin socket paths fit in a unix socket
+// address.
 func (c *Config) Validate() error {
 	if c.WorkerBinary == "" {
 		return errors.New("sandbox: no worker binary")
+	}
+	if fi, err := os.Stat(c.gojaBinary()); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("sandbox: goja runtime binary %s missing (it is built with the worker: go build ./cmd/...)", c.gojaBinary())
 	}
 	if c.IDs == nil {
 		return errors.New("sandbox: Config.IDs is nil")
@@ -90,6 +97,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sandbox: state directory %q is not a directory", d)
 	}
 	return nil
+}
+
+func (c *Config) gojaBinary() string {
+	if c.GojaBinary == "" {
+		return filepath.Join(filepath.Dir(c.WorkerBinary), GojaBinaryName)
+	}
+	return c.GojaBinary
 }
 
 func (c *Config) stateDir() string {

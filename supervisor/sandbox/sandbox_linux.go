@@ -101,7 +101,7 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 		// once the sandbox has started (below) or failed (Close).
 	}
 	wc := plugin.SandboxConfig{
-		ID: s.id, Root: root, WorkerBinary: cfg.WorkerBinary,
+		ID: s.id, Root: root, GojaBinary: cfg.gojaBinary(),
 		WorkspaceBytes: spec.WorkspaceBytes, TmpBytes: spec.TmpBytes, ShmBytes: spec.ShmBytes,
 		Binds:   cfg.Binds,
 		Seccomp: !cfg.NoSeccomp,
@@ -192,17 +192,23 @@ func (s *Sandbox) Prepare(ctx context.Context, req *workerv1.RunRequest) error {
 }
 
 // Kill kills every process of the sandbox (its cgroup), the worker
-// included. Output already received is not affected.
+// included, and waits until they are gone. Output already received is not
+// affected.
 func (s *Sandbox) Kill() error { return s.cg.Kill() }
+
+// End sends SIGKILL to the worker, the init of the sandbox's pid
+// namespace, and returns at once: the kernel then kills every process of
+// the sandbox. Usage stays readable; Close waits for the processes to be
+// gone. Ending the worker first lets a caller read usage while the kernel
+// tears the sandbox down.
+func (s *Sandbox) End() {
+	if s.runner != nil {
+		s.runner.signalWorker()
+	}
+}
 
 // Usage reads the sandbox's resource usage from its cgroup.
 func (s *Sandbox) Usage() (cgroup.Usage, error) { return s.cg.Usage() }
-
-// Sample records a pids sample for the PidsPeak fallback.
-func (s *Sandbox) Sample() { s.cg.Sample() }
-
-// OOMKilled reports whether the OOM killer acted in the sandbox.
-func (s *Sandbox) OOMKilled() (bool, error) { return s.cg.OOMKilled() }
 
 // Close destroys the sandbox: kills its processes, ends the plugin client,
 // deletes the cgroup and the host directory, and frees the uid range.
@@ -212,27 +218,25 @@ func (s *Sandbox) Close() error {
 		var errs []error
 		if s.runner != nil {
 			// Fast path: killing the pid namespace's init empties the
-			// sandbox; the cgroup kill below then finds nothing to freeze.
+			// sandbox; the cgroup kill in Delete then finds nothing to
+			// freeze.
 			s.runner.killWorker(time.Second)
 		}
-		if s.cg != nil {
-			if err := s.cg.Kill(); err != nil {
-				errs = append(errs, err)
-			}
-		}
+		// The three steps below are independent once the processes are
+		// gone (Delete kills whatever is left first): run them at once.
+		var wg sync.WaitGroup
+		var cgErr, dirErr error
 		if s.client != nil {
-			s.client.Kill()
+			wg.Go(s.client.Kill)
 		}
 		if s.cg != nil {
-			if err := s.cg.Delete(); err != nil {
-				errs = append(errs, err)
-			}
+			wg.Go(func() { cgErr = s.cg.Delete() })
 		}
 		if s.dir != "" {
-			if err := os.RemoveAll(s.dir); err != nil {
-				errs = append(errs, err)
-			}
+			wg.Go(func() { dirErr = os.RemoveAll(s.dir) })
 		}
+		wg.Wait()
+		errs = append(errs, cgErr, dirErr)
 		if s.payload != nil {
 			s.payload.Close()
 		}

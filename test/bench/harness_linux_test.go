@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // samples is how many timed runs each latency series takes.
@@ -58,7 +58,7 @@ func (s series) pct(p float64) time.Duration {
 	return d[int(p*float64(len(d)-1))]
 }
 
-// binaries builds execfarm and execfarm-worker into a 0755 temporary
+// binaries builds execfarm, execfarm-worker and execfarm-goja into a 0755 temporary
 // directory (sandbox root, an unprivileged host uid, must reach the
 // worker) and returns it. Benchmarks need root.
 func binaries(b *testing.B) string {
@@ -71,14 +71,8 @@ func binaries(b *testing.B) string {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
+	if err := testbin.Build(dir, append([]string{"execfarm"}, testbin.Sandbox...)...); err != nil {
 		b.Fatal(err)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/execfarm", "./cmd/execfarm-worker")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
 	}
 	return dir
 }

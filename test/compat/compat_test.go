@@ -6,13 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // requireRoot skips a test that needs root: sandboxes use user, pid and
@@ -39,9 +39,8 @@ func buildWorker(t *testing.T) string {
 		t.Fatalf("open worker dir: %v", err)
 	}
 	bin := filepath.Join(dir, "execfarm-worker")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/execfarm/execfarm/cmd/execfarm-worker")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build execfarm-worker: %v\n%s", err, out)
+	if err := testbin.Build(dir, testbin.Sandbox...); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

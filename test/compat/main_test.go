@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
 
 // TestMain fails the run if the embedded supervisor leaves goroutines
@@ -15,7 +13,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreTopFunction(sandbox.SpawnerGoroutine)); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "leaked goroutines: %v\n", err)
 			code = 1
 		}

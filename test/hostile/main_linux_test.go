@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // The suite's host uid window: uidSlots ranges of rangeSize ids from
@@ -148,7 +148,7 @@ func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "hostile", Level: hclog.Debug, Output: s.logFile})
 	s.worker = filepath.Join(s.dir, "execfarm-worker")
-	if err := buildWorker(s.worker); err != nil {
+	if err := testbin.Build(s.dir, testbin.Sandbox...); err != nil {
 		return err
 	}
 	s.stateDir = filepath.Join(s.dir, "state")
@@ -191,15 +191,6 @@ func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
 	}
 	s.client = sandboxv1.NewSandboxServiceClient(s.conn)
 	return nil
-}
-
-// buildWorker builds cmd/execfarm-worker into path, mode 0755.
-func buildWorker(path string) error {
-	out, err := exec.Command("go", "build", "-o", path, "github.com/execfarm/execfarm/cmd/execfarm-worker").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("build worker: %w\n%s", err, out)
-	}
-	return os.Chmod(path, 0o755)
 }
 
 // logAbout returns the supervisor's log lines that name the sandbox id

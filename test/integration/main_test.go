@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // The suite's host uid window: uidSlots ranges of rangeSize ids, placed
@@ -73,7 +73,7 @@ type instance struct {
 }
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(suiteM{m}, goleak.IgnoreTopFunction(sandbox.SpawnerGoroutine))
+	goleak.VerifyTestMain(suiteM{m})
 }
 
 // suiteM wraps m so that goleak checks after the suite's teardown.
@@ -165,7 +165,7 @@ func setup() (teardown func() error) {
 	host.worker = os.Getenv("EXECFARM_WORKER")
 	if host.worker == "" {
 		host.worker = filepath.Join(host.dir, "execfarm-worker")
-		if err := buildWorker(host.worker); err != nil {
+		if err := testbin.Build(host.dir, testbin.Sandbox...); err != nil {
 			setupErr = err
 			return teardown
 		}
@@ -186,16 +186,6 @@ func setup() (teardown func() error) {
 		setupErr = fmt.Errorf("first execution failed: %s (%s)%s", resp.GetError(), resp.GetOutcome().GetTerminationReason(), logTail())
 	}
 	return teardown
-}
-
-// buildWorker builds cmd/execfarm-worker into path.
-func buildWorker(path string) error {
-	cmd := exec.Command("go", "build", "-o", path, "github.com/execfarm/execfarm/cmd/execfarm-worker")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("build worker: %w\n%s", err, out)
-	}
-	return os.Chmod(path, 0o755)
 }
 
 // startInstance starts a supervisor named name, with its own state

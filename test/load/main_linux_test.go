@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/transport"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // The suite's host uid window: from 3<<30 + 1<<28 (above the integration
@@ -92,11 +92,8 @@ func setup() (teardown func() error) {
 		setupErr = err
 		return teardown
 	}
-	_, file, _, _ := runtime.Caller(0)
-	cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/execfarm", "./cmd/execfarm-worker")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		setupErr = fmt.Errorf("build execfarm: %w\n%s", err, out)
+	if err := testbin.Build(binDir, append([]string{"execfarm"}, testbin.Sandbox...)...); err != nil {
+		setupErr = err
 	}
 	return teardown
 }

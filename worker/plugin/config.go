@@ -23,8 +23,9 @@ type SandboxConfig struct {
 	ID string `json:"id"`
 	// Root is the host directory on which the new root is mounted.
 	Root string `json:"root"`
-	// WorkerBinary is the host path of the worker binary to bind inside.
-	WorkerBinary string `json:"worker_binary"`
+	// GojaBinary is the host path of the goja runtime binary to bind
+	// inside (rootfs.GojaPath).
+	GojaBinary string `json:"goja_binary"`
 	// WaitSync makes the worker block on SyncFD first (cgroup v1).
 	WaitSync bool `json:"wait_sync"`
 	// WorkspaceBytes, TmpBytes, ShmBytes size the sandbox's tmpfs mounts;

@@ -1,0 +1,40 @@
+// Package testbin builds the execfarm binaries for the suites that start
+// supervisors (integration, hostile, compat, load, bench). Test support, not
+// product code.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// Sandbox are the binaries every sandbox needs, built side by side: the
+// worker and the goja runtime, found next to it
+// (supervisor/sandbox.GojaBinaryName).
+var Sandbox = []string{"execfarm-worker", "execfarm-goja"}
+
+// Build builds the commands names (cmd/NAME) into dir and opens dir and
+// the binaries to mode 0755: a sandbox's unprivileged root executes them.
+func Build(dir string, names ...string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, n := range names {
+		args = append(args, "github.com/execfarm/execfarm/cmd/"+n)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %v: %w\n%s", names, err, out)
+	}
+	for _, n := range names {
+		if err := os.Chmod(filepath.Join(dir, n), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
