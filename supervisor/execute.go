@@ -305,6 +305,9 @@ func (r *run) execute() {
 	}
 	if sb == nil {
 		sb, err = sandbox.Start(r.ctx, &r.s.cfg.Sandbox, spec)
+		if err == nil && r.s.log.IsDebug() {
+			r.s.log.Debug("sandbox started", append([]any{"execution", r.e.ID(), "sandbox", sb.ID()}, sandbox.LogFields(sb.StartPhases())...)...)
+		}
 	}
 	if err != nil {
 		if r.stopReason() != 0 || r.ctx.Err() != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -22,20 +23,28 @@ import (
 
 // serve is the worker proper: it builds the sandbox and serves go-plugin.
 func serve() int {
+	start := time.Now()
 	cfg, err := plugin.DecodeConfig(os.Getenv(plugin.EnvConfig))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "execfarm-worker:", err)
 		return 2
 	}
 	os.Unsetenv(plugin.EnvConfig)
+	srv := newServer()
+	srv.startup.begin(start)
+	if cfg.ForkUnixNano > 0 {
+		// From the fork to here: exec, Go runtime and package init.
+		srv.startup.begin(time.Unix(0, cfg.ForkUnixNano))
+		srv.startup.mark("exec")
+	}
 	if cfg.WaitSync {
 		// cgroup v1: block until the supervisor has placed us in our
 		// cgroup; it closes its end of the pipe when done.
 		sync := os.NewFile(plugin.SyncFD, "sync")
 		_, _ = io.Copy(io.Discard, sync)
 		sync.Close()
+		srv.startup.mark("sync")
 	}
-	srv := newServer()
 	// Now in its own cgroup: the forking thread roots a cgroup namespace
 	// there (see forker).
 	if err := srv.forker.start(); err != nil {
@@ -55,7 +64,8 @@ func serve() int {
 		// in the host directory and before it announces it: the moment to
 		// leave the host's filesystem for good.
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			if err := isolate(cfg); err != nil {
+			srv.startup.mark("listen")
+			if err := isolate(cfg, &srv.startup); err != nil {
 				fmt.Fprintln(os.Stderr, "execfarm-worker: isolate:", err)
 				os.Exit(3)
 			}
@@ -114,8 +124,9 @@ func closeExecFrom(first int) error {
 	return nil
 }
 
-// isolate applies the in-sandbox isolation, in DESIGN.md's order.
-func isolate(cfg plugin.SandboxConfig) error {
+// isolate applies the in-sandbox isolation, in DESIGN.md's order, and marks
+// its phases in ph.
+func isolate(cfg plugin.SandboxConfig, ph *phases) error {
 	rc := rootfs.Config{
 		Root:          cfg.Root,
 		ReadOnly:      []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"},
@@ -145,12 +156,14 @@ func isolate(cfg plugin.SandboxConfig) error {
 	if err := rootfs.Setup(rc); err != nil {
 		return err
 	}
+	ph.mark("rootfs")
 	if err := namespace.SetHostname("sandbox"); err != nil {
 		return err
 	}
 	if err := namespace.LoopbackUp(); err != nil {
 		return err
 	}
+	ph.mark("namespaces")
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
 		return os.NewSyscallError("setrlimit RLIMIT_CORE", err)
 	}
@@ -160,6 +173,7 @@ func isolate(cfg plugin.SandboxConfig) error {
 	if err := capability.Restrict(keepCaps); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}
+	ph.mark("capabilities")
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return os.NewSyscallError("prctl PR_SET_NO_NEW_PRIVS", err)
 	}
@@ -168,10 +182,12 @@ func isolate(cfg plugin.SandboxConfig) error {
 	if err := landlock.Restrict(landlockConfig()); err != nil && !errors.Is(err, landlock.ErrNotSupported) {
 		return err
 	}
+	ph.mark("landlock")
 	if cfg.Seccomp {
 		if err := seccomp.Load(); err != nil {
 			return fmt.Errorf("load seccomp filter: %w", err)
 		}
+		ph.mark("seccomp")
 	}
 	return nil
 }

@@ -45,6 +45,8 @@ type server struct {
 	broker *goplugin.GRPCBroker
 	// prepared is the process Prepare forked, until a Run takes it.
 	prepared *process
+	// startup times the worker's start-up (Startup).
+	startup phases
 
 	mu      sync.Mutex
 	waiters map[int]chan unix.WaitStatus
@@ -147,6 +149,11 @@ func (s *server) Prepare(_ context.Context, req *workerv1.RunRequest) (*workerv1
 	}
 	s.prepared = p
 	return &workerv1.PrepareResponse{}, nil
+}
+
+// Startup returns the worker's start-up phases.
+func (s *server) Startup(context.Context, *workerv1.StartupRequest) (*workerv1.StartupResponse, error) {
+	return &workerv1.StartupResponse{Phases: s.startup.snapshot()}, nil
 }
 
 // SetBroker implements plugin.BrokerUser.

@@ -61,6 +61,142 @@ func (*PrepareResponse) Descriptor() ([]byte, []int) {
 	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{0}
 }
 
+type StartupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartupRequest) Reset() {
+	*x = StartupRequest{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartupRequest) ProtoMessage() {}
+
+func (x *StartupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartupRequest.ProtoReflect.Descriptor instead.
+func (*StartupRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+type StartupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Phases in the order they ran.
+	Phases        []*Phase `protobuf:"bytes,1,rep,name=phases,proto3" json:"phases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartupResponse) Reset() {
+	*x = StartupResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartupResponse) ProtoMessage() {}
+
+func (x *StartupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartupResponse.ProtoReflect.Descriptor instead.
+func (*StartupResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StartupResponse) GetPhases() []*Phase {
+	if x != nil {
+		return x.Phases
+	}
+	return nil
+}
+
+// Phase is one timed step of a sandbox's start-up.
+type Phase struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name, e.g. "rootfs", "seccomp" (proto/PROTOCOL.md lists them).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Duration in microseconds.
+	Micros        int64 `protobuf:"varint,2,opt,name=micros,proto3" json:"micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Phase) Reset() {
+	*x = Phase{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Phase) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Phase) ProtoMessage() {}
+
+func (x *Phase) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Phase.ProtoReflect.Descriptor instead.
+func (*Phase) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Phase) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Phase) GetMicros() int64 {
+	if x != nil {
+		return x.Micros
+	}
+	return 0
+}
+
 type Rlimit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Resource as in setrlimit(2): "NOFILE", "FSIZE", "CORE", "STACK", "NPROC".
@@ -73,7 +209,7 @@ type Rlimit struct {
 
 func (x *Rlimit) Reset() {
 	*x = Rlimit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -85,7 +221,7 @@ func (x *Rlimit) String() string {
 func (*Rlimit) ProtoMessage() {}
 
 func (x *Rlimit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -98,7 +234,7 @@ func (x *Rlimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rlimit.ProtoReflect.Descriptor instead.
 func (*Rlimit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Rlimit) GetResource() string {
@@ -149,7 +285,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -161,7 +297,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -174,7 +310,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RunRequest) GetArgv() []string {
@@ -247,7 +383,7 @@ type Exit struct {
 
 func (x *Exit) Reset() {
 	*x = Exit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -259,7 +395,7 @@ func (x *Exit) String() string {
 func (*Exit) ProtoMessage() {}
 
 func (x *Exit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -272,7 +408,7 @@ func (x *Exit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exit.ProtoReflect.Descriptor instead.
 func (*Exit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Exit) GetExitCode() int32 {
@@ -311,7 +447,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -323,7 +459,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -336,7 +472,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -421,7 +557,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -433,7 +569,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -446,7 +582,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Header) GetName() string {
@@ -478,7 +614,7 @@ type ProxyRequest struct {
 
 func (x *ProxyRequest) Reset() {
 	*x = ProxyRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +626,7 @@ func (x *ProxyRequest) String() string {
 func (*ProxyRequest) ProtoMessage() {}
 
 func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +639,7 @@ func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyRequest.ProtoReflect.Descriptor instead.
 func (*ProxyRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ProxyRequest) GetTarget() string {
@@ -552,7 +688,7 @@ type ProxyResponse struct {
 
 func (x *ProxyResponse) Reset() {
 	*x = ProxyResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +700,7 @@ func (x *ProxyResponse) String() string {
 func (*ProxyResponse) ProtoMessage() {}
 
 func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +713,7 @@ func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyResponse.ProtoReflect.Descriptor instead.
 func (*ProxyResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProxyResponse) GetStatus() int32 {
@@ -606,7 +742,13 @@ var File_execfarm_worker_v1_worker_proto protoreflect.FileDescriptor
 const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\n" +
 	"\x1fexecfarm/worker/v1/worker.proto\x12\x12execfarm.worker.v1\"\x11\n" +
-	"\x0fPrepareResponse\"L\n" +
+	"\x0fPrepareResponse\"\x10\n" +
+	"\x0eStartupRequest\"D\n" +
+	"\x0fStartupResponse\x121\n" +
+	"\x06phases\x18\x01 \x03(\v2\x19.execfarm.worker.v1.PhaseR\x06phases\"3\n" +
+	"\x05Phase\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06micros\x18\x02 \x01(\x03R\x06micros\"L\n" +
 	"\x06Rlimit\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x12\n" +
 	"\x04soft\x18\x02 \x01(\x04R\x04soft\x12\x12\n" +
@@ -644,10 +786,11 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\rProxyResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x124\n" +
 	"\aheaders\x18\x02 \x03(\v2\x1a.execfarm.worker.v1.HeaderR\aheaders\x12\x12\n" +
-	"\x04body\x18\x03 \x01(\fR\x04body2\x9f\x01\n" +
+	"\x04body\x18\x03 \x01(\fR\x04body2\xf3\x01\n" +
 	"\x06Worker\x12E\n" +
 	"\x03Run\x12\x1e.execfarm.worker.v1.RunRequest\x1a\x1c.execfarm.worker.v1.RunEvent0\x01\x12N\n" +
-	"\aPrepare\x12\x1e.execfarm.worker.v1.RunRequest\x1a#.execfarm.worker.v1.PrepareResponse2]\n" +
+	"\aPrepare\x12\x1e.execfarm.worker.v1.RunRequest\x1a#.execfarm.worker.v1.PrepareResponse\x12R\n" +
+	"\aStartup\x12\".execfarm.worker.v1.StartupRequest\x1a#.execfarm.worker.v1.StartupResponse2]\n" +
 	"\tHostProxy\x12P\n" +
 	"\tRoundTrip\x12 .execfarm.worker.v1.ProxyRequest\x1a!.execfarm.worker.v1.ProxyResponseB6Z4github.com/execfarm/execfarm/proto/workerv1;workerv1b\x06proto3"
 
@@ -663,33 +806,39 @@ func file_execfarm_worker_v1_worker_proto_rawDescGZIP() []byte {
 	return file_execfarm_worker_v1_worker_proto_rawDescData
 }
 
-var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_execfarm_worker_v1_worker_proto_goTypes = []any{
 	(*PrepareResponse)(nil), // 0: execfarm.worker.v1.PrepareResponse
-	(*Rlimit)(nil),          // 1: execfarm.worker.v1.Rlimit
-	(*RunRequest)(nil),      // 2: execfarm.worker.v1.RunRequest
-	(*Exit)(nil),            // 3: execfarm.worker.v1.Exit
-	(*RunEvent)(nil),        // 4: execfarm.worker.v1.RunEvent
-	(*Header)(nil),          // 5: execfarm.worker.v1.Header
-	(*ProxyRequest)(nil),    // 6: execfarm.worker.v1.ProxyRequest
-	(*ProxyResponse)(nil),   // 7: execfarm.worker.v1.ProxyResponse
+	(*StartupRequest)(nil),  // 1: execfarm.worker.v1.StartupRequest
+	(*StartupResponse)(nil), // 2: execfarm.worker.v1.StartupResponse
+	(*Phase)(nil),           // 3: execfarm.worker.v1.Phase
+	(*Rlimit)(nil),          // 4: execfarm.worker.v1.Rlimit
+	(*RunRequest)(nil),      // 5: execfarm.worker.v1.RunRequest
+	(*Exit)(nil),            // 6: execfarm.worker.v1.Exit
+	(*RunEvent)(nil),        // 7: execfarm.worker.v1.RunEvent
+	(*Header)(nil),          // 8: execfarm.worker.v1.Header
+	(*ProxyRequest)(nil),    // 9: execfarm.worker.v1.ProxyRequest
+	(*ProxyResponse)(nil),   // 10: execfarm.worker.v1.ProxyResponse
 }
 var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
-	1, // 0: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
-	3, // 1: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
-	5, // 2: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
-	5, // 3: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
-	2, // 4: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
-	2, // 5: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
-	6, // 6: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
-	4, // 7: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
-	0, // 8: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
-	7, // 9: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	3,  // 0: execfarm.worker.v1.StartupResponse.phases:type_name -> execfarm.worker.v1.Phase
+	4,  // 1: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
+	6,  // 2: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
+	8,  // 3: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
+	8,  // 4: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
+	5,  // 5: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
+	5,  // 6: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
+	1,  // 7: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
+	9,  // 8: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
+	7,  // 9: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
+	0,  // 10: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
+	2,  // 11: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
+	10, // 12: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
+	9,  // [9:13] is the sub-list for method output_type
+	5,  // [5:9] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_execfarm_worker_v1_worker_proto_init() }
@@ -697,7 +846,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 	if File_execfarm_worker_v1_worker_proto != nil {
 		return
 	}
-	file_execfarm_worker_v1_worker_proto_msgTypes[4].OneofWrappers = []any{
+	file_execfarm_worker_v1_worker_proto_msgTypes[7].OneofWrappers = []any{
 		(*RunEvent_Stdout)(nil),
 		(*RunEvent_Stderr)(nil),
 		(*RunEvent_Exit)(nil),
@@ -709,7 +858,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_execfarm_worker_v1_worker_proto_rawDesc), len(file_execfarm_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -25,6 +25,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Worker_Run_FullMethodName     = "/execfarm.worker.v1.Worker/Run"
 	Worker_Prepare_FullMethodName = "/execfarm.worker.v1.Worker/Prepare"
+	Worker_Startup_FullMethodName = "/execfarm.worker.v1.Worker/Startup"
 )
 
 // WorkerClient is the client API for Worker service.
@@ -41,6 +42,9 @@ type WorkerClient interface {
 	// sandboxes): placed in the payload cgroup and held until a Run of the
 	// same shape (everything but program and stdin) releases it.
 	Prepare(ctx context.Context, in *RunRequest, opts ...grpc.CallOption) (*PrepareResponse, error)
+	// Startup returns how long the worker's own start-up phases took, from
+	// the supervisor's fork to the end of isolation (benchmarks, debug logs).
+	Startup(ctx context.Context, in *StartupRequest, opts ...grpc.CallOption) (*StartupResponse, error)
 }
 
 type workerClient struct {
@@ -80,6 +84,16 @@ func (c *workerClient) Prepare(ctx context.Context, in *RunRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *workerClient) Startup(ctx context.Context, in *StartupRequest, opts ...grpc.CallOption) (*StartupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartupResponse)
+	err := c.cc.Invoke(ctx, Worker_Startup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServer is the server API for Worker service.
 // All implementations must embed UnimplementedWorkerServer
 // for forward compatibility.
@@ -94,6 +108,9 @@ type WorkerServer interface {
 	// sandboxes): placed in the payload cgroup and held until a Run of the
 	// same shape (everything but program and stdin) releases it.
 	Prepare(context.Context, *RunRequest) (*PrepareResponse, error)
+	// Startup returns how long the worker's own start-up phases took, from
+	// the supervisor's fork to the end of isolation (benchmarks, debug logs).
+	Startup(context.Context, *StartupRequest) (*StartupResponse, error)
 	mustEmbedUnimplementedWorkerServer()
 }
 
@@ -109,6 +126,9 @@ func (UnimplementedWorkerServer) Run(*RunRequest, grpc.ServerStreamingServer[Run
 }
 func (UnimplementedWorkerServer) Prepare(context.Context, *RunRequest) (*PrepareResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Prepare not implemented")
+}
+func (UnimplementedWorkerServer) Startup(context.Context, *StartupRequest) (*StartupResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Startup not implemented")
 }
 func (UnimplementedWorkerServer) mustEmbedUnimplementedWorkerServer() {}
 func (UnimplementedWorkerServer) testEmbeddedByValue()                {}
@@ -160,6 +180,24 @@ func _Worker_Prepare_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Worker_Startup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).Startup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_Startup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).Startup(ctx, req.(*StartupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Worker_ServiceDesc is the grpc.ServiceDesc for Worker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -170,6 +208,10 @@ var Worker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Prepare",
 			Handler:    _Worker_Prepare_Handler,
+		},
+		{
+			MethodName: "Startup",
+			Handler:    _Worker_Startup_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

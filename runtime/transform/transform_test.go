@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	gojavm "github.com/dop251/goja"
+	"github.com/evanw/esbuild/pkg/api"
 )
 
 // compileWrapped checks that out is accepted by goja's compiler once wrapped
@@ -199,4 +200,38 @@ func FuzzTypeScript(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTransformCache: a repeated transform is served from the cache with
+// the same output; code over cacheMaxCode and failed transforms are not
+// kept.
+func TestTransformCache(t *testing.T) {
+	code := "const cached: number = 41 + 1; console.log(cached)"
+	first, err := TypeScript(code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !results.Contains(cacheKey{api.LoaderTS, tsSourceFile, code}) {
+		t.Fatal("successful transform not cached")
+	}
+	if again, err := TypeScript(code); err != nil || again != first {
+		t.Fatalf("cached transform = %q, %v; want %q", again, err, first)
+	}
+	if results.Contains(cacheKey{api.LoaderJS, jsSourceFile, code}) {
+		t.Fatal("the JS loader shares the TS loader's entry")
+	}
+	big := "const x = 1;\n" + strings.Repeat("// padding\n", cacheMaxCode/10)
+	if _, err := TypeScript(big); err != nil {
+		t.Fatal(err)
+	}
+	if results.Contains(cacheKey{api.LoaderTS, tsSourceFile, big}) {
+		t.Fatal("code over cacheMaxCode cached")
+	}
+	bad := "const = ;"
+	if _, err := TypeScript(bad); err == nil {
+		t.Fatal("syntax error not reported")
+	}
+	if results.Contains(cacheKey{api.LoaderTS, tsSourceFile, bad}) {
+		t.Fatal("failed transform cached")
+	}
 }

@@ -72,6 +72,10 @@ func (p *Pool) Take(spec sandbox.Spec) *sandbox.Sandbox {
 	select {
 	case sb := <-p.ready:
 		p.poke()
+		if p.log.IsDebug() {
+			s := p.Stats()
+			p.log.Debug("warm pool: sandbox taken", "sandbox", sb.ID(), "ready", s.Ready, "starting", s.Starting)
+		}
 		return sb
 	default:
 		p.poke()
@@ -164,6 +168,10 @@ func (p *Pool) startOne() error {
 	case p.ready <- sb:
 	default:
 		_ = sb.Close() // cannot happen: ready + starting <= size
+	}
+	if p.log.IsDebug() {
+		p.log.Debug("warm pool: sandbox ready", append([]any{"sandbox", sb.ID(), "ready", len(p.ready), "starting", p.starting},
+			sandbox.LogFields(sb.StartPhases())...)...)
 	}
 	return nil
 }

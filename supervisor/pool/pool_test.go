@@ -5,13 +5,14 @@ import (
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/hashicorp/go-hclog"
 )
 
 // The pool's sandbox handling is exercised end to end in test/integration
 // (TestWarmPool*); here, its matching rule.
 func TestTakeOnlyMatchingSpec(t *testing.T) {
 	spec := sandbox.Spec{Limits: cgroup.Limits{MemoryMaxBytes: 1 << 20}}
-	p := &Pool{spec: spec, ready: make(chan *sandbox.Sandbox, 1), wake: make(chan struct{}, 1)}
+	p := &Pool{spec: spec, ready: make(chan *sandbox.Sandbox, 1), wake: make(chan struct{}, 1), log: hclog.NewNullLogger()}
 	sb := &sandbox.Sandbox{}
 	p.ready <- sb
 	other := spec

@@ -28,6 +28,11 @@ type workerRunner struct {
 	exited chan struct{} // closed once the worker has been waited for
 	syncW  *os.File
 	cgFD   *os.File
+	// wc is the worker's configuration, envAt its entry in cmd.Env:
+	// Start stamps the fork time into it.
+	wc     plugin.SandboxConfig
+	envAt  int
+	forked time.Time // when the fork (and v1 placement) was done
 }
 
 func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plugin.SandboxConfig) (*workerRunner, error) {
@@ -72,7 +77,8 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 	if err != nil {
 		return nil, err
 	}
-	cmd.Env = append(cmd.Env, env, os.Getenv("ZZENV"))
+	cmd.Env = append(cmd.Env, env)
+	r.wc, r.envAt = wc, len(cmd.Env)-1
 	cmd.SysProcAttr = namespace.SysProcAttr(sb.ids, fd)
 	var perr error
 	if r.stdout, perr = cmd.StdoutPipe(); perr != nil {
@@ -87,6 +93,10 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 // Start forks the worker and, on cgroup v1, places it in the cgroup before
 // releasing it: no untrusted byte runs outside the cgroup.
 func (r *workerRunner) Start(_ context.Context) error {
+	r.wc.ForkUnixNano = time.Now().UnixNano()
+	if env, err := r.wc.Encode(); err == nil {
+		r.cmd.Env[r.envAt] = env
+	}
 	err := r.cmd.Start()
 	if r.syncR != nil {
 		r.syncR.Close()
@@ -108,6 +118,7 @@ func (r *workerRunner) Start(_ context.Context) error {
 		}
 		r.syncW.Close()
 	}
+	r.forked = time.Now()
 	return nil
 }
 

@@ -49,6 +49,23 @@ type Config struct {
 // that holds the program's processes.
 const WorkerPidsReserve = 64
 
+// Phase is one timed step of a sandbox's start-up (Sandbox.StartPhases,
+// Sandbox.WorkerPhases).
+type Phase struct {
+	Name     string
+	Duration time.Duration
+}
+
+// LogFields renders phases as hclog key/value pairs ("cgroup_ms", 1.2,
+// ...), for debug logs.
+func LogFields(phases []Phase) []any {
+	out := make([]any, 0, 2*len(phases))
+	for _, p := range phases {
+		out = append(out, p.Name+"_ms", float64(p.Duration.Microseconds())/1000)
+	}
+	return out
+}
+
 // Spec is what one sandbox gets.
 type Spec struct {
 	// Limits are set on the sandbox cgroup before the worker starts;

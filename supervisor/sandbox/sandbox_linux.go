@@ -36,6 +36,7 @@ type Sandbox struct {
 	stderr  *boundedBuffer
 	payload *os.File // the payload cgroup's cgroup.procs, until the worker has it
 	runner  *workerRunner
+	phases  []Phase
 
 	closeOnce sync.Once
 	closeErr  error
@@ -63,6 +64,12 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 			s.Close()
 		}
 	}()
+	last := time.Now()
+	mark := func(name string) {
+		now := time.Now()
+		s.phases = append(s.phases, Phase{Name: name, Duration: now.Sub(last)})
+		last = now
+	}
 	s.ids, s.release, err = cfg.IDs.Acquire()
 	if err != nil {
 		return nil, err
@@ -89,6 +96,7 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 	if limits.PidsMax > 0 {
 		limits.PidsMax += WorkerPidsReserve
 	}
+	mark("prepare")
 	s.cg, err = cgroup.New(cfg.Cgroup, s.id, limits)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: create cgroup: %w", err)
@@ -100,6 +108,7 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 		// The worker got its copy at fork; the supervisor's closes
 		// once the sandbox has started (below) or failed (Close).
 	}
+	mark("cgroup")
 	wc := plugin.SandboxConfig{
 		ID: s.id, Root: root, GojaBinary: cfg.gojaBinary(),
 		WorkspaceBytes: spec.WorkspaceBytes, TmpBytes: spec.TmpBytes, ShmBytes: spec.ShmBytes,
@@ -134,12 +143,45 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start worker: %w%s", err, s.stderr.suffix())
 	}
+	if r := s.runner; r != nil && !r.forked.IsZero() {
+		// go-plugin's set-up before the fork counts as the fork.
+		s.phases = append(s.phases, Phase{Name: "fork", Duration: r.forked.Sub(last)})
+		last = r.forked
+	}
+	mark("handshake")
 	raw, err := rpc.Dispense(plugin.Name)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: dispense worker: %w", err)
 	}
 	s.worker = raw.(*plugin.Client)
+	mark("dispense")
 	return s, nil
+}
+
+// StartPhases returns the supervisor's side of the sandbox's start-up, in
+// order: prepare (uid range, host directory), cgroup (sandbox and payload
+// cgroups with their limits), fork (go-plugin set-up, clone into the
+// namespaces, v1 placement), handshake (from the fork to go-plugin's
+// connection: the worker's exec and isolation, see WorkerPhases),
+// dispense.
+func (s *Sandbox) StartPhases() []Phase { return append([]Phase(nil), s.phases...) }
+
+// WorkerPhases asks the worker for its side of the start-up
+// (Worker.Startup), in order: exec (from the fork: exec, Go runtime and
+// package init), sync (v1: waiting for placement), listen (go-plugin's
+// socket), rootfs, namespaces (hostname, loopback), capabilities
+// (descriptors, capability sets on every thread), landlock (with
+// no_new_privs), seccomp. They run within the handshake phase.
+func (s *Sandbox) WorkerPhases(ctx context.Context) ([]Phase, error) {
+	resp, err := s.worker.Startup(ctx, &workerv1.StartupRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: worker start-up phases: %w", err)
+	}
+	out := make([]Phase, 0, len(resp.GetPhases()))
+	for _, p := range resp.GetPhases() {
+		out = append(out, Phase{Name: p.GetName(), Duration: time.Duration(p.GetMicros()) * time.Microsecond})
+	}
+	return out, nil
 }
 
 // Run runs one runtime process in the sandbox and calls onEvent for every

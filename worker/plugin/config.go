@@ -26,6 +26,9 @@ type SandboxConfig struct {
 	// GojaBinary is the host path of the goja runtime binary to bind
 	// inside (rootfs.GojaPath).
 	GojaBinary string `json:"goja_binary"`
+	// ForkUnixNano is when the supervisor forked the worker (wall clock,
+	// ns since the epoch): the start of the worker's first start-up phase.
+	ForkUnixNano int64 `json:"fork_unix_nano,omitempty"`
 	// WaitSync makes the worker block on SyncFD first (cgroup v1).
 	WaitSync bool `json:"wait_sync"`
 	// WorkspaceBytes, TmpBytes, ShmBytes size the sandbox's tmpfs mounts;
