@@ -363,9 +363,6 @@ func (r *run) execute() {
 	})
 	wall := time.Since(started).Milliseconds()
 	timer.Stop()
-	// The sandbox serves one execution: end it now, so that the kernel
-	// tears it down while its usage is read and the result classified.
-	sb.End()
 	usage, uerr := sb.Usage()
 	if uerr != nil {
 		r.s.log.Warn("read sandbox usage", "execution", r.e.ID(), "error", uerr)

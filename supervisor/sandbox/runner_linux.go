@@ -144,19 +144,12 @@ func (r *workerRunner) killWorker(timeout time.Duration) bool {
 	if r.cmd.Process == nil {
 		return false
 	}
-	r.signalWorker()
+	_ = r.cmd.Process.Kill()
 	select {
 	case <-r.exited:
 		return true
 	case <-time.After(timeout):
 		return false
-	}
-}
-
-// signalWorker sends SIGKILL to the worker, if it was started.
-func (r *workerRunner) signalWorker() {
-	if r.cmd.Process != nil {
-		_ = r.cmd.Process.Kill()
 	}
 }
 

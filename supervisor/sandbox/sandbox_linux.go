@@ -238,17 +238,6 @@ func (s *Sandbox) Prepare(ctx context.Context, req *workerv1.RunRequest) error {
 // affected.
 func (s *Sandbox) Kill() error { return s.cg.Kill() }
 
-// End sends SIGKILL to the worker, the init of the sandbox's pid
-// namespace, and returns at once: the kernel then kills every process of
-// the sandbox. Usage stays readable; Close waits for the processes to be
-// gone. Ending the worker first lets a caller read usage while the kernel
-// tears the sandbox down.
-func (s *Sandbox) End() {
-	if s.runner != nil {
-		s.runner.signalWorker()
-	}
-}
-
 // Usage reads the sandbox's resource usage from its cgroup.
 func (s *Sandbox) Usage() (cgroup.Usage, error) { return s.cg.Usage() }
 

@@ -27,7 +27,6 @@ func (s *Sandbox) HostUID() uint32    { return 0 }
 func (s *Sandbox) CgroupPath() string { return "" }
 func (s *Sandbox) Kill() error        { return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported) }
 func (s *Sandbox) Close() error       { return nil }
-func (s *Sandbox) End()               {}
 func (s *Sandbox) Usage() (cgroup.Usage, error) {
 	return cgroup.Usage{}, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }

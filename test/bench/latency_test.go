@@ -12,7 +12,8 @@ import (
 
 // BenchmarkExecuteLatency measures Execute over the unix socket, one call
 // at a time, per warm-pool size (pool=0: every execution starts a fresh
-// sandbox), against baselines taken in the same run: a bare fork+exec+wait
+// sandbox; pool=N: every call finds a full pool, see timeExecute), against
+// baselines taken in the same run: a bare fork+exec+wait
 // from Go of the worker binary and of /bin/true, and bwrap running
 // /bin/true in fresh namespaces.
 func BenchmarkExecuteLatency(b *testing.B) {
@@ -31,8 +32,8 @@ func BenchmarkExecuteLatency(b *testing.B) {
 					bwrap = timeExec("bwrap --unshare-all /bin/true", bwrapArgv...)
 					rows = append(rows, bwrap)
 				}
-				goja := timeExecute(b, client, "Execute goja console.log(1)", sandboxv1.Runtime_RUNTIME_GOJA, "console.log(1)")
-				shell := timeExecute(b, client, "Execute shell true", sandboxv1.Runtime_RUNTIME_SHELL, "true")
+				goja := timeExecute(b, client, pool, "Execute goja console.log(1)", sandboxv1.Runtime_RUNTIME_GOJA, "console.log(1)")
+				shell := timeExecute(b, client, pool, "Execute shell true", sandboxv1.Runtime_RUNTIME_SHELL, "true")
 				rows = append(rows, goja, shell)
 				p50 := func(s series) float64 {
 					if len(s.d) == 0 {
