@@ -197,21 +197,22 @@ func waitStarted(b *testing.B, client sandboxv1.SandboxServiceClient, id string)
 	}
 }
 
-// treeRSS sums the RSS of root's descendants whose command is named
-// argv0. (The worker runs from a sealed copy, so its comm is not its name.)
-func treeRSS(root int, argv0 string) (rss int64, n int) {
+// sandboxRSS sums the RSS of root's descendants — the supervisor's only
+// children are sandboxes, so: every process of every sandbox (workers,
+// prepared goja processes, programs) — and counts the workers among them.
+func sandboxRSS(root int) (rss int64, workers int) {
 	for _, p := range descendants(root) {
-		if filepath.Base(p.argv0) == argv0 {
-			rss += p.rss
-			n++
+		rss += p.rss
+		if filepath.Base(p.argv0) == "execfarm-worker" {
+			workers++
 		}
 	}
-	return rss, n
+	return rss, workers
 }
 
 // BenchmarkMemory measures, with `execfarm serve` as a separate process
 // and one slot: the supervisor's RSS idle (after one execution); the RSS
-// of the worker processes of one sandbox (with no warm pool, a running
+// of the processes of one sandbox (with no warm pool, a running
 // one; with a pool, the idle pool divided by its size); and the
 // supervisor's RSS with 1000 executions queued. Baselines from the same
 // run: bwrap holding a sleeping program (bwrap processes and the program)
@@ -236,7 +237,7 @@ func BenchmarkMemory(b *testing.B) {
 				var perSandbox int64
 				var workers int
 				if pool > 0 {
-					rss, n := treeRSS(pid, "execfarm-worker")
+					rss, n := sandboxRSS(pid)
 					perSandbox, workers = rss/int64(pool), n
 				}
 				blocker, err := client.ExecuteAsync(ctx, codeReq(sandboxv1.Runtime_RUNTIME_SHELL, "echo started; sleep 600"))
@@ -245,7 +246,7 @@ func BenchmarkMemory(b *testing.B) {
 				}
 				waitStarted(b, client, blocker.GetExecutionId())
 				if pool == 0 {
-					perSandbox, workers = treeRSS(pid, "execfarm-worker")
+					perSandbox, workers = sandboxRSS(pid)
 				}
 				running := rssOf(b, pid)
 
@@ -275,7 +276,7 @@ func BenchmarkMemory(b *testing.B) {
 				row("bare sleep", sleepRSS)
 				row("supervisor idle", idle)
 				row("supervisor, one execution running", running)
-				row(fmt.Sprintf("worker processes of one sandbox (%d)", workers), perSandbox)
+				row(fmt.Sprintf("one sandbox, all its processes (%d workers seen)", workers), perSandbox)
 				row(fmt.Sprintf("supervisor, %d executions queued", queuedExecutions), queued)
 				fmt.Printf("%-52s %12s\n", "per queued execution", fmt.Sprintf("%.1f KiB", float64(queued-running)/queuedExecutions/1024))
 				b.ReportMetric(float64(idle)/(1<<20), "idle-MiB")
