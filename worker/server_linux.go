@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -25,6 +27,15 @@ import (
 // runtime process exited while a descendant still holds its pipes open.
 // The supervisor kills the whole sandbox right after Run returns.
 const drainAfterExit = 200 * time.Millisecond
+
+// readyFD and readyEnv pass a prepared runtime the descriptor it closes
+// once it waits for its program (runtime/goja.ReadyEnv); readyTimeout
+// bounds Prepare's wait for it.
+const (
+	readyFD      = 5
+	readyEnv     = "EXECFARM_READY_FD"
+	readyTimeout = 5 * time.Second
+)
 
 // chunkSize is the largest output chunk read from a pipe in one go.
 const chunkSize = 32 << 10
@@ -148,6 +159,15 @@ func (s *server) Prepare(_ context.Context, req *workerv1.RunRequest) (*workerv1
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	s.prepared = p
+	if p.ready != nil {
+		// Wait for the runtime to be ready: it closes its end (or exits).
+		// The read returns at EOF; the deadline bounds a runtime that
+		// never says so.
+		_ = p.ready.SetReadDeadline(time.Now().Add(readyTimeout))
+		_, _ = io.Copy(io.Discard, p.ready)
+		p.ready.Close()
+		p.ready = nil
+	}
 	return &workerv1.PrepareResponse{}, nil
 }
 
@@ -290,6 +310,7 @@ type process struct {
 	stdout, stderr, results *os.File // read ends; results: nil unless requested
 	gate                    *os.File // write end of fd 3 until release
 	stdin                   *os.File // write end of a held stdin until release
+	ready                   *os.File // read end of the readiness pipe (fd 5), until Prepare saw it closed
 	gated                   bool     // held at gateScript rather than by its program
 	shape                   *workerv1.RunRequest
 }
@@ -306,7 +327,7 @@ func (p *process) closePipes() {
 // closeAll closes every end the worker holds (a process that never ran).
 func (p *process) closeAll() {
 	p.closePipes()
-	for _, f := range []*os.File{p.gate, p.stdin} {
+	for _, f := range []*os.File{p.gate, p.stdin, p.ready} {
 		if f != nil {
 			f.Close()
 		}
@@ -372,6 +393,20 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 		open = append(open, resW)
 		files = append(files, resW.Fd()) // fd 4
 	}
+	env := req.GetEnv()
+	if holdStdin && req.GetSignalsReady() {
+		// fd 5: closed by the runtime once it waits for its program.
+		var readyW *os.File
+		if p.ready, readyW, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, readyW)
+		if len(files) == 4 {
+			files = append(files, ^uintptr(0)) // no fd 4
+		}
+		files = append(files, readyW.Fd())
+		env = append(slices.Clip(env), readyEnv+"="+strconv.Itoa(readyFD))
+	}
 	// The pipes belong to the worker (sandbox root), so the runtime process
 	// could not reopen them through /dev/stdout, /dev/stderr (proc's fd
 	// links). Opening them up is harmless: only processes that already
@@ -394,7 +429,7 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 	uid := uint32(namespace.SandboxUID)
 	pid, err := s.forker.forkExec(argv[0], argv, &syscall.ProcAttr{
 		Dir:   dir,
-		Env:   req.GetEnv(),
+		Env:   env,
 		Files: files,
 		Sys: &syscall.SysProcAttr{
 			Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}},

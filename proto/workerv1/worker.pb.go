@@ -279,6 +279,10 @@ type RunRequest struct {
 	// With it the worker serves Kubernetes (127.0.0.1:8001) and Prometheus
 	// (127.0.0.1:9090) endpoints inside the sandbox's network namespace.
 	ProxyBrokerId uint32 `protobuf:"varint,8,opt,name=proxy_broker_id,json=proxyBrokerId,proto3" json:"proxy_broker_id,omitempty"`
+	// The runtime signals that it is ready for its program by closing fd 5
+	// (goja: after its warm-up). Prepare then returns only once it is, so a
+	// warm sandbox is counted ready when nothing of its start-up still runs.
+	SignalsReady  bool `protobuf:"varint,9,opt,name=signals_ready,json=signalsReady,proto3" json:"signals_ready,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -367,6 +371,13 @@ func (x *RunRequest) GetProxyBrokerId() uint32 {
 		return x.ProxyBrokerId
 	}
 	return 0
+}
+
+func (x *RunRequest) GetSignalsReady() bool {
+	if x != nil {
+		return x.SignalsReady
+	}
+	return false
 }
 
 type Exit struct {
@@ -752,7 +763,7 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x06Rlimit\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x12\n" +
 	"\x04soft\x18\x02 \x01(\x04R\x04soft\x12\x12\n" +
-	"\x04hard\x18\x03 \x01(\x04R\x04hard\"\xec\x01\n" +
+	"\x04hard\x18\x03 \x01(\x04R\x04hard\"\x91\x02\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
@@ -762,7 +773,8 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\aprogram\x18\x05 \x01(\fR\aprogram\x124\n" +
 	"\arlimits\x18\x06 \x03(\v2\x1a.execfarm.worker.v1.RlimitR\arlimits\x12\x18\n" +
 	"\aresults\x18\a \x01(\bR\aresults\x12&\n" +
-	"\x0fproxy_broker_id\x18\b \x01(\rR\rproxyBrokerId\"\\\n" +
+	"\x0fproxy_broker_id\x18\b \x01(\rR\rproxyBrokerId\x12#\n" +
+	"\rsignals_ready\x18\t \x01(\bR\fsignalsReady\"\\\n" +
 	"\x04Exit\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1f\n" +

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -15,6 +16,12 @@ import (
 
 // ProgramFD carries the program to Main: JavaScript, read to EOF.
 const ProgramFD = 3
+
+// ReadyEnv names the descriptor that Main closes once it waits for its
+// program (after the warm-up of a prepared process); the worker sets it
+// when it passes one and waits for the close in Prepare
+// (workerv1.RunRequest.signals_ready).
+const ReadyEnv = "EXECFARM_READY_FD"
 
 // warmupProgram is what Main runs, output discarded, in a runtime process
 // that was started ahead of its program (a warm sandbox's prepared
@@ -46,6 +53,10 @@ func Main(args []string) int {
 	if !readable(ProgramFD) {
 		Run(ctx, warmupProgram, io.Discard, io.Discard, Options{})
 	}
+	if fd, err := strconv.Atoi(os.Getenv(ReadyEnv)); err == nil && fd > 2 {
+		_ = unix.Close(fd)
+	}
+	os.Unsetenv(ReadyEnv)
 	program, err := io.ReadAll(f)
 	f.Close()
 	if err != nil {

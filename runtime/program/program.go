@@ -84,6 +84,7 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 			return nil, err
 		}
 		req.Argv = []string{rootfs.GojaPath}
+		req.SignalsReady = true
 		if in.Tests {
 			req.Argv = append(req.Argv, testresult.GojaArg)
 			req.Results = true

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,5 +60,58 @@ func TestWarmPoolNeverSharesASandbox(t *testing.T) {
 	h, err := in.client.HealthCheck(callCtx(t), &sandboxv1.HealthCheckRequest{})
 	if err != nil || h.GetWarmPoolSize() != 4 {
 		t.Fatalf("HealthCheck pool = %v, %v", h, err)
+	}
+}
+
+// TestWarmPoolRunsGojaOnPreparedProcesses: goja programs on warm sandboxes
+// (each holding a prepared goja process that has run its warm-up) print
+// exactly their own output, keep their exit codes and uncaught errors, and
+// see nothing of the warm-up.
+func TestWarmPoolRunsGojaOnPreparedProcesses(t *testing.T) {
+	requireSandbox(t)
+	in, err := startInstance("poolgoja", poolSlot, 6, 1, 5*time.Second, func(cfg *supervisor.Config) { cfg.WarmPool = 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := in.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	cases := []struct {
+		code, out, errOut string
+		exit              int32
+	}{
+		{`console.log("a"); setTimeout(() => console.log("b"), 1); await Promise.resolve(); console.log(typeof globalThis.warm, Object.keys(process.env).length)`, "a\nundefined 0\nb\n", "", 0},
+		{`console.log("before"); process.exit(3)`, "before\n", "", 3},
+		{`throw new Error("boom")`, "", "Uncaught Error: boom", 1},
+	}
+	for _, c := range cases {
+		// Every run must find a warm sandbox: wait for the pool to refill.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			h, err := in.client.HealthCheck(callCtx(t), &sandboxv1.HealthCheckRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.GetWarmPoolReady() == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pool not refilled: %v", h)
+			}
+			time.Sleep(5 * time.Millisecond) // polling interval
+		}
+		resp, err := in.client.Execute(callCtx(t), gojaReq(c.code, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetOutput() != c.out || !strings.Contains(resp.GetErrorOutput(), c.errOut) || resp.GetOutcome().GetExitCode() != c.exit {
+			t.Errorf("%s:\n stdout %q stderr %q exit %d\n want %q, stderr with %q, exit %d", c.code,
+				resp.GetOutput(), resp.GetErrorOutput(), resp.GetOutcome().GetExitCode(), c.out, c.errOut, c.exit)
+		}
+		if strings.Contains(resp.GetOutput()+resp.GetErrorOutput(), "warm") {
+			t.Errorf("warm-up output leaked: %q", resp.GetOutput()+resp.GetErrorOutput())
+		}
 	}
 }
