@@ -29,15 +29,19 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && ln -sf /usr/local/bin/node /usr/bin/node
-COPY --from=build /out/execfarm /usr/local/bin/execfarm
-COPY --from=build /out/execfarm-worker /usr/local/bin/execfarm-worker
-COPY --from=build /out/execfarm-goja /usr/local/bin/execfarm-goja
-COPY --from=bundle /bundle /usr/local/lib/execfarm/node-bundle
+# Outside /usr: sandboxes bind the image's /usr read-only, and the
+# supervisor's and worker's binaries have no business there (the goja
+# runtime and the node bundle are bound in on purpose, at /.execfarm).
+COPY --from=build /out/execfarm /opt/execfarm/bin/execfarm
+COPY --from=build /out/execfarm-worker /opt/execfarm/bin/execfarm-worker
+COPY --from=build /out/execfarm-goja /opt/execfarm/bin/execfarm-goja
+COPY --from=bundle /bundle /opt/execfarm/node-bundle
 # The worker and goja binaries are executed by each sandbox's unprivileged
 # root and user; execfarm-goja must stay next to execfarm-worker.
-RUN chmod 0755 /usr/local/bin/execfarm /usr/local/bin/execfarm-worker /usr/local/bin/execfarm-goja
+RUN chmod 0755 /opt/execfarm /opt/execfarm/bin /opt/execfarm/bin/execfarm /opt/execfarm/bin/execfarm-worker /opt/execfarm/bin/execfarm-goja
 ENV SANDBOX_SOCKET_PATH=/run/execfarm/execfarm.sock \
-    EXECFARM_NODE_BUNDLE=/usr/local/lib/execfarm/node-bundle
+    EXECFARM_NODE_BUNDLE=/opt/execfarm/node-bundle \
+    PATH=/opt/execfarm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 EXPOSE 50051
-ENTRYPOINT ["/usr/local/bin/execfarm"]
+ENTRYPOINT ["/opt/execfarm/bin/execfarm"]
 CMD ["serve"]

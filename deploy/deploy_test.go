@@ -163,7 +163,7 @@ func TestDockerfile(t *testing.T) {
 		}
 		ok := false
 		for _, c := range copies {
-			if strings.Contains(c, "/out/"+bin+" /usr/local/bin/"+bin) {
+			if strings.Contains(c, "/out/"+bin+" /opt/execfarm/bin/"+bin) {
 				ok = true
 			}
 		}
@@ -171,13 +171,19 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("%s is not copied into the image", bin)
 		}
 	}
-	if !strings.Contains(entry, "/usr/local/bin/execfarm") {
+	// Sandboxes bind /usr: no execfarm binary may live there.
+	for _, c := range copies {
+		if strings.Contains(c, "/out/") && strings.Contains(c, " /usr") {
+			t.Errorf("an execfarm binary is copied under /usr, visible in every sandbox: %q", c)
+		}
+	}
+	if !strings.Contains(entry, "/opt/execfarm/bin/execfarm") {
 		t.Errorf("ENTRYPOINT = %q", entry)
 	}
 	// The node runtime: its bundle is installed from the checked-in lock
 	// file and found through EXECFARM_NODE_BUNDLE.
 	df, _ := os.ReadFile("../Dockerfile")
-	for _, want := range []string{"runtime/node/bundle/package-lock.json", "npm ci", "EXECFARM_NODE_BUNDLE=/usr/local/lib/execfarm/node-bundle", "COPY --from=bundle /bundle /usr/local/lib/execfarm/node-bundle"} {
+	for _, want := range []string{"runtime/node/bundle/package-lock.json", "npm ci", "EXECFARM_NODE_BUNDLE=/opt/execfarm/node-bundle", "COPY --from=bundle /bundle /opt/execfarm/node-bundle"} {
 		if !strings.Contains(string(df), want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}

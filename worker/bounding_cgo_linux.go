@@ -23,6 +23,9 @@ __attribute__((constructor)) static void execfarm_empty_bounding(void) {
 	if (getenv("EXECFARM_SANDBOX_CONFIG") == NULL) {
 		return;
 	}
+	// The worker runs from a sealed memfd (/proc/self/fd/N), which names it
+	// "N"; name it for ps and /proc/PID/comm (threads inherit the name).
+	prctl(PR_SET_NAME, "execfarm-worker", 0, 0, 0);
 	for (int c = 0; c < 64; c++) {
 		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) < 0) {
 			break; // past the kernel's last capability

@@ -68,6 +68,7 @@ func (c *clientFlags) connectOrEmbed(ctx context.Context, verbose bool) (sandbox
 	}
 	cfg := supervisor.Config{Version: version}
 	cfg.Sandbox.WorkerBinary = worker
+	cfg.Sandbox.GojaBinary = os.Getenv("EXECFARM_GOJA")
 	if _, err := supervisor.NodeRuntime(&cfg, "", os.Getenv); err != nil {
 		return nil, nil, err
 	}

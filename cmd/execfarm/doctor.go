@@ -13,6 +13,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
 
 func doctorCmd() *cobra.Command {
@@ -21,6 +22,7 @@ func doctorCmd() *cobra.Command {
 		uidBase       uint32
 		maxConcurrent int
 		allowDegraded []string
+		worker        string
 	)
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -37,7 +39,11 @@ func doctorCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !printDoctor(os.Stdout, probe.Run(pc), allowDegraded) {
+			ok := printDoctor(os.Stdout, probe.Run(pc), allowDegraded)
+			if !printBinaries(os.Stdout, worker) {
+				ok = false
+			}
+			if !ok {
 				return exitError{code: 1}
 			}
 			return nil
@@ -48,7 +54,25 @@ func doctorCmd() *cobra.Command {
 	f.Uint32Var(&uidBase, "uid-base", supervisor.DefaultUIDBase, "first host uid of the sandboxes' uid ranges, as for serve")
 	f.IntVar(&maxConcurrent, "max-concurrent", 0, "executions running at once, as for serve: sizes the uid window (default: number of CPUs)")
 	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "layers serve would be allowed to run without, as for serve")
+	f.StringVar(&worker, "worker", "", "execfarm-worker binary, as for serve (env EXECFARM_WORKER)")
 	return cmd
+}
+
+// printBinaries writes where the worker and goja runtime binaries are, or
+// why serve would not find them, and reports whether they are usable.
+func printBinaries(w io.Writer, worker string) bool {
+	path, err := supervisor.FindWorker(worker)
+	if err != nil {
+		fmt.Fprintln(w, "binaries: refused:", err)
+		return false
+	}
+	c := sandbox.Config{WorkerBinary: path, GojaBinary: os.Getenv("EXECFARM_GOJA")}
+	if err := c.ValidateBinaries(); err != nil {
+		fmt.Fprintln(w, "binaries: refused:", err)
+		return false
+	}
+	fmt.Fprintf(w, "binaries: worker %s, goja %s\n", path, c.GojaPath())
+	return true
 }
 
 // printDoctor writes the layer table, the probe's warnings and the verdict

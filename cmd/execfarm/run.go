@@ -37,7 +37,8 @@ func runCmd(cf *clientFlags) *cobra.Command {
 		Use:   "run [flags] (FILE | -e CODE | -)",
 		Short: "Run a program in a fresh sandbox and print its output",
 		Long: `Run a program in a fresh sandbox. Its stdout and stderr are printed as they
-arrive; the exit status is 0 when the execution succeeded and 1 otherwise.
+arrive; the exit status is 0 when the execution succeeded, the program's
+exit code when it exited with one, and 1 otherwise (killed, timed out).
 With no supervisor configured (flags or SANDBOX_* variables) and none at the
 default socket, run starts an embedded supervisor for the one execution.`,
 		Args: cobra.MaximumNArgs(1),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -27,6 +28,8 @@ func serveCmd() *cobra.Command {
 		tc             transport.Config
 		cfg            supervisor.Config
 		worker         string
+		goja           string
+		logLevel       string
 		cgroupParent   string
 		uidBase        uint32
 		allowDegraded  []string
@@ -51,7 +54,12 @@ func serveCmd() *cobra.Command {
 			if cfg.Sandbox.WorkerBinary, err = supervisor.FindWorker(worker); err != nil {
 				return err
 			}
-			log := hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Info, Exclude: sandbox.ExpectedExit})
+			cfg.Sandbox.GojaBinary = cmp.Or(goja, os.Getenv("EXECFARM_GOJA"))
+			level := hclog.LevelFromString(cmp.Or(logLevel, os.Getenv("EXECFARM_LOG_LEVEL"), "info"))
+			if level == hclog.NoLevel {
+				return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", cmp.Or(logLevel, os.Getenv("EXECFARM_LOG_LEVEL")))
+			}
+			log := hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: level, Exclude: sandbox.ExpectedExit})
 			cfg.Logger = log
 			cfg.Sandbox.Logger = log
 			cfg.Version = version
@@ -147,6 +155,8 @@ func serveCmd() *cobra.Command {
 	f.IntVar(&cfg.WarmPool, "warm-pool", 0, "sandboxes kept started ahead of demand (default limits only; single-use)")
 	f.StringVar(&cfg.DefaultRuntime, "default-runtime", "goja", "runtime of requests that name none: goja, shell, python")
 	f.StringVar(&worker, "worker", "", "execfarm-worker binary (env EXECFARM_WORKER; default: next to execfarm, then $PATH)")
+	f.StringVar(&logLevel, "log-level", "", "trace, debug (every sandbox start with its phases, warm-pool takes and refills), info, warn or error (env EXECFARM_LOG_LEVEL; default info)")
+	f.StringVar(&goja, "goja", "", "execfarm-goja binary, bound into every sandbox (env EXECFARM_GOJA; default: next to the worker binary)")
 	f.StringVar(&cfg.Sandbox.StateDir, "state-dir", "/run/execfarm", "directory for per-sandbox sockets and mountpoints")
 	f.StringVar(&cgroupParent, "cgroup-parent", cgroup.DefaultParent, "parent cgroup of sandbox cgroups (nested under the supervisor's own)")
 	f.Uint32Var(&uidBase, "uid-base", supervisor.DefaultUIDBase, "first host uid of the sandboxes' uid ranges (65536 ids each)")

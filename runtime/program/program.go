@@ -63,6 +63,10 @@ var baseEnv = []string{
 	"LANG=C.UTF-8",
 }
 
+// ReservedEnvPrefix starts the environment names execfarm keeps for itself;
+// a request may not set them.
+const ReservedEnvPrefix = "EXECFARM_"
+
 // Build returns the worker request for in. TypeScript syntax errors come
 // back as *transform.SyntaxError; empty code as transform.ErrEmptyCode.
 func Build(in Input) (*workerv1.RunRequest, error) {
@@ -133,6 +137,11 @@ func environ(extra map[string]string) ([]string, error) {
 		v := extra[k]
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
 			return nil, fmt.Errorf("%w: %q", ErrBadEnv, k)
+		}
+		if strings.HasPrefix(k, ReservedEnvPrefix) {
+			// execfarm's own switches to its runtimes (EXECFARM_READY_FD,
+			// EXECFARM_DETERMINISTIC) are not the caller's to set.
+			return nil, fmt.Errorf("%w: %q: names starting with %s are reserved", ErrBadEnv, k, ReservedEnvPrefix)
 		}
 		// A caller's value replaces the base one rather than shadowing it.
 		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })

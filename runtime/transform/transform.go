@@ -49,14 +49,17 @@ func JavaScript(code string) (string, error) {
 	return transform(code, api.LoaderJS, jsSourceFile)
 }
 
-// cacheEntries and cacheMaxCode bound the cache of transform results: at
-// most 512 entries of code up to 32 KiB each (with their output, about
-// 40 MiB at worst; typical scripts are far smaller). esbuild's Transform
-// costs ~0.7 ms even for one line, on the latency path of every request,
-// and agents run the same script again and again.
+// cacheEntries, cacheMaxCode and cacheMaxOutput bound the cache of
+// transform results: at most 512 entries of code up to 32 KiB whose output
+// is at most 64 KiB (lowering can blow code up 20-40 times: `using`,
+// decorators, enums), so 48 MiB at worst; typical scripts are far
+// smaller. esbuild's Transform costs ~0.7 ms even for one line, on the
+// latency path of every request, and agents run the same script again and
+// again.
 const (
-	cacheEntries = 512
-	cacheMaxCode = 32 << 10
+	cacheEntries   = 512
+	cacheMaxCode   = 32 << 10
+	cacheMaxOutput = 64 << 10
 )
 
 type cacheKey struct {
@@ -83,7 +86,7 @@ func transform(code string, loader api.Loader, sourceFile string) (string, error
 		return js, nil
 	}
 	js, err := esbuild(code, loader, sourceFile)
-	if err == nil && len(code) <= cacheMaxCode {
+	if err == nil && len(code) <= cacheMaxCode && len(js) <= cacheMaxOutput {
 		results.Add(key, js)
 	}
 	return js, err

@@ -227,6 +227,17 @@ func TestTransformCache(t *testing.T) {
 	if results.Contains(cacheKey{api.LoaderTS, tsSourceFile, big}) {
 		t.Fatal("code over cacheMaxCode cached")
 	}
+	// Small code whose lowering is over cacheMaxOutput.
+	blowup := strings.Repeat("{ using a = b }\n", 1200)
+	if len(blowup) > cacheMaxCode {
+		t.Fatalf("test code is %d bytes, over cacheMaxCode", len(blowup))
+	}
+	if js, err := TypeScript(blowup); err != nil || len(js) <= cacheMaxOutput {
+		t.Fatalf("lowering %d bytes of using gave %d bytes, %v; want over %d", len(blowup), len(js), err, cacheMaxOutput)
+	}
+	if results.Contains(cacheKey{api.LoaderTS, tsSourceFile, blowup}) {
+		t.Fatal("output over cacheMaxOutput cached")
+	}
 	bad := "const = ;"
 	if _, err := TypeScript(bad); err == nil {
 		t.Fatal("syntax error not reported")

@@ -10,7 +10,7 @@ import (
 func TestValidateStateDirFitsSocketPath(t *testing.T) {
 	ids := NewIDPool(1<<30, 0, 1)
 	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, GojaBinaryName), []byte("#!/bin/true\n"), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(bin, GojaBinaryName), []byte("\x7fELF fake"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ok := Config{WorkerBinary: filepath.Join(bin, "w"), IDs: ids, StateDir: "/run/execfarm"}
@@ -19,8 +19,38 @@ func TestValidateStateDirFitsSocketPath(t *testing.T) {
 	}
 	noGoja := ok
 	noGoja.WorkerBinary = "/w"
-	if err := noGoja.Validate(); err == nil || !strings.Contains(err.Error(), "/execfarm-goja missing") {
+	if err := noGoja.Validate(); err == nil || !strings.Contains(err.Error(), "/execfarm-goja") {
 		t.Fatalf("no goja binary next to the worker: %v", err)
+	}
+	// A symlinked worker: goja is found next to its target.
+	if err := os.WriteFile(filepath.Join(bin, "w"), []byte("\x7fELF fake"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "execfarm-worker")
+	if err := os.Symlink(filepath.Join(bin, "w"), link); err != nil {
+		t.Fatal(err)
+	}
+	linked := ok
+	linked.WorkerBinary = link
+	if err := linked.Validate(); err != nil {
+		t.Fatalf("goja next to the symlinked worker's target: %v", err)
+	}
+	// Present but not runnable by the sandbox user, or not a program.
+	for name, setup := range map[string]func(p string) error{
+		"mode 0700": func(p string) error { return os.WriteFile(p, []byte("\x7fELF"), 0o700) },
+		"not ELF":   func(p string) error { return os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755) },
+		"empty":     func(p string) error { return os.WriteFile(p, nil, 0o755) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o755) },
+	} {
+		p := filepath.Join(t.TempDir(), GojaBinaryName)
+		if err := setup(p); err != nil {
+			t.Fatal(err)
+		}
+		bad := ok
+		bad.GojaBinary = p
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: Validate = %v, want an error naming %s", name, err, p)
+		}
 	}
 	long := ok
 	long.StateDir = "/" + strings.Repeat("x", socketPathBudget)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,7 +20,7 @@ type Config struct {
 	WorkerBinary string
 	// GojaBinary is the host path of the goja runtime binary, bound
 	// read-only into every sandbox; "" = GojaBinaryName next to
-	// WorkerBinary.
+	// WorkerBinary, else next to the file WorkerBinary links to.
 	GojaBinary string
 	// StateDir is the host directory holding one sub-directory per live
 	// sandbox (plugin socket, root mountpoint). "" = /run/execfarm.
@@ -94,11 +95,8 @@ const GojaBinaryName = "execfarm-goja"
 // directory short enough that plugin socket paths fit in a unix socket
 // address.
 func (c *Config) Validate() error {
-	if c.WorkerBinary == "" {
-		return errors.New("sandbox: no worker binary")
-	}
-	if fi, err := os.Stat(c.gojaBinary()); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("sandbox: goja runtime binary %s missing (it is built with the worker: go build ./cmd/...)", c.gojaBinary())
+	if err := c.ValidateBinaries(); err != nil {
+		return err
 	}
 	if c.IDs == nil {
 		return errors.New("sandbox: Config.IDs is nil")
@@ -116,11 +114,63 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func (c *Config) gojaBinary() string {
-	if c.GojaBinary == "" {
-		return filepath.Join(filepath.Dir(c.WorkerBinary), GojaBinaryName)
+// ValidateBinaries checks the worker binary is set and the goja runtime
+// binary (GojaBinary or its default) is an ELF executable the sandbox user
+// may run. It returns the goja binary's path in its error.
+func (c *Config) ValidateBinaries() error {
+	if c.WorkerBinary == "" {
+		return errors.New("sandbox: no worker binary")
 	}
-	return c.GojaBinary
+	if err := checkRuntimeBinary(c.gojaBinary()); err != nil {
+		return fmt.Errorf("sandbox: goja runtime binary: %w (it is built with the worker: go build ./cmd/...; set its path with EXECFARM_GOJA)", err)
+	}
+	return nil
+}
+
+// GojaPath returns the host path of the goja runtime binary that sandboxes
+// get: GojaBinary, or its default.
+func (c *Config) GojaPath() string { return c.gojaBinary() }
+
+func (c *Config) gojaBinary() string {
+	if c.GojaBinary != "" {
+		return c.GojaBinary
+	}
+	next := filepath.Join(filepath.Dir(c.WorkerBinary), GojaBinaryName)
+	if _, err := os.Stat(next); err != nil {
+		if target, err := filepath.EvalSymlinks(c.WorkerBinary); err == nil {
+			if p := filepath.Join(filepath.Dir(target), GojaBinaryName); p != next {
+				if _, err := os.Stat(p); err == nil {
+					return p
+				}
+			}
+		}
+	}
+	return next
+}
+
+// checkRuntimeBinary checks that path is an ELF executable that the sandbox
+// user (an unmapped "other" uid on the host) may execute.
+func checkRuntimeBinary(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Mode().Perm()&0o001 == 0 {
+		return fmt.Errorf("%s is not executable by other users (mode %v): sandboxes run it as an unprivileged uid", path, fi.Mode().Perm())
+	}
+	magic := make([]byte, 4)
+	if _, err := io.ReadFull(f, magic); err != nil || string(magic) != "\x7fELF" {
+		return fmt.Errorf("%s is not an ELF executable", path)
+	}
+	return nil
 }
 
 func (c *Config) stateDir() string {
