@@ -195,7 +195,8 @@ func specFor(l Limits) sandbox.Spec {
 			PidsMax:        int64(l.Processes),
 			CPUQuotaMicros: int64(l.CPUPercent) * 1000,
 		},
-		WorkspaceBytes: l.WorkspaceBytes,
+		WorkspaceBytes:  l.WorkspaceBytes,
+		FileDescriptors: int64(l.FileDescriptors),
 	}
 }
 

@@ -75,6 +75,12 @@ type Spec struct {
 	// WorkspaceBytes, TmpBytes, ShmBytes size the tmpfs mounts of
 	// /workspace, /tmp and /dev/shm in bytes; 0 = 64 MiB each.
 	WorkspaceBytes, TmpBytes, ShmBytes int64
+	// FileDescriptors is the RLIMIT_NOFILE the sandbox's runtime processes
+	// get (0 = unset). The worker sets rlimits on itself before it forks
+	// and cannot raise them again (it keeps no CAP_SYS_RESOURCE), so a
+	// sandbox that has forked a process (a warm one) serves only requests
+	// with its rlimits: this field, and WorkspaceBytes for RLIMIT_FSIZE.
+	FileDescriptors int64
 }
 
 // maxSocketPath is the longest unix socket path (sun_path, 108 bytes with

@@ -114,4 +114,18 @@ func TestWarmPoolRunsGojaOnPreparedProcesses(t *testing.T) {
 			t.Errorf("warm-up output leaked: %q", resp.GetOutput()+resp.GetErrorOutput())
 		}
 	}
+	// Rlimits above the pool's: the prepared process's rlimits must not
+	// cap a request that asks for more.
+	for _, rt := range []sandboxv1.Runtime{sandboxv1.Runtime_RUNTIME_SHELL, sandboxv1.Runtime_RUNTIME_GOJA} {
+		code := "ulimit -n"
+		if rt == sandboxv1.Runtime_RUNTIME_GOJA {
+			code = "console.log(2048)"
+		}
+		req := request(rt, code, 0)
+		req.Limits = &sandboxv1.ResourceLimits{MaxFileDescriptors: 2048}
+		resp, err := in.client.Execute(callCtx(t), req)
+		if err != nil || !resp.GetSuccess() || strings.TrimSpace(resp.GetOutput()) != "2048" {
+			t.Errorf("%v with 2048 open files on a pool of 1024: %v %v", rt, resp, err)
+		}
+	}
 }
