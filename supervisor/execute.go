@@ -378,10 +378,29 @@ func (r *run) execute() {
 		PeakMemoryBytes: usage.PeakMemoryBytes, PeakMemorySource: usage.PeakMemorySource,
 		PidsPeak: usage.PidsPeak, OOMKills: usage.OOMKills,
 	}
-	// The result is published only once the sandbox is gone: a terminal
-	// execution has no process, cgroup, mount or socket left.
+	// The result is published only once nothing of the execution is left:
+	// its sandbox destroyed (no process, cgroup, mount or socket), or,
+	// with --sandbox-reuse, reset (no process, file or IPC object of it).
+	if r.recyclable(sb, res, runErr) {
+		err := sb.Reset(r.s.runCtx)
+		if err == nil {
+			r.finish(res)
+			r.s.pool.Recycle(sb, r.s.prepareWarm)
+			return
+		}
+		r.s.log.Warn("reset sandbox for reuse; destroying it", "execution", r.e.ID(), "sandbox", sb.ID(), "error", err)
+	}
 	r.destroy(sb)
 	r.finish(res)
+}
+
+// recyclable reports whether sb may serve another execution after a reset:
+// it came from the warm pool with uses left (pool.Reusable), and the run
+// ended by the program's own exit, without the host proxy.
+func (r *run) recyclable(sb *sandbox.Sandbox, res registry.Result, runErr error) bool {
+	return r.s.pool != nil && runErr == nil && r.stopReason() == 0 &&
+		res.Reason == registry.ReasonExited && r.j.req.GetProxyBrokerId() == 0 &&
+		r.s.pool.Reusable(sb)
 }
 
 // destroy closes the sandbox. It runs before the result is published, so
@@ -390,6 +409,9 @@ func (r *run) execute() {
 func (r *run) destroy(sb *sandbox.Sandbox) {
 	if err := sb.Close(); err != nil {
 		r.s.log.Warn("destroy sandbox", "execution", r.e.ID(), "sandbox", sb.ID(), "error", err)
+	}
+	if r.s.pool != nil {
+		r.s.pool.Discard(sb)
 	}
 }
 

@@ -38,6 +38,13 @@ type Config struct {
 	// the default limits; 0 = none. Sandbox.IDs needs a uid range for each
 	// of them besides the MaxConcurrent running ones.
 	WarmPool int
+	// SandboxReuse is how many executions one warm sandbox may serve, with
+	// a Reset between them (Sandbox.Reset says what a reset guarantees);
+	// 0 or 1 = single-use. Above 1 it needs WarmPool: reset sandboxes go
+	// back to the pool. Executions that do not end by their program's own
+	// exit (timeout, cancel, OOM kill, signal...) never leave their sandbox
+	// for another.
+	SandboxReuse int
 	// DefaultRuntime runs requests that name none; "" = goja.
 	DefaultRuntime string
 	// Defaults and Ceilings bound requests' ResourceLimits; zero values =
@@ -82,6 +89,9 @@ type Server struct {
 
 	runs sync.Map   // execution id -> *run, while in flight
 	pool *pool.Pool // nil without a warm pool
+	// prepareWarm readies a warm sandbox for its next execution (the pool's
+	// prepared goja process).
+	prepareWarm pool.PrepareFunc
 
 	mu      sync.Mutex
 	closing bool
@@ -134,6 +144,12 @@ func New(cfg Config) (*Server, error) {
 	var sweepCtx context.Context
 	sweepCtx, s.stopSweep = context.WithCancel(context.Background())
 	go func() { _ = s.reg.Run(sweepCtx) }()
+	if cfg.SandboxReuse < 0 {
+		return nil, fmt.Errorf("supervisor: sandbox reuse %d: want 1 (single-use) or more", cfg.SandboxReuse)
+	}
+	if cfg.SandboxReuse > 1 && cfg.WarmPool <= 0 {
+		return nil, errors.New("supervisor: sandbox reuse needs a warm pool (--warm-pool): reset sandboxes go back to it")
+	}
 	if cfg.WarmPool > 0 {
 		spec := specFor(cfg.Defaults)
 		sc := &s.cfg.Sandbox
@@ -146,7 +162,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		shape.Program = nil
 		shape.Rlimits = rlimitsFor(cfg.Defaults)
-		s.pool = pool.New(cfg.WarmPool, spec, func(ctx context.Context) (*sandbox.Sandbox, error) {
+		s.prepareWarm = func(ctx context.Context, sb *sandbox.Sandbox) error { return sb.Prepare(ctx, shape) }
+		s.pool = pool.New(cfg.WarmPool, cfg.SandboxReuse, spec, func(ctx context.Context) (*sandbox.Sandbox, error) {
 			sb, err := sandbox.Start(ctx, sc, spec)
 			if err != nil {
 				return nil, err

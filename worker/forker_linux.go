@@ -4,38 +4,32 @@ import (
 	"runtime"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/execfarm/execfarm/isolation/namespace"
 )
 
-// forker forks every runtime process from one OS thread that it keeps for
-// itself. Namespace membership and the capability bounding set are per
-// thread and a child inherits them from the thread that forked it, so
-// state set on this thread alone reaches every runtime process: here, a
-// cgroup namespace rooted at the sandbox's cgroup (the worker enters its
-// cgroup only after it was forked, so its first cgroup namespace is rooted
-// at the supervisor's).
+// forker forks every runtime process, and signals them, from one OS thread
+// that it keeps for itself. Namespace membership, the capability bounding
+// set and the Landlock domain are per thread, and a child inherits them
+// from the thread that forked it, so state set on this thread alone reaches
+// every runtime process: here, a cgroup namespace rooted at the sandbox's
+// cgroup (the worker enters its cgroup only after it was forked, so its
+// first cgroup namespace is rooted at the supervisor's). Signals go out
+// from the same thread because Landlock (ABI < 8) gives every thread a
+// domain of its own when the worker restricts itself, and with signal
+// scoping a thread may signal only processes of its own domain: the
+// runtime processes are in the forker thread's.
 type forker struct {
-	reqs chan forkRequest
-}
-
-type forkRequest struct {
-	argv0 string
-	argv  []string
-	attr  *syscall.ProcAttr
-	reply chan forkReply
-}
-
-type forkReply struct {
-	pid int
-	err error
+	reqs chan func()
 }
 
 // start locks a new goroutine to its thread, unshares the cgroup namespace
-// there, and serves fork requests on it for the worker's lifetime (the
+// there, and serves requests on it for the worker's lifetime (the
 // goroutine never unlocks, so Go never reuses the thread for anything
 // else).
 func (f *forker) start() error {
-	f.reqs = make(chan forkRequest)
+	f.reqs = make(chan func())
 	ready := make(chan error)
 	go func() {
 		runtime.LockOSThread()
@@ -45,17 +39,27 @@ func (f *forker) start() error {
 		}
 		close(ready)
 		for r := range f.reqs {
-			pid, err := syscall.ForkExec(r.argv0, r.argv, r.attr)
-			r.reply <- forkReply{pid, err}
+			r()
 		}
 	}()
 	return <-ready
 }
 
+// do runs fn on the forker's thread and returns when it has run.
+func (f *forker) do(fn func()) {
+	done := make(chan struct{})
+	f.reqs <- func() { fn(); close(done) }
+	<-done
+}
+
 // forkExec is syscall.ForkExec on the forker's thread.
-func (f *forker) forkExec(argv0 string, argv []string, attr *syscall.ProcAttr) (int, error) {
-	reply := make(chan forkReply, 1)
-	f.reqs <- forkRequest{argv0, argv, attr, reply}
-	r := <-reply
-	return r.pid, r.err
+func (f *forker) forkExec(argv0 string, argv []string, attr *syscall.ProcAttr) (pid int, err error) {
+	f.do(func() { pid, err = syscall.ForkExec(argv0, argv, attr) })
+	return pid, err
+}
+
+// kill is kill(2) on the forker's thread.
+func (f *forker) kill(pid int, sig unix.Signal) (err error) {
+	f.do(func() { err = unix.Kill(pid, sig) })
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -194,7 +195,7 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 	s.prepared = nil
 	if p != nil && !proto.Equal(p.shape, shapeOf(req)) {
 		// Prepared for another request: never used, never released.
-		killGroup(p.pid)
+		s.killGroup(p.pid)
 		p.closeAll()
 		p = nil
 	}
@@ -227,7 +228,7 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 		select {
 		case ev := <-events:
 			if err := stream.Send(ev); err != nil {
-				killGroup(p.pid)
+				s.killGroup(p.pid)
 			}
 		case ws = <-exitCh:
 			exited, exitCh = true, nil
@@ -240,7 +241,7 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 			drained, pumpsDone = true, nil
 		case <-done:
 			// The supervisor went away or cancelled: end the program.
-			killGroup(p.pid)
+			s.killGroup(p.pid)
 			done = nil
 		}
 	}
@@ -271,9 +272,11 @@ func statusToExit(ws unix.WaitStatus) *workerv1.Exit {
 	return &workerv1.Exit{ExitCode: int32(ws.ExitStatus())}
 }
 
-func killGroup(pid int) {
-	_ = unix.Kill(-pid, unix.SIGKILL)
-	_ = unix.Kill(pid, unix.SIGKILL)
+// killGroup SIGKILLs the process group of pid, and pid, from the forker's
+// thread (see forker).
+func (s *server) killGroup(pid int) {
+	_ = s.forker.kill(-pid, unix.SIGKILL)
+	_ = s.forker.kill(pid, unix.SIGKILL)
 }
 
 // pump reads one pipe until EOF or close and queues its chunks, wrapped by
@@ -443,7 +446,7 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 	p.pid = pid
 	if s.payload != nil {
 		if _, err := s.payload.WriteString(strconv.Itoa(pid)); err != nil {
-			killGroup(pid) // and the gate is closed unwritten: the program never runs
+			s.killGroup(pid) // and the gate is closed unwritten: the program never runs
 			return nil, fmt.Errorf("place %s in the payload cgroup: %w", req.GetArgv()[0], err)
 		}
 	}
@@ -516,4 +519,65 @@ func inputFile(data []byte) (*os.File, error) {
 		w.Close()
 	}()
 	return r, nil
+}
+
+// resetTimeout bounds Reset's wait for the sandbox's processes to be gone.
+const resetTimeout = 2 * time.Second
+
+// Reset kills every process of the sandbox but the worker: kill(-1,
+// SIGKILL) from the init of the pid namespace reaches all of them (and
+// nothing outside), again until /proc lists no process but the worker, as
+// a process may fork while it is being killed. The reaper collects them.
+// It waits for a running Run to end first. Errors: DEADLINE_EXCEEDED when
+// processes are still there after resetTimeout.
+func (s *server) Reset(ctx context.Context, _ *workerv1.ResetRequest) (*workerv1.ResetResponse, error) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if p := s.prepared; p != nil {
+		s.prepared = nil
+		p.closeAll()
+	}
+	deadline := time.Now().Add(resetTimeout)
+	killed := 0
+	var killErr error
+	for {
+		others, err := otherProcesses()
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		if len(others) == 0 {
+			break
+		}
+		killed = max(killed, len(others))
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			var states []string
+			for _, pid := range others {
+				st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+				states = append(states, strings.TrimSpace(string(st)))
+			}
+			return nil, status.Errorf(codes.DeadlineExceeded, "reset: processes still alive: %q (kill: %v)", states, killErr)
+		}
+		killErr = s.forker.kill(-1, unix.SIGKILL)
+		time.Sleep(time.Millisecond) // let the kernel finish them and the reaper collect them
+	}
+	s.mu.Lock()
+	clear(s.exited)
+	s.mu.Unlock()
+	return &workerv1.ResetResponse{Killed: int32(killed)}, nil
+}
+
+// otherProcesses lists the sandbox's processes other than the worker (pid
+// 1), zombies included, from the sandbox's own /proc.
+func otherProcesses() ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var out []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 1 {
+			out = append(out, pid)
+		}
+	}
+	return out, nil
 }

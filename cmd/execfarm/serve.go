@@ -155,6 +155,7 @@ func serveCmd() *cobra.Command {
 	f.IntVar(&cfg.WarmPool, "warm-pool", 0, "sandboxes kept started ahead of demand (default limits only; single-use)")
 	f.StringVar(&cfg.DefaultRuntime, "default-runtime", "goja", "runtime of requests that name none: goja, shell, python")
 	f.StringVar(&worker, "worker", "", "execfarm-worker binary (env EXECFARM_WORKER; default: next to execfarm, then $PATH)")
+	f.IntVar(&cfg.SandboxReuse, "sandbox-reuse", 1, "executions one warm sandbox may serve, reset in between (README: Sandbox reuse); 1 = single-use; needs --warm-pool")
 	f.StringVar(&logLevel, "log-level", "", "trace, debug (every sandbox start with its phases, warm-pool takes and refills), info, warn or error (env EXECFARM_LOG_LEVEL; default info)")
 	f.StringVar(&goja, "goja", "", "execfarm-goja binary, bound into every sandbox (env EXECFARM_GOJA; default: next to the worker binary)")
 	f.StringVar(&cfg.Sandbox.StateDir, "state-dir", "/run/execfarm", "directory for per-sandbox sockets and mountpoints")

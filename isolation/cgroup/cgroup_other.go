@@ -39,6 +39,7 @@ func (m *Manager) Usage() (Usage, error)    { return Usage{}, notSupported("usag
 func (m *Manager) Sample()                  {}
 func (m *Manager) OOMKilled() (bool, error) { return false, notSupported("read OOM state") }
 func (m *Manager) Delete() error            { return notSupported("delete") }
+func (m *Manager) ResetPeaks() error        { return notSupported("reset peaks") }
 
 // NewPayload returns an error wrapping ErrNotSupported off Linux.
 func (m *Manager) NewPayload(pidsMax int64) (*os.File, error) { return nil, notSupported("payload") }

@@ -190,3 +190,20 @@ func splitRuntime(total, user, sys int64) (int64, int64) {
 	u, _ := bits.Div64(hi, lo, uint64(user+sys))
 	return int64(u), total - int64(u)
 }
+
+// ResetPeaks starts the peaks over for a sandbox that serves another
+// execution: on v1 memory.max_usage_in_bytes is reset to the current usage
+// (writing 0); the sampled fallbacks restart. cgroup v2's memory.peak and
+// pids.peak cannot be reset for readers that open them afresh (a write
+// resets them only for the writer's file descriptor), so there they stay
+// the sandbox's peaks so far.
+func (m *Manager) ResetPeaks() error {
+	m.pidsSeen.Store(0)
+	m.memSeen.Store(0)
+	if m.mode == V1 {
+		if err := writeExisting(m.file(cgroup1.Memory, "memory.max_usage_in_bytes"), "0"); err != nil {
+			return fmt.Errorf("reset peak memory of %s: %w", m.Path(), err)
+		}
+	}
+	return nil
+}

@@ -40,6 +40,13 @@ type Bind struct {
 // WorkspaceDir is the sandbox's writable working directory.
 const WorkspaceDir = "/workspace"
 
+// MqueueDir is where the sandbox's POSIX message queues appear as files.
+const MqueueDir = "/dev/mqueue"
+
+// ScratchDirs are the sandbox's writable directories (tmpfs mounts, and the
+// message queue filesystem): a reused sandbox's reset empties them.
+var ScratchDirs = []string{WorkspaceDir, "/tmp", "/dev/shm", MqueueDir}
+
 // GojaPath is where the goja runtime binary is visible inside the sandbox.
 const GojaPath = "/.execfarm/goja"
 

@@ -263,7 +263,19 @@ func setupDev(r string, shmBytes int64) error {
 		}
 	}
 	shm := filepath.Join(dev, "shm")
-	return mountTmpfs(shm, "size="+strconv.FormatInt(shmBytes, 10)+",nr_inodes=4096,mode=1777", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC)
+	if err := mountTmpfs(shm, "size="+strconv.FormatInt(shmBytes, 10)+",nr_inodes=4096,mode=1777", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
+		return err
+	}
+	// The sandbox's POSIX message queues (its own IPC namespace), listed
+	// as files, as in Docker: a reused sandbox's reset removes them here.
+	mq := filepath.Join(dev, MqueueDir[len("/dev/"):])
+	if err := os.MkdirAll(mq, 0o755); err != nil {
+		return fmt.Errorf("rootfs: %w", err)
+	}
+	if err := unix.Mount("mqueue", mq, "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return &os.PathError{Op: "mount mqueue", Path: mq, Err: err}
+	}
+	return nil
 }
 
 // pivot makes r the root: pivot_root(".", ".") stacks the old root under

@@ -25,6 +25,87 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ResetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetRequest) Reset() {
+	*x = ResetRequest{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetRequest) ProtoMessage() {}
+
+func (x *ResetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetRequest.ProtoReflect.Descriptor instead.
+func (*ResetRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{0}
+}
+
+type ResetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many processes were killed.
+	Killed        int32 `protobuf:"varint,1,opt,name=killed,proto3" json:"killed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetResponse) Reset() {
+	*x = ResetResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetResponse) ProtoMessage() {}
+
+func (x *ResetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetResponse.ProtoReflect.Descriptor instead.
+func (*ResetResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ResetResponse) GetKilled() int32 {
+	if x != nil {
+		return x.Killed
+	}
+	return 0
+}
+
 type PrepareResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -33,7 +114,7 @@ type PrepareResponse struct {
 
 func (x *PrepareResponse) Reset() {
 	*x = PrepareResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -45,7 +126,7 @@ func (x *PrepareResponse) String() string {
 func (*PrepareResponse) ProtoMessage() {}
 
 func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -58,7 +139,7 @@ func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
 func (*PrepareResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{0}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{2}
 }
 
 type StartupRequest struct {
@@ -69,7 +150,7 @@ type StartupRequest struct {
 
 func (x *StartupRequest) Reset() {
 	*x = StartupRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -81,7 +162,7 @@ func (x *StartupRequest) String() string {
 func (*StartupRequest) ProtoMessage() {}
 
 func (x *StartupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -94,7 +175,7 @@ func (x *StartupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartupRequest.ProtoReflect.Descriptor instead.
 func (*StartupRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{3}
 }
 
 type StartupResponse struct {
@@ -107,7 +188,7 @@ type StartupResponse struct {
 
 func (x *StartupResponse) Reset() {
 	*x = StartupResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -119,7 +200,7 @@ func (x *StartupResponse) String() string {
 func (*StartupResponse) ProtoMessage() {}
 
 func (x *StartupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -132,7 +213,7 @@ func (x *StartupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartupResponse.ProtoReflect.Descriptor instead.
 func (*StartupResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *StartupResponse) GetPhases() []*Phase {
@@ -155,7 +236,7 @@ type Phase struct {
 
 func (x *Phase) Reset() {
 	*x = Phase{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -167,7 +248,7 @@ func (x *Phase) String() string {
 func (*Phase) ProtoMessage() {}
 
 func (x *Phase) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -180,7 +261,7 @@ func (x *Phase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Phase.ProtoReflect.Descriptor instead.
 func (*Phase) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Phase) GetName() string {
@@ -209,7 +290,7 @@ type Rlimit struct {
 
 func (x *Rlimit) Reset() {
 	*x = Rlimit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -221,7 +302,7 @@ func (x *Rlimit) String() string {
 func (*Rlimit) ProtoMessage() {}
 
 func (x *Rlimit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -234,7 +315,7 @@ func (x *Rlimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rlimit.ProtoReflect.Descriptor instead.
 func (*Rlimit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Rlimit) GetResource() string {
@@ -289,7 +370,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -301,7 +382,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -314,7 +395,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunRequest) GetArgv() []string {
@@ -394,7 +475,7 @@ type Exit struct {
 
 func (x *Exit) Reset() {
 	*x = Exit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -406,7 +487,7 @@ func (x *Exit) String() string {
 func (*Exit) ProtoMessage() {}
 
 func (x *Exit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -419,7 +500,7 @@ func (x *Exit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exit.ProtoReflect.Descriptor instead.
 func (*Exit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Exit) GetExitCode() int32 {
@@ -458,7 +539,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +551,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +564,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -568,7 +649,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +661,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +674,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Header) GetName() string {
@@ -625,7 +706,7 @@ type ProxyRequest struct {
 
 func (x *ProxyRequest) Reset() {
 	*x = ProxyRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +718,7 @@ func (x *ProxyRequest) String() string {
 func (*ProxyRequest) ProtoMessage() {}
 
 func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +731,7 @@ func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyRequest.ProtoReflect.Descriptor instead.
 func (*ProxyRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ProxyRequest) GetTarget() string {
@@ -699,7 +780,7 @@ type ProxyResponse struct {
 
 func (x *ProxyResponse) Reset() {
 	*x = ProxyResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +792,7 @@ func (x *ProxyResponse) String() string {
 func (*ProxyResponse) ProtoMessage() {}
 
 func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +805,7 @@ func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyResponse.ProtoReflect.Descriptor instead.
 func (*ProxyResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ProxyResponse) GetStatus() int32 {
@@ -752,7 +833,10 @@ var File_execfarm_worker_v1_worker_proto protoreflect.FileDescriptor
 
 const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x1fexecfarm/worker/v1/worker.proto\x12\x12execfarm.worker.v1\"\x11\n" +
+	"\x1fexecfarm/worker/v1/worker.proto\x12\x12execfarm.worker.v1\"\x0e\n" +
+	"\fResetRequest\"'\n" +
+	"\rResetResponse\x12\x16\n" +
+	"\x06killed\x18\x01 \x01(\x05R\x06killed\"\x11\n" +
 	"\x0fPrepareResponse\"\x10\n" +
 	"\x0eStartupRequest\"D\n" +
 	"\x0fStartupResponse\x121\n" +
@@ -798,11 +882,12 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\rProxyResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x124\n" +
 	"\aheaders\x18\x02 \x03(\v2\x1a.execfarm.worker.v1.HeaderR\aheaders\x12\x12\n" +
-	"\x04body\x18\x03 \x01(\fR\x04body2\xf3\x01\n" +
+	"\x04body\x18\x03 \x01(\fR\x04body2\xc1\x02\n" +
 	"\x06Worker\x12E\n" +
 	"\x03Run\x12\x1e.execfarm.worker.v1.RunRequest\x1a\x1c.execfarm.worker.v1.RunEvent0\x01\x12N\n" +
 	"\aPrepare\x12\x1e.execfarm.worker.v1.RunRequest\x1a#.execfarm.worker.v1.PrepareResponse\x12R\n" +
-	"\aStartup\x12\".execfarm.worker.v1.StartupRequest\x1a#.execfarm.worker.v1.StartupResponse2]\n" +
+	"\aStartup\x12\".execfarm.worker.v1.StartupRequest\x1a#.execfarm.worker.v1.StartupResponse\x12L\n" +
+	"\x05Reset\x12 .execfarm.worker.v1.ResetRequest\x1a!.execfarm.worker.v1.ResetResponse2]\n" +
 	"\tHostProxy\x12P\n" +
 	"\tRoundTrip\x12 .execfarm.worker.v1.ProxyRequest\x1a!.execfarm.worker.v1.ProxyResponseB6Z4github.com/execfarm/execfarm/proto/workerv1;workerv1b\x06proto3"
 
@@ -818,36 +903,40 @@ func file_execfarm_worker_v1_worker_proto_rawDescGZIP() []byte {
 	return file_execfarm_worker_v1_worker_proto_rawDescData
 }
 
-var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_execfarm_worker_v1_worker_proto_goTypes = []any{
-	(*PrepareResponse)(nil), // 0: execfarm.worker.v1.PrepareResponse
-	(*StartupRequest)(nil),  // 1: execfarm.worker.v1.StartupRequest
-	(*StartupResponse)(nil), // 2: execfarm.worker.v1.StartupResponse
-	(*Phase)(nil),           // 3: execfarm.worker.v1.Phase
-	(*Rlimit)(nil),          // 4: execfarm.worker.v1.Rlimit
-	(*RunRequest)(nil),      // 5: execfarm.worker.v1.RunRequest
-	(*Exit)(nil),            // 6: execfarm.worker.v1.Exit
-	(*RunEvent)(nil),        // 7: execfarm.worker.v1.RunEvent
-	(*Header)(nil),          // 8: execfarm.worker.v1.Header
-	(*ProxyRequest)(nil),    // 9: execfarm.worker.v1.ProxyRequest
-	(*ProxyResponse)(nil),   // 10: execfarm.worker.v1.ProxyResponse
+	(*ResetRequest)(nil),    // 0: execfarm.worker.v1.ResetRequest
+	(*ResetResponse)(nil),   // 1: execfarm.worker.v1.ResetResponse
+	(*PrepareResponse)(nil), // 2: execfarm.worker.v1.PrepareResponse
+	(*StartupRequest)(nil),  // 3: execfarm.worker.v1.StartupRequest
+	(*StartupResponse)(nil), // 4: execfarm.worker.v1.StartupResponse
+	(*Phase)(nil),           // 5: execfarm.worker.v1.Phase
+	(*Rlimit)(nil),          // 6: execfarm.worker.v1.Rlimit
+	(*RunRequest)(nil),      // 7: execfarm.worker.v1.RunRequest
+	(*Exit)(nil),            // 8: execfarm.worker.v1.Exit
+	(*RunEvent)(nil),        // 9: execfarm.worker.v1.RunEvent
+	(*Header)(nil),          // 10: execfarm.worker.v1.Header
+	(*ProxyRequest)(nil),    // 11: execfarm.worker.v1.ProxyRequest
+	(*ProxyResponse)(nil),   // 12: execfarm.worker.v1.ProxyResponse
 }
 var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
-	3,  // 0: execfarm.worker.v1.StartupResponse.phases:type_name -> execfarm.worker.v1.Phase
-	4,  // 1: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
-	6,  // 2: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
-	8,  // 3: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
-	8,  // 4: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
-	5,  // 5: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
-	5,  // 6: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
-	1,  // 7: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
-	9,  // 8: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
-	7,  // 9: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
-	0,  // 10: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
-	2,  // 11: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
-	10, // 12: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
-	9,  // [9:13] is the sub-list for method output_type
-	5,  // [5:9] is the sub-list for method input_type
+	5,  // 0: execfarm.worker.v1.StartupResponse.phases:type_name -> execfarm.worker.v1.Phase
+	6,  // 1: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
+	8,  // 2: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
+	10, // 3: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
+	10, // 4: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
+	7,  // 5: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
+	7,  // 6: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
+	3,  // 7: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
+	0,  // 8: execfarm.worker.v1.Worker.Reset:input_type -> execfarm.worker.v1.ResetRequest
+	11, // 9: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
+	9,  // 10: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
+	2,  // 11: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
+	4,  // 12: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
+	1,  // 13: execfarm.worker.v1.Worker.Reset:output_type -> execfarm.worker.v1.ResetResponse
+	12, // 14: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
+	10, // [10:15] is the sub-list for method output_type
+	5,  // [5:10] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -858,7 +947,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 	if File_execfarm_worker_v1_worker_proto != nil {
 		return
 	}
-	file_execfarm_worker_v1_worker_proto_msgTypes[7].OneofWrappers = []any{
+	file_execfarm_worker_v1_worker_proto_msgTypes[9].OneofWrappers = []any{
 		(*RunEvent_Stdout)(nil),
 		(*RunEvent_Stderr)(nil),
 		(*RunEvent_Exit)(nil),
@@ -870,7 +959,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_execfarm_worker_v1_worker_proto_rawDesc), len(file_execfarm_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

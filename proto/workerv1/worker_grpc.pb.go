@@ -26,6 +26,7 @@ const (
 	Worker_Run_FullMethodName     = "/execfarm.worker.v1.Worker/Run"
 	Worker_Prepare_FullMethodName = "/execfarm.worker.v1.Worker/Prepare"
 	Worker_Startup_FullMethodName = "/execfarm.worker.v1.Worker/Startup"
+	Worker_Reset_FullMethodName   = "/execfarm.worker.v1.Worker/Reset"
 )
 
 // WorkerClient is the client API for Worker service.
@@ -45,6 +46,11 @@ type WorkerClient interface {
 	// Startup returns how long the worker's own start-up phases took, from
 	// the supervisor's fork to the end of isolation (benchmarks, debug logs).
 	Startup(ctx context.Context, in *StartupRequest, opts ...grpc.CallOption) (*StartupResponse, error)
+	// Reset kills every process of the sandbox but the worker (and any
+	// prepared one) and returns once none is left, so that the sandbox can
+	// serve another execution (serve --sandbox-reuse). The supervisor wipes
+	// the sandbox's files and IPC objects afterwards.
+	Reset(ctx context.Context, in *ResetRequest, opts ...grpc.CallOption) (*ResetResponse, error)
 }
 
 type workerClient struct {
@@ -94,6 +100,16 @@ func (c *workerClient) Startup(ctx context.Context, in *StartupRequest, opts ...
 	return out, nil
 }
 
+func (c *workerClient) Reset(ctx context.Context, in *ResetRequest, opts ...grpc.CallOption) (*ResetResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResetResponse)
+	err := c.cc.Invoke(ctx, Worker_Reset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServer is the server API for Worker service.
 // All implementations must embed UnimplementedWorkerServer
 // for forward compatibility.
@@ -111,6 +127,11 @@ type WorkerServer interface {
 	// Startup returns how long the worker's own start-up phases took, from
 	// the supervisor's fork to the end of isolation (benchmarks, debug logs).
 	Startup(context.Context, *StartupRequest) (*StartupResponse, error)
+	// Reset kills every process of the sandbox but the worker (and any
+	// prepared one) and returns once none is left, so that the sandbox can
+	// serve another execution (serve --sandbox-reuse). The supervisor wipes
+	// the sandbox's files and IPC objects afterwards.
+	Reset(context.Context, *ResetRequest) (*ResetResponse, error)
 	mustEmbedUnimplementedWorkerServer()
 }
 
@@ -129,6 +150,9 @@ func (UnimplementedWorkerServer) Prepare(context.Context, *RunRequest) (*Prepare
 }
 func (UnimplementedWorkerServer) Startup(context.Context, *StartupRequest) (*StartupResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Startup not implemented")
+}
+func (UnimplementedWorkerServer) Reset(context.Context, *ResetRequest) (*ResetResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Reset not implemented")
 }
 func (UnimplementedWorkerServer) mustEmbedUnimplementedWorkerServer() {}
 func (UnimplementedWorkerServer) testEmbeddedByValue()                {}
@@ -198,6 +222,24 @@ func _Worker_Startup_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Worker_Reset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).Reset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_Reset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).Reset(ctx, req.(*ResetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Worker_ServiceDesc is the grpc.ServiceDesc for Worker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -212,6 +254,10 @@ var Worker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Startup",
 			Handler:    _Worker_Startup_Handler,
+		},
+		{
+			MethodName: "Reset",
+			Handler:    _Worker_Reset_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

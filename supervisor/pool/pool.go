@@ -11,14 +11,20 @@ import (
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
 
-// StartFunc starts one sandbox with the pool's Spec.
+// StartFunc starts one sandbox with the pool's Spec, ready for an
+// execution (prepared).
 type StartFunc func(ctx context.Context) (*sandbox.Sandbox, error)
 
-// Pool is a warm pool of identical, single-use sandboxes. Safe for
-// concurrent use.
+// PrepareFunc makes a sandbox that has been Reset ready for its next
+// execution.
+type PrepareFunc func(ctx context.Context, sb *sandbox.Sandbox) error
+
+// Pool is a warm pool of identical sandboxes, single-use unless reuse > 1
+// (Recycle). Safe for concurrent use.
 type Pool struct {
 	spec  sandbox.Spec
 	size  int
+	reuse int
 	start StartFunc
 	log   hclog.Logger
 
@@ -32,8 +38,13 @@ type Pool struct {
 	done   chan struct{}
 
 	mu       sync.Mutex
-	starting int
+	starting int // starts and recycles in progress
 	failures int
+	// lent are the sandboxes taken that may come back (Recycle) rather
+	// than be replaced: the pool counts them as its own until Recycle or
+	// Discard.
+	lent      map[*sandbox.Sandbox]bool
+	recycling sync.WaitGroup
 }
 
 // Stats is the pool's state, for HealthCheck and logs.
@@ -47,12 +58,14 @@ type Stats struct {
 }
 
 // New starts a pool of size sandboxes of spec, filled in the background
-// with start, at most one start per CPU at once. size must be > 0.
-func New(size int, spec sandbox.Spec, start StartFunc, log hclog.Logger) *Pool {
+// with start, at most one start per CPU at once. Each sandbox serves up to
+// reuse executions (values below 1 mean 1: single-use). size must be > 0.
+func New(size, reuse int, spec sandbox.Spec, start StartFunc, log hclog.Logger) *Pool {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	p := &Pool{spec: spec, size: size, start: start, log: log, parallel: min(size, runtime.NumCPU()),
+	p := &Pool{spec: spec, size: size, reuse: max(1, reuse), start: start, log: log, parallel: min(size, runtime.NumCPU()),
+		lent:  map[*sandbox.Sandbox]bool{},
 		ready: make(chan *sandbox.Sandbox, size), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.fill()
@@ -64,14 +77,22 @@ func (p *Pool) Spec() sandbox.Spec { return p.spec }
 
 // Take returns a ready sandbox for a request of spec, or nil when spec is
 // not the pool's or none is ready (the caller then starts its own). The
-// sandbox is the caller's alone; it must destroy it when done.
+// sandbox is the caller's alone; when done, the caller destroys it and
+// calls Discard, or resets it and calls Recycle.
 func (p *Pool) Take(spec sandbox.Spec) *sandbox.Sandbox {
 	if spec != p.spec {
 		return nil
 	}
 	select {
 	case sb := <-p.ready:
-		p.poke()
+		if sb.Uses()+1 < p.reuse {
+			// It may come back: do not replace it yet.
+			p.mu.Lock()
+			p.lent[sb] = true
+			p.mu.Unlock()
+		} else {
+			p.poke()
+		}
 		if p.log.IsDebug() {
 			s := p.Stats()
 			p.log.Debug("warm pool: sandbox taken", "sandbox", sb.ID(), "ready", s.Ready, "starting", s.Starting)
@@ -80,6 +101,73 @@ func (p *Pool) Take(spec sandbox.Spec) *sandbox.Sandbox {
 	default:
 		p.poke()
 		return nil
+	}
+}
+
+// Reusable reports whether sb, taken from the pool, may serve another
+// execution after a Reset.
+func (p *Pool) Reusable(sb *sandbox.Sandbox) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lent[sb]
+}
+
+// Recycle takes back a sandbox of the pool that has been Reset: prepare
+// makes it ready again in the background and it rejoins the ready ones; it
+// is closed instead when it was not lent (Reusable), the preparation
+// fails, or the pool is closing.
+func (p *Pool) Recycle(sb *sandbox.Sandbox, prepare PrepareFunc) {
+	p.mu.Lock()
+	ok := p.lent[sb] && p.ctx.Err() == nil
+	delete(p.lent, sb)
+	if ok {
+		p.starting++
+		p.recycling.Add(1)
+	}
+	p.mu.Unlock()
+	if !ok {
+		_ = sb.Close()
+		p.poke()
+		return
+	}
+	go func() {
+		defer p.recycling.Done()
+		err := prepare(p.ctx, sb)
+		p.mu.Lock()
+		p.starting--
+		added := false
+		if err == nil && p.ctx.Err() == nil {
+			select {
+			case p.ready <- sb:
+				added = true
+			default:
+			}
+		}
+		p.mu.Unlock()
+		if !added {
+			if err != nil {
+				p.log.Warn("warm pool: recycled sandbox not prepared", "sandbox", sb.ID(), "error", err)
+			}
+			_ = sb.Close()
+			p.poke()
+			return
+		}
+		if p.log.IsDebug() {
+			s := p.Stats()
+			p.log.Debug("warm pool: sandbox recycled", "sandbox", sb.ID(), "uses", sb.Uses(), "ready", s.Ready, "starting", s.Starting)
+		}
+	}()
+}
+
+// Discard tells the pool that a sandbox taken from it was destroyed
+// rather than recycled, so that it starts a replacement.
+func (p *Pool) Discard(sb *sandbox.Sandbox) {
+	p.mu.Lock()
+	_, was := p.lent[sb]
+	delete(p.lent, sb)
+	p.mu.Unlock()
+	if was {
+		p.poke()
 	}
 }
 
@@ -95,6 +183,7 @@ func (p *Pool) Stats() Stats {
 func (p *Pool) Close() {
 	p.cancel()
 	<-p.done
+	p.recycling.Wait()
 	for {
 		select {
 		case sb := <-p.ready:
@@ -126,7 +215,7 @@ func (p *Pool) fill() {
 	backoff := 50 * time.Millisecond
 	for {
 		p.mu.Lock()
-		for p.ctx.Err() == nil && len(p.ready)+p.starting < p.size && p.starting < p.parallel {
+		for p.ctx.Err() == nil && len(p.ready)+p.starting+len(p.lent) < p.size && p.starting < p.parallel {
 			p.starting++
 			wg.Go(func() { results <- p.startOne() })
 		}

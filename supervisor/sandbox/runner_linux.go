@@ -97,7 +97,8 @@ func (r *workerRunner) Start(_ context.Context) error {
 	if env, err := r.wc.Encode(); err == nil {
 		r.cmd.Env[r.envAt] = env
 	}
-	err := r.cmd.Start()
+	var err error
+	theSpawner.run(func() { err = r.cmd.Start() })
 	if r.syncR != nil {
 		r.syncR.Close()
 	}

@@ -45,6 +45,12 @@ type Config struct {
 	Logger hclog.Logger
 }
 
+// SpawnerGoroutine is the function name of the one goroutine a process
+// keeps once it has started a sandbox: the spawner, locked to the thread
+// that forks every worker, lives as long as the process. Leak checks
+// (goleak.IgnoreTopFunction) name it.
+const SpawnerGoroutine = "github.com/execfarm/execfarm/supervisor/sandbox.(*spawner).loop"
+
 // WorkerPidsReserve is how many tasks the sandbox cgroup allows beyond
 // Spec.Limits.PidsMax: the worker's own threads, outside the payload cgroup
 // that holds the program's processes.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,6 +38,7 @@ type Sandbox struct {
 	payload *os.File // the payload cgroup's cgroup.procs, until the worker has it
 	runner  *workerRunner
 	phases  []Phase
+	uses    atomic.Int32 // Runs so far
 
 	closeOnce sync.Once
 	closeErr  error
@@ -189,6 +191,7 @@ func (s *Sandbox) WorkerPhases(ctx context.Context) ([]Phase, error) {
 // error when the stream broke (for example because the sandbox was
 // killed). Cancelling ctx makes the worker kill the process.
 func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
+	s.uses.Add(1)
 	stream, err := s.worker.Run(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: run: %w", err)
@@ -207,6 +210,9 @@ func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent fun
 		onEvent(ev)
 	}
 }
+
+// Uses returns how many Runs the sandbox has served.
+func (s *Sandbox) Uses() int { return int(s.uses.Load()) }
 
 // ServeBroker serves srv's services to the worker over the go-plugin
 // broker (Config.Broker must be set) and returns the broker id the worker

@@ -47,6 +47,10 @@ func (s *Sandbox) ServeBroker(register func(*grpc.Server)) (uint32, error) {
 
 // Prepare is not supported off Linux.
 func (s *Sandbox) StartPhases() []Phase { return nil }
+func (s *Sandbox) Uses() int            { return 0 }
+func (s *Sandbox) Reset(ctx context.Context) error {
+	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
 func (s *Sandbox) WorkerPhases(ctx context.Context) ([]Phase, error) {
 	return nil, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }

@@ -19,15 +19,24 @@ import (
 // samples is how many timed runs each latency series takes.
 const samples = 200
 
-// poolSizes are the warm-pool sizes the latency, throughput and memory
-// benchmarks run with, as sub-benchmarks "pool=N".
+// poolSizes are the warm-pool sizes the memory benchmark runs with, as
+// sub-benchmarks "pool=N".
 var poolSizes = []int{0, 4}
 
-// setPool sizes cfg's warm pool; 0 disables it (every execution starts a
-// fresh sandbox).
-func setPool(b *testing.B, cfg *supervisor.Config, n int) {
-	cfg.WarmPool = n
+// poolSetup is a warm-pool configuration of the latency and throughput
+// benchmarks: its size, and how many executions a sandbox serves.
+type poolSetup struct{ size, reuse int }
+
+func (p poolSetup) String() string {
+	if p.reuse > 1 {
+		return fmt.Sprintf("pool=%d,reuse=%d", p.size, p.reuse)
+	}
+	return fmt.Sprintf("pool=%d", p.size)
 }
+
+// poolSetups: no pool, a pool of single-use sandboxes, a pool of reused
+// ones (--sandbox-reuse 1000).
+var poolSetups = []poolSetup{{0, 1}, {4, 1}, {4, 1000}}
 
 // bwrapArgv is the bare-sandbox baseline: Debian's bubblewrap with every
 // namespace and a read-only /usr, running /bin/true.
@@ -77,13 +86,13 @@ func binaries(b *testing.B) string {
 	return dir
 }
 
-// embedded starts an in-process supervisor with maxConcurrent slots and a
-// warm pool of pool, and returns a client; it stops when the benchmark ends.
-func embedded(b *testing.B, dir string, maxConcurrent, pool int) sandboxv1.SandboxServiceClient {
+// embedded starts an in-process supervisor with maxConcurrent slots and
+// the warm pool pool, and returns a client; it stops when the benchmark
+// ends.
+func embedded(b *testing.B, dir string, maxConcurrent int, pool poolSetup) sandboxv1.SandboxServiceClient {
 	b.Helper()
-	cfg := supervisor.Config{MaxConcurrent: maxConcurrent}
+	cfg := supervisor.Config{MaxConcurrent: maxConcurrent, WarmPool: pool.size, SandboxReuse: pool.reuse}
 	cfg.Sandbox.WorkerBinary = filepath.Join(dir, "execfarm-worker")
-	setPool(b, &cfg, pool)
 	tc, stop, err := supervisor.Embedded(context.Background(), cfg, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -18,9 +18,10 @@ import (
 // /bin/true in fresh namespaces.
 func BenchmarkExecuteLatency(b *testing.B) {
 	dir := binaries(b)
-	for _, pool := range poolSizes {
-		b.Run(fmt.Sprintf("pool=%d", pool), func(b *testing.B) {
-			client := embedded(b, dir, 1, pool)
+	for _, setup := range poolSetups {
+		pool := setup.size
+		b.Run(setup.String(), func(b *testing.B) {
+			client := embedded(b, dir, 1, setup)
 			for range b.N {
 				bareWorker := timeExec("fork+exec+wait execfarm-worker", dir+"/execfarm-worker")
 				bareTrue := timeExec("fork+exec+wait /bin/true", "/bin/true")
@@ -41,8 +42,8 @@ func BenchmarkExecuteLatency(b *testing.B) {
 					}
 					return float64(s.pct(0.5))
 				}
-				fmt.Printf("\nlatency, warm pool %d (%d runs each)\n%-34s %10s %10s %10s %10s\n",
-					pool, samples, "series", "p50", "p99", "p50/true", "p50/bwrap")
+				fmt.Printf("\nlatency, %s (%d runs each)\n%-34s %10s %10s %10s %10s\n",
+					setup, samples, "series", "p50", "p99", "p50/true", "p50/bwrap")
 				for _, s := range rows {
 					fmt.Printf("%-34s %10s %10s %10s %10s\n", s.name, s.pct(0.5).Round(time.Microsecond), s.pct(0.99).Round(time.Microsecond),
 						ratio(p50(s), p50(bareTrue)), ratio(p50(s), p50(bwrap)))

@@ -57,12 +57,12 @@ func rate(d time.Duration, fn func() error) (float64, error) {
 // per warm-pool size, against 8 concurrent bare fork+exec+wait loops of
 // /bin/true and of bwrap /bin/true. The supervisor runs NumCPU slots, its
 // default.
-// TODO(warm pool): add a sandbox-reuse series once the pool can recycle.
+// With pool=4,reuse=1000 sandboxes are reset and reused, not started.
 func BenchmarkThroughput(b *testing.B) {
 	dir := binaries(b)
-	for _, pool := range poolSizes {
-		b.Run(fmt.Sprintf("pool=%d", pool), func(b *testing.B) {
-			client := embedded(b, dir, runtime.NumCPU(), pool)
+	for _, setup := range poolSetups {
+		b.Run(setup.String(), func(b *testing.B) {
+			client := embedded(b, dir, runtime.NumCPU(), setup)
 			for range b.N {
 				bare, err := rate(baselineFor, func() error { return exec.Command("/bin/true").Run() })
 				if err != nil {
@@ -85,12 +85,16 @@ func BenchmarkThroughput(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				fmt.Printf("\nthroughput, %d clients, warm pool %d, %d slots\n%-34s %12s %10s %10s\n",
-					clients, pool, runtime.NumCPU(), "series", "per second", "vs true", "vs bwrap")
+				fmt.Printf("\nthroughput, %d clients, %s, %d slots\n%-34s %12s %10s %10s\n",
+					clients, setup, runtime.NumCPU(), "series", "per second", "vs true", "vs bwrap")
+				kind := "single-use"
+				if setup.reuse > 1 {
+					kind = "reused"
+				}
 				for _, r := range []struct {
 					name string
 					v    float64
-				}{{"fork+exec+wait /bin/true", bare}, {"bwrap --unshare-all /bin/true", bw}, {"Execute shell true (single-use)", ef}} {
+				}{{"fork+exec+wait /bin/true", bare}, {"bwrap --unshare-all /bin/true", bw}, {"Execute shell true (" + kind + ")", ef}} {
 					fmt.Printf("%-34s %12.1f %10s %10s\n", r.name, r.v, ratio(r.v, bare), ratio(r.v, bw))
 				}
 				b.ReportMetric(ef, "executions/s")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"go.uber.org/goleak"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(goleak.IgnoreTopFunction(sandbox.SpawnerGoroutine)); err != nil {
 			fmt.Fprintf(os.Stderr, "leaked goroutines: %v\n", err)
 			code = 1
 		}

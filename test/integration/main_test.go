@@ -73,7 +73,7 @@ type instance struct {
 }
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(suiteM{m})
+	goleak.VerifyTestMain(suiteM{m}, goleak.IgnoreTopFunction(sandbox.SpawnerGoroutine))
 }
 
 // suiteM wraps m so that goleak checks after the suite's teardown.

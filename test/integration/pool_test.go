@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -127,5 +128,105 @@ func TestWarmPoolRunsGojaOnPreparedProcesses(t *testing.T) {
 		if err != nil || !resp.GetSuccess() || strings.TrimSpace(resp.GetOutput()) != "2048" {
 			t.Errorf("%v with 2048 open files on a pool of 1024: %v %v", rt, resp, err)
 		}
+	}
+}
+
+// TestSandboxReuse: with --sandbox-reuse 3 a warm sandbox serves three
+// executions, and each finds it reset: no process, file (workspace, /tmp,
+// /dev/shm, message queues) or System V IPC object of the one before, the
+// workspace's mode back, CPU time and peak memory its own. An execution
+// that does not end by its own exit (timeout) never passes its sandbox on.
+func TestSandboxReuse(t *testing.T) {
+	requireSandbox(t)
+	in, err := startInstance("reuse", poolSlot, 6, 1, 5*time.Second, func(cfg *supervisor.Config) {
+		cfg.WarmPool = 1
+		cfg.SandboxReuse = 3
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := in.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	waitReady := func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			h, err := in.client.HealthCheck(callCtx(t), &sandboxv1.HealthCheckRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.GetWarmPoolReady() == 1 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pool not ready: %v", h)
+			}
+			time.Sleep(5 * time.Millisecond) // polling interval
+		}
+	}
+	// Leaves everything it can behind, and burns CPU and memory.
+	const dirty = `set -e
+echo ws > /workspace/file; mkdir -p /workspace/d/e; echo t > /tmp/file; echo s > /dev/shm/file
+chmod 000 /workspace/d; chmod 700 /workspace
+ipcmk -M 4096 >/dev/null; ipcmk -Q >/dev/null; ipcmk -S 2 >/dev/null
+python3 -c 'import ctypes, os; ctypes.CDLL(None).mq_open(b"/leftover", os.O_CREAT | os.O_RDWR, 0o600, None)'
+ls /dev/mqueue | grep -q leftover
+setsid sh -c 'sleep 600' </dev/null >/dev/null 2>&1 &
+python3 -c 'x = bytearray(64 << 20); import time; t = time.time()
+while time.time() - t < 0.3: pass'
+echo dirty`
+	const inspect = `ls -A /workspace /tmp /dev/shm /dev/mqueue | tr '\n' ' '; echo
+stat -c %a /workspace
+ipcs -m -q -s | grep -c '^0x' || true
+ls /proc | grep -c '^[0-9]'`
+	var ids []string
+	run := func(code string) *sandboxv1.ExecuteResponse {
+		waitReady()
+		resp, err := in.client.Execute(callCtx(t), shellReq(code, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, resp.GetOutcome().GetSandboxId())
+		return resp
+	}
+	first := run(dirty)
+	if !first.GetSuccess() || first.GetOutput() != "dirty\n" {
+		t.Fatalf("dirty run: %v", first)
+	}
+	second := run(inspect)
+	// ls of four empty dirs prints their headers only; mode 755; no IPC
+	// object; processes: the worker, sh, and the pipeline's ls and grep.
+	lines := strings.Split(strings.TrimSpace(second.GetOutput()), "\n")
+	if len(lines) != 4 || strings.Contains(lines[0], "file") || strings.Contains(lines[0], "leftover") || strings.Contains(lines[0], " d ") ||
+		lines[1] != "755" || lines[2] != "0" {
+		t.Errorf("reused sandbox not reset: %q", second.GetOutput())
+	}
+	if n, err := strconv.Atoi(lines[len(lines)-1]); err != nil || n > 4 {
+		t.Errorf("processes in the reused sandbox: %q (the daemon of the run before survived?)", lines[len(lines)-1])
+	}
+	u1, u2 := first.GetOutcome().GetUsage(), second.GetOutcome().GetUsage()
+	if u2.GetCpuUserUs()+u2.GetCpuSystemUs() >= 250_000 || u2.GetPeakMemoryBytes() >= 64<<20 {
+		t.Errorf("second run's usage carries the first's: cpu %d+%d µs, peak %d (first: cpu %d+%d, peak %d)",
+			u2.GetCpuUserUs(), u2.GetCpuSystemUs(), u2.GetPeakMemoryBytes(), u1.GetCpuUserUs(), u1.GetCpuSystemUs(), u1.GetPeakMemoryBytes())
+	}
+	run("true")
+	run("true") // the sandbox has served three: a fresh one
+	if ids[0] != ids[1] || ids[1] != ids[2] {
+		t.Errorf("sandbox not reused: %q", ids)
+	}
+	if ids[3] == ids[0] {
+		t.Errorf("sandbox served a fourth execution: %q", ids)
+	}
+	// A timed-out run's sandbox is destroyed, not reset.
+	waitReady()
+	resp, err := in.client.Execute(callCtx(t), shellReq("sleep 10", 200))
+	if err != nil || resp.GetOutcome().GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT {
+		t.Fatalf("timeout run: %v %v", resp, err)
+	}
+	after := run("true")
+	if after.GetOutcome().GetSandboxId() == resp.GetOutcome().GetSandboxId() {
+		t.Errorf("a timed-out execution's sandbox %s served another", resp.GetOutcome().GetSandboxId())
 	}
 }
