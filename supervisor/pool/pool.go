@@ -145,7 +145,7 @@ func (p *Pool) Recycle(sb *sandbox.Sandbox, prepare PrepareFunc) {
 		}
 		p.mu.Unlock()
 		if !added {
-			if err != nil {
+			if err != nil && p.ctx.Err() == nil {
 				p.log.Warn("warm pool: recycled sandbox not prepared", "sandbox", sb.ID(), "error", err)
 			}
 			_ = sb.Close()
