@@ -221,14 +221,19 @@ type run struct {
 
 	results []byte // test mode's results channel, at most maxResultsBytes
 
-	mu     sync.Mutex
-	sb     *sandbox.Sandbox
-	reason registry.Reason // set by stop: cancelled, timeout or cpu_time
+	// killing is held (read) by stop while it kills the sandbox, and
+	// (write) to take the sandbox away from stop for good: a kill that has
+	// read r.sb finishes before the sandbox can serve another execution.
+	killing sync.RWMutex
+	mu      sync.Mutex
+	sb      *sandbox.Sandbox
+	reason  registry.Reason // set by stop: cancelled, timeout or cpu_time
 }
 
 // stop ends the execution for reason (first reason wins) and kills its
 // sandbox, if it has one yet.
 func (r *run) stop(reason registry.Reason) {
+	r.killing.RLock()
 	r.mu.Lock()
 	if r.reason == 0 {
 		r.reason = reason
@@ -238,6 +243,7 @@ func (r *run) stop(reason registry.Reason) {
 	if sb != nil {
 		_ = sb.Kill()
 	}
+	r.killing.RUnlock()
 	r.cancel()
 }
 
@@ -246,13 +252,17 @@ func (r *run) stop(reason registry.Reason) {
 // exact to within one interval of the sandbox's CPUs.
 const cpuPollInterval = 20 * time.Millisecond
 
-// watchCPU stops the run with reason CPU_TIME once the sandbox's cgroup
-// has used limitMs of CPU (user+system, every process of the sandbox
-// together, unlike a per-process RLIMIT_CPU) since base. It returns the
-// function that ends the watch.
-func (r *run) watchCPU(sb *sandbox.Sandbox, base cgroup.Usage, limitMs int64) func() {
+// watch polls the sandbox while the run lasts. With limitMs > 0 it stops
+// the run with reason CPU_TIME once the sandbox's cgroup has used limitMs
+// of CPU (user+system, every process of the sandbox together, unlike a
+// per-process RLIMIT_CPU) since base; with sample it records the pids
+// count for the peak of a reused sandbox (cgroup.Manager.ResetPeaks). It
+// returns the function that ends the watch and waits for it to end.
+func (r *run) watch(sb *sandbox.Sandbox, base cgroup.Usage, limitMs int64, sample bool) func() {
 	done := make(chan struct{})
+	ended := make(chan struct{})
 	go func() {
+		defer close(ended)
 		t := time.NewTicker(cpuPollInterval)
 		defer t.Stop()
 		for {
@@ -262,6 +272,12 @@ func (r *run) watchCPU(sb *sandbox.Sandbox, base cgroup.Usage, limitMs int64) fu
 			case <-r.ctx.Done():
 				return
 			case <-t.C:
+			}
+			if sample {
+				sb.Sample()
+			}
+			if limitMs <= 0 {
+				continue
 			}
 			u, err := sb.Usage()
 			if err != nil {
@@ -274,7 +290,7 @@ func (r *run) watchCPU(sb *sandbox.Sandbox, base cgroup.Usage, limitMs int64) fu
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() { close(done); <-ended }
 }
 
 func (r *run) stopReason() registry.Reason {
@@ -345,8 +361,9 @@ func (r *run) execute() {
 	// sandbox's idle time) is not the program's.
 	base, _ := sb.Usage()
 	timer := time.AfterFunc(time.Duration(l.TimeoutMs)*time.Millisecond, func() { r.stop(registry.ReasonTimeout) })
-	if l.CPUTimeMs > 0 {
-		defer r.watchCPU(sb, base, l.CPUTimeMs)()
+	endWatch := func() {}
+	if reused := sb.Uses() > 0; l.CPUTimeMs > 0 || reused {
+		endWatch = r.watch(sb, base, l.CPUTimeMs, reused)
 	}
 	started := time.Now()
 	exit, runErr := sb.Run(r.ctx, r.j.req, func(ev *workerv1.RunEvent) {
@@ -364,12 +381,16 @@ func (r *run) execute() {
 	})
 	wall := time.Since(started).Milliseconds()
 	timer.Stop()
+	endWatch()
 	usage, uerr := sb.Usage()
 	if uerr != nil {
 		r.s.log.Warn("read sandbox usage", "execution", r.e.ID(), "error", uerr)
 	}
 	usage.CPUUserMicros = max(0, usage.CPUUserMicros-base.CPUUserMicros)
 	usage.CPUSystemMicros = max(0, usage.CPUSystemMicros-base.CPUSystemMicros)
+	// The OOM kill counter is the cgroup's: a reused sandbox's counts from
+	// earlier executions are not this one's.
+	usage.OOMKills = max(0, usage.OOMKills-base.OOMKills)
 	res := classify(r.stopReason(), exit, runErr, usage, l)
 	res.QueueWaitMs = queueWait
 	res.SandboxID = sb.ID()
@@ -382,6 +403,13 @@ func (r *run) execute() {
 	// its sandbox destroyed (no process, cgroup, mount or socket), or,
 	// with --sandbox-reuse, reset (no process, file or IPC object of it).
 	if r.recyclable(sb, res, runErr) {
+		// The execution is over: a late cancel must not reach the
+		// sandbox, which may soon serve another.
+		r.killing.Lock()
+		r.mu.Lock()
+		r.sb = nil
+		r.mu.Unlock()
+		r.killing.Unlock()
 		err := sb.Reset(r.s.runCtx)
 		if err == nil {
 			r.finish(res)

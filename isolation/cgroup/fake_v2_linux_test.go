@@ -246,6 +246,32 @@ func TestFakeV2Usage(t *testing.T) {
 			}
 		})
 	}
+	// A reused sandbox: memory.peak and pids.peak still hold the earlier
+	// execution's peaks, which ResetPeaks cannot clear; Usage then reports
+	// what Sample saw since.
+	t.Run("after ResetPeaks", func(t *testing.T) {
+		m, err := New(fakeV2(t, kernelFiles()), "sbx", Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFakeFiles(t, m.Path(), map[string]string{"memory.peak": "536870912\n", "pids.peak": "200\n",
+			"memory.current": "1048576\n", "pids.current": "9\n"})
+		m.Sample()
+		if err := m.ResetPeaks(); err != nil {
+			t.Fatal(err)
+		}
+		writeFakeFiles(t, m.Path(), map[string]string{"memory.current": "2097152\n", "pids.current": "4\n"})
+		m.Sample()
+		writeFakeFiles(t, m.Path(), map[string]string{"memory.current": "4096\n", "pids.current": "1\n"})
+		got, err := m.Usage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.PeakMemoryBytes != 2097152 || got.PeakMemorySource != PeakSourceCurrent || got.PidsPeak != 4 {
+			t.Errorf("after reset: peak memory %d (%s), pids peak %d; want 2097152 (%s), 4",
+				got.PeakMemoryBytes, got.PeakMemorySource, got.PidsPeak, PeakSourceCurrent)
+		}
+	})
 	t.Run("malformed cpu.stat", func(t *testing.T) {
 		m, err := New(fakeV2(t, kernelFiles()), "sbx", Limits{})
 		if err != nil {

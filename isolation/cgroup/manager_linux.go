@@ -36,6 +36,10 @@ type Manager struct {
 
 	pidsSeen atomic.Int64 // highest pids.current seen by Sample
 	memSeen  atomic.Int64 // highest memory.current seen by Sample (v2 without memory.peak)
+	// peaksReset: ResetPeaks ran, so pids.peak and v2's memory.peak (which
+	// it cannot reset) no longer answer for the current execution; the
+	// sampled figures do.
+	peaksReset atomic.Bool
 }
 
 // New creates the cgroup Parent/name and sets its limits before any

@@ -39,8 +39,14 @@ func (m *Manager) usageV2(u *Usage) error {
 		return err
 	}
 	u.CPUUserMicros, u.CPUSystemMicros = cpu["user_usec"], cpu["system_usec"]
-	if v, err := readSingle(m.file("", "memory.peak")); err == nil {
+	if v, err := readSingle(m.file("", "memory.peak")); err == nil && !m.peaksReset.Load() {
 		u.PeakMemoryBytes, u.PeakMemorySource = v, PeakSourcePeak
+	} else if err == nil {
+		cur, err := readSingle(m.file("", "memory.current"))
+		if err != nil {
+			return err
+		}
+		u.PeakMemoryBytes, u.PeakMemorySource = max(cur, m.memSeen.Load()), PeakSourceCurrent
 	} else if errors.Is(err, fs.ErrNotExist) {
 		cur, err := readSingle(m.file("", "memory.current"))
 		if err != nil {
@@ -102,10 +108,10 @@ func (m *Manager) usageV1(u *Usage) error {
 // pidsPeak reads pids.peak, or falls back to the sampled maximum.
 func (m *Manager) pidsPeak() (int64, error) {
 	v, err := readSingle(m.pidsFile("pids.peak"))
-	if err == nil {
+	if err == nil && !m.peaksReset.Load() {
 		return v, nil
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, err
 	}
 	cur, err := readSingle(m.pidsFile("pids.current"))
@@ -133,7 +139,7 @@ func (m *Manager) Sample() {
 	if v, err := readSingle(m.pidsFile("pids.current")); err == nil {
 		storeMax(&m.pidsSeen, v)
 	}
-	if m.mode == V2 && !exists(m.file("", "memory.peak")) {
+	if m.mode == V2 && (m.peaksReset.Load() || !exists(m.file("", "memory.peak"))) {
 		if v, err := readSingle(m.file("", "memory.current")); err == nil {
 			storeMax(&m.memSeen, v)
 		}
@@ -193,11 +199,14 @@ func splitRuntime(total, user, sys int64) (int64, int64) {
 
 // ResetPeaks starts the peaks over for a sandbox that serves another
 // execution: on v1 memory.max_usage_in_bytes is reset to the current usage
-// (writing 0); the sampled fallbacks restart. cgroup v2's memory.peak and
-// pids.peak cannot be reset for readers that open them afresh (a write
-// resets them only for the writer's file descriptor), so there they stay
-// the sandbox's peaks so far.
+// (writing 0). pids.peak and v2's memory.peak cannot be reset for readers
+// that open them afresh (a write resets memory.peak only for the writer's
+// file descriptor), so from now on Usage reports the sampled maxima
+// instead (Sample; the current value when nothing sampled), which restart
+// here: a peak shorter than the sampling interval can be missed, but no
+// earlier execution's peak is reported.
 func (m *Manager) ResetPeaks() error {
+	m.peaksReset.Store(true)
 	m.pidsSeen.Store(0)
 	m.memSeen.Store(0)
 	if m.mode == V1 {

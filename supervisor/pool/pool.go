@@ -43,8 +43,9 @@ type Pool struct {
 	// lent are the sandboxes taken that may come back (Recycle) rather
 	// than be replaced: the pool counts them as its own until Recycle or
 	// Discard.
-	lent      map[*sandbox.Sandbox]bool
-	recycling sync.WaitGroup
+	lent       map[*sandbox.Sandbox]bool
+	recycling  sync.WaitGroup
+	recyclingN int // recycles in progress
 }
 
 // Stats is the pool's state, for HealthCheck and logs.
@@ -85,23 +86,46 @@ func (p *Pool) Take(spec sandbox.Spec) *sandbox.Sandbox {
 	}
 	select {
 	case sb := <-p.ready:
-		if sb.Uses()+1 < p.reuse {
-			// It may come back: do not replace it yet.
-			p.mu.Lock()
-			p.lent[sb] = true
-			p.mu.Unlock()
-		} else {
-			p.poke()
-		}
-		if p.log.IsDebug() {
-			s := p.Stats()
-			p.log.Debug("warm pool: sandbox taken", "sandbox", sb.ID(), "ready", s.Ready, "starting", s.Starting)
-		}
-		return sb
+		return p.took(sb)
 	default:
-		p.poke()
-		return nil
 	}
+	// None ready. A sandbox being recycled is ready sooner than a new one
+	// starts (~25 ms): wait for it a little.
+	p.mu.Lock()
+	recycling := p.recyclingN > 0
+	p.mu.Unlock()
+	if recycling {
+		t := time.NewTimer(recycleWait)
+		defer t.Stop()
+		select {
+		case sb := <-p.ready:
+			return p.took(sb)
+		case <-t.C:
+		case <-p.ctx.Done():
+		}
+	}
+	p.poke()
+	return nil
+}
+
+// recycleWait bounds how long Take waits for a sandbox being recycled.
+const recycleWait = 20 * time.Millisecond
+
+// took records that sb left the ready ones for an execution.
+func (p *Pool) took(sb *sandbox.Sandbox) *sandbox.Sandbox {
+	if sb.Uses()+1 < p.reuse {
+		// It may come back: do not replace it yet.
+		p.mu.Lock()
+		p.lent[sb] = true
+		p.mu.Unlock()
+	} else {
+		p.poke()
+	}
+	if p.log.IsDebug() {
+		s := p.Stats()
+		p.log.Debug("warm pool: sandbox taken", "sandbox", sb.ID(), "ready", s.Ready, "starting", s.Starting)
+	}
+	return sb
 }
 
 // Reusable reports whether sb, taken from the pool, may serve another
@@ -122,6 +146,7 @@ func (p *Pool) Recycle(sb *sandbox.Sandbox, prepare PrepareFunc) {
 	delete(p.lent, sb)
 	if ok {
 		p.starting++
+		p.recyclingN++
 		p.recycling.Add(1)
 	}
 	p.mu.Unlock()
@@ -135,6 +160,7 @@ func (p *Pool) Recycle(sb *sandbox.Sandbox, prepare PrepareFunc) {
 		err := prepare(p.ctx, sb)
 		p.mu.Lock()
 		p.starting--
+		p.recyclingN--
 		added := false
 		if err == nil && p.ctx.Err() == nil {
 			select {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -24,7 +25,8 @@ import (
 //     (Worker.Reset), the prepared one included;
 //   - /workspace, /tmp, /dev/shm and /dev/mqueue are empty (removed from
 //     the host, through /proc/PID/root, once nothing runs inside), and
-//     /workspace has its mode (0755) back and no user.* attributes;
+//     /workspace has its mode (0755) back, no user.* attributes or POSIX
+//     ACLs, and the reset's time as its times;
 //   - the System V message queues, semaphore sets and shared memory
 //     segments of the sandbox's IPC namespace are removed;
 //   - peak memory starts over (cgroup v1; see cgroup.Manager.ResetPeaks).
@@ -50,7 +52,11 @@ func (s *Sandbox) Reset(ctx context.Context) error {
 	if err := os.Chmod(ws, 0o755); err != nil {
 		return fmt.Errorf("sandbox: reset: %w", err)
 	}
-	if err := removeUserXattrs(ws); err != nil {
+	if err := removeXattrs(ws); err != nil {
+		return fmt.Errorf("sandbox: reset: %w", err)
+	}
+	now := time.Now()
+	if err := os.Chtimes(ws, now, now); err != nil {
 		return fmt.Errorf("sandbox: reset: %w", err)
 	}
 	if err := removeSysVIPC(pid); err != nil {
@@ -76,9 +82,11 @@ func emptyDir(dir string) error {
 	return errors.Join(errs...)
 }
 
-// removeUserXattrs removes the user.* extended attributes of path (tmpfs
-// keeps them since Linux 6.6; the sandbox user owns /workspace).
-func removeUserXattrs(path string) error {
+// removeXattrs removes the extended attributes the sandbox user can set on
+// path, which it owns: user.* (tmpfs keeps them since Linux 6.6) and the
+// POSIX ACLs (system.posix_acl_access, system.posix_acl_default, which
+// would also shape the next execution's new files).
+func removeXattrs(path string) error {
 	buf := make([]byte, 64<<10)
 	n, err := unix.Llistxattr(path, buf)
 	if errors.Is(err, unix.ENOTSUP) {
@@ -88,7 +96,7 @@ func removeUserXattrs(path string) error {
 		return os.NewSyscallError("llistxattr "+path, err)
 	}
 	for _, name := range strings.Split(string(buf[:n]), "\x00") {
-		if strings.HasPrefix(name, "user.") {
+		if strings.HasPrefix(name, "user.") || strings.HasPrefix(name, "system.posix_acl_") {
 			if err := unix.Lremovexattr(path, name); err != nil && !errors.Is(err, unix.ENODATA) {
 				return os.NewSyscallError("lremovexattr "+path, err)
 			}

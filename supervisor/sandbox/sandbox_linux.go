@@ -244,6 +244,10 @@ func (s *Sandbox) Prepare(ctx context.Context, req *workerv1.RunRequest) error {
 // affected.
 func (s *Sandbox) Kill() error { return s.cg.Kill() }
 
+// Sample records the sandbox's pids count for a peak the cgroup cannot
+// keep (see cgroup.Manager.Sample and ResetPeaks).
+func (s *Sandbox) Sample() { s.cg.Sample() }
+
 // Usage reads the sandbox's resource usage from its cgroup.
 func (s *Sandbox) Usage() (cgroup.Usage, error) { return s.cg.Usage() }
 

@@ -174,12 +174,18 @@ ipcmk -M 4096 >/dev/null; ipcmk -Q >/dev/null; ipcmk -S 2 >/dev/null
 python3 -c 'import ctypes, os; ctypes.CDLL(None).mq_open(b"/leftover", os.O_CREAT | os.O_RDWR, 0o600, None)'
 ls /dev/mqueue | grep -q leftover
 setsid sh -c 'sleep 600' </dev/null >/dev/null 2>&1 &
+for i in $(seq 30); do sleep 0.3 & pids="$pids $!"; done
 python3 -c 'x = bytearray(64 << 20); import time; t = time.time()
 while time.time() - t < 0.3: pass'
+wait $pids
+python3 -c 'import os, struct; e = lambda tag, perm: struct.pack("<HHI", tag, perm, 0xffffffff)
+os.setxattr("/workspace", "system.posix_acl_default", struct.pack("<I", 2) + e(1, 7) + e(4, 7) + e(0x20, 7)); os.setxattr("/workspace", "user.note", b"x")'
+touch -d @1 /workspace
 echo dirty`
 	const inspect = `ls -A /workspace /tmp /dev/shm /dev/mqueue | tr '\n' ' '; echo
 stat -c %a /workspace
 ipcs -m -q -s | grep -c '^0x' || true
+python3 -c 'import os; print(os.listxattr("/workspace"), os.stat("/workspace").st_mtime > 1e9)'
 ls /proc | grep -c '^[0-9]'`
 	var ids []string
 	run := func(code string) *sandboxv1.ExecuteResponse {
@@ -197,19 +203,21 @@ ls /proc | grep -c '^[0-9]'`
 	}
 	second := run(inspect)
 	// ls of four empty dirs prints their headers only; mode 755; no IPC
-	// object; processes: the worker, sh, and the pipeline's ls and grep.
+	// object; no xattr or ACL, mtime not the 1970 one; processes: the
+	// worker, sh, and the pipeline's ls and grep.
 	lines := strings.Split(strings.TrimSpace(second.GetOutput()), "\n")
-	if len(lines) != 4 || strings.Contains(lines[0], "file") || strings.Contains(lines[0], "leftover") || strings.Contains(lines[0], " d ") ||
-		lines[1] != "755" || lines[2] != "0" {
-		t.Errorf("reused sandbox not reset: %q", second.GetOutput())
+	if len(lines) != 5 || strings.Contains(lines[0], "file") || strings.Contains(lines[0], "leftover") || strings.Contains(lines[0], " d ") ||
+		lines[1] != "755" || lines[2] != "0" || lines[3] != "[] True" {
+		t.Errorf("reused sandbox not reset (want empty dirs, mode 755, no IPC, no xattr, fresh mtime): %q", second.GetOutput())
 	}
 	if n, err := strconv.Atoi(lines[len(lines)-1]); err != nil || n > 4 {
 		t.Errorf("processes in the reused sandbox: %q (the daemon of the run before survived?)", lines[len(lines)-1])
 	}
 	u1, u2 := first.GetOutcome().GetUsage(), second.GetOutcome().GetUsage()
-	if u2.GetCpuUserUs()+u2.GetCpuSystemUs() >= 250_000 || u2.GetPeakMemoryBytes() >= 64<<20 {
-		t.Errorf("second run's usage carries the first's: cpu %d+%d µs, peak %d (first: cpu %d+%d, peak %d)",
-			u2.GetCpuUserUs(), u2.GetCpuSystemUs(), u2.GetPeakMemoryBytes(), u1.GetCpuUserUs(), u1.GetCpuSystemUs(), u1.GetPeakMemoryBytes())
+	if u2.GetCpuUserUs()+u2.GetCpuSystemUs() >= 250_000 || u2.GetPeakMemoryBytes() >= 64<<20 || u2.GetPidsPeak() >= 20 {
+		t.Errorf("second run's usage carries the first's: cpu %d+%d µs, peak %d, pids %d (first: cpu %d+%d, peak %d, pids %d)",
+			u2.GetCpuUserUs(), u2.GetCpuSystemUs(), u2.GetPeakMemoryBytes(), u2.GetPidsPeak(),
+			u1.GetCpuUserUs(), u1.GetCpuSystemUs(), u1.GetPeakMemoryBytes(), u1.GetPidsPeak())
 	}
 	run("true")
 	run("true") // the sandbox has served three: a fresh one
