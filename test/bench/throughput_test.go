@@ -57,12 +57,30 @@ func rate(d time.Duration, fn func() error) (float64, error) {
 // per warm-pool size, against 8 concurrent bare fork+exec+wait loops of
 // /bin/true and of bwrap /bin/true. The supervisor runs NumCPU slots, its
 // default.
-// With pool=4,reuse=1000 sandboxes are reset and reused, not started.
+// With pool=4,reuse=1000 sandboxes are reset and reused, not started. The
+// last series, "slots=2xCPU", runs single-use sandboxes with twice the
+// default slots: a sandbox's start-up sleeps part of the time (RCU grace
+// periods of cgroup placement, the go-plugin handshake), so the default
+// (one slot per CPU) leaves CPU idle.
 func BenchmarkThroughput(b *testing.B) {
 	dir := binaries(b)
-	for _, setup := range poolSetups {
-		b.Run(setup.String(), func(b *testing.B) {
-			client := embedded(b, dir, runtime.NumCPU(), setup)
+	type config struct {
+		setup poolSetup
+		slots int
+	}
+	all := []config{}
+	for _, s := range poolSetups {
+		all = append(all, config{s, runtime.NumCPU()})
+	}
+	all = append(all, config{poolSetup{0, 1}, 2 * runtime.NumCPU()})
+	for _, sr := range all {
+		setup, slots := sr.setup, sr.slots
+		name := setup.String()
+		if slots != runtime.NumCPU() {
+			name += ",slots=2xCPU"
+		}
+		b.Run(name, func(b *testing.B) {
+			client := embedded(b, dir, slots, setup)
 			for range b.N {
 				bare, err := rate(baselineFor, func() error { return exec.Command("/bin/true").Run() })
 				if err != nil {
@@ -86,7 +104,7 @@ func BenchmarkThroughput(b *testing.B) {
 					b.Fatal(err)
 				}
 				fmt.Printf("\nthroughput, %d clients, %s, %d slots\n%-34s %12s %10s %10s\n",
-					clients, setup, runtime.NumCPU(), "series", "per second", "vs true", "vs bwrap")
+					clients, setup, slots, "series", "per second", "vs true", "vs bwrap")
 				kind := "single-use"
 				if setup.reuse > 1 {
 					kind = "reused"
