@@ -17,7 +17,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/landlock"
 	"github.com/execfarm/execfarm/isolation/namespace"
 	"github.com/execfarm/execfarm/isolation/rootfs"
-	"github.com/execfarm/execfarm/isolation/seccomp"
+	"github.com/execfarm/execfarm/isolation/seccomp/install"
 	"github.com/execfarm/execfarm/worker/plugin"
 )
 
@@ -184,7 +184,11 @@ func isolate(cfg plugin.SandboxConfig, ph *phases) error {
 	}
 	ph.mark("landlock")
 	if cfg.Seccomp {
-		if err := seccomp.Load(); err != nil {
+		prog, err := install.Decode(cfg.SeccompFilter)
+		if err != nil {
+			return fmt.Errorf("seccomp filter from the supervisor: %w", err)
+		}
+		if err := install.Filter(prog); err != nil {
 			return fmt.Errorf("load seccomp filter: %w", err)
 		}
 		ph.mark("seccomp")

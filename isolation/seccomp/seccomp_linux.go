@@ -3,10 +3,12 @@ package seccomp
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"unsafe"
+
+	"github.com/execfarm/execfarm/isolation/seccomp/install"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -28,39 +30,37 @@ import (
 // kernel lacks seccomp filters, ErrThreadSync if a thread could not be
 // synchronised, otherwise the *os.SyscallError of prctl or seccomp.
 func Load() error {
-	filter, err := sockFilters()
+	prog, err := instructions()
 	if err != nil {
 		return err
 	}
-	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	return install.Filter(prog)
+}
 
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+// Encoded returns the assembled filter as install.Encode lays it out, for
+// a worker to install with install.Decode and install.Filter. It is
+// assembled once per process. Errors: ErrPolicy.
+func Encoded() ([]byte, error) { return encoded() }
 
-	nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+var encoded = sync.OnceValues(func() ([]byte, error) {
+	prog, err := instructions()
 	if err != nil {
-		return fmt.Errorf("load seccomp filter: %w", os.NewSyscallError("prctl(PR_GET_NO_NEW_PRIVS)", err))
+		return nil, err
 	}
-	if nnp != 1 {
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			return fmt.Errorf("load seccomp filter: %w", os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err))
-		}
-	}
+	return install.Encode(prog), nil
+})
 
-	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
-	runtime.KeepAlive(filter)
-	switch {
-	case errno == unix.ENOSYS || errno == unix.EINVAL && !filterModeAvailable():
-		return fmt.Errorf("load seccomp filter: %w: %w", ErrNotSupported, os.NewSyscallError("seccomp", errno))
-	case errno != 0:
-		return fmt.Errorf("load seccomp filter: %w", os.NewSyscallError("seccomp", errno))
-	case r != 0:
-		// With TSYNC, a positive return is the id of a thread that could not
-		// be synchronised; nothing was installed.
-		return fmt.Errorf("load seccomp filter: thread %d: %w", r, ErrThreadSync)
+// instructions is sockFilters in install's form.
+func instructions() ([]install.Instruction, error) {
+	raw, err := sockFilters()
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	out := make([]install.Instruction, len(raw))
+	for i, f := range raw {
+		out[i] = install.Instruction{Code: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}
+	}
+	return out, nil
 }
 
 // sockFilters assembles Program into the kernel's struct sock_filter form.
@@ -126,12 +126,4 @@ func Supported() (bool, string) {
 		}
 	}
 	return true, fmt.Sprintf("seccomp filter mode available (current mode %s; actions %s)", modes[mode], strings.Join(names, " "))
-}
-
-// filterModeAvailable tells an EINVAL from seccomp(SET_MODE_FILTER) caused by
-// a kernel without CONFIG_SECCOMP_FILTER from one caused by a bad program.
-func filterModeAvailable() bool {
-	act := uint32(unix.SECCOMP_RET_ALLOW)
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&act)))
-	return errno == 0
 }

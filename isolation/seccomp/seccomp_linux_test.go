@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"runtime"
 	"testing"
+
+	"github.com/execfarm/execfarm/isolation/seccomp/install"
 )
 
 // requireSeccomp skips when the host cannot load the filter.
@@ -95,5 +97,30 @@ func TestLoadControl(t *testing.T) {
 				t.Errorf("without the filter: %q too, so the filtered result does not show the filter works", got)
 			}
 		})
+	}
+}
+
+// TestEncodedIsTheProgram: what the supervisor hands workers decodes to
+// the assembled policy, instruction for instruction.
+func TestEncodedIsTheProgram(t *testing.T) {
+	b, err := Encoded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := install.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := instructions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(got) < 100 {
+		t.Fatalf("decoded %d instructions, want %d (> 100)", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("instruction %d: %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }

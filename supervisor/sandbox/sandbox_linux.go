@@ -21,6 +21,7 @@ import (
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/namespace"
+	"github.com/execfarm/execfarm/isolation/seccomp"
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/worker/plugin"
 )
@@ -116,6 +117,11 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 		WorkspaceBytes: spec.WorkspaceBytes, TmpBytes: spec.TmpBytes, ShmBytes: spec.ShmBytes,
 		Binds:   cfg.Binds,
 		Seccomp: !cfg.NoSeccomp,
+	}
+	if wc.Seccomp {
+		if wc.SeccompFilter, err = seccomp.Encoded(); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
 	}
 	logger := cfg.Logger
 	if logger == nil {

@@ -46,6 +46,10 @@ type SandboxConfig struct {
 	// Seccomp loads the seccomp filter; false only in an explicitly
 	// degraded mode named by the operator.
 	Seccomp bool `json:"seccomp"`
+	// SeccompFilter is the filter to load, assembled once by the
+	// supervisor (isolation/seccomp.Encoded, install.Decode): the worker
+	// neither links the policy nor assembles it. Required with Seccomp.
+	SeccompFilter []byte `json:"seccomp_filter,omitempty"`
 }
 
 // Encode returns the KEY=VALUE environment entry carrying c.
