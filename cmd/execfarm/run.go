@@ -32,6 +32,7 @@ func runCmd(cf *clientFlags) *cobra.Command {
 		code      string
 		async     bool
 		verbose   bool
+		stdinFrom string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] (FILE | -e CODE | -)",
@@ -52,6 +53,14 @@ default socket, run starts an embedded supervisor for the one execution.`,
 				return fmt.Errorf("unknown runtime %q (goja, node, shell, python)", rt)
 			}
 			req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: src}, Runtime: r}
+			if stdinFrom != "" {
+				if stdinFrom == "-" && len(args) > 0 && args[0] == "-" {
+					return errors.New("--stdin - and a program read from - both want standard input")
+				}
+				if req.Stdin, err = readStdin(stdinFrom); err != nil {
+					return err
+				}
+			}
 			if timeoutMs > 0 || memory > 0 {
 				req.Limits = &sandboxv1.ResourceLimits{TimeoutMs: timeoutMs, MaxMemoryBytes: memory}
 			}
@@ -80,7 +89,34 @@ default socket, run starts an embedded supervisor for the one execution.`,
 	f.StringVarP(&code, "eval", "e", "", "run CODE instead of a file")
 	f.BoolVar(&async, "async", false, "submit and print the execution id")
 	f.BoolVarP(&verbose, "verbose", "v", false, "print the termination reason and resource usage to stderr")
+	f.StringVar(&stdinFrom, "stdin", "", "give the program FILE, or - for this command's standard input, as its standard input (at most 3 MiB; default: none)")
 	return cmd
+}
+
+// maxStdin bounds what run sends as the program's stdin: the request must
+// fit in one gRPC message (4 MiB by default), program included.
+const maxStdin = 3 << 20
+
+// readStdin reads the program's stdin from path ("-": os.Stdin), at most
+// maxStdin bytes.
+func readStdin(path string) ([]byte, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxStdin+1))
+	if err != nil {
+		return nil, fmt.Errorf("read --stdin: %w", err)
+	}
+	if len(b) > maxStdin {
+		return nil, fmt.Errorf("--stdin %s is over %d bytes: the request must fit in one gRPC message", path, maxStdin)
+	}
+	return b, nil
 }
 
 // source returns the program text from -e, a file, or stdin ("-").
