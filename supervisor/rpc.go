@@ -200,6 +200,7 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 		WarmPoolSize:      int32(ps.Size),
 		WarmPoolReady:     int32(ps.Ready),
 		WarmPoolStarting:  int32(ps.Starting),
+		WarmPoolInUse:     int32(ps.InUse),
 		Healthy:           !closing,
 		KubernetesContext: kctx,
 		Layers:            s.cfg.Layers,

@@ -2092,10 +2092,13 @@ type HealthCheckResponse struct {
 	Queued         int32             `protobuf:"varint,102,opt,name=queued,proto3" json:"queued,omitempty"`
 	Version        string            `protobuf:"bytes,103,opt,name=version,proto3" json:"version,omitempty"`
 	DefaultRuntime string            `protobuf:"bytes,104,opt,name=default_runtime,json=defaultRuntime,proto3" json:"default_runtime,omitempty"`
-	// Warm pool: target size, sandboxes ready and being started.
+	// Warm pool: target size, sandboxes ready and being started (or
+	// re-prepared after a reset), and sandboxes taken from it that run an
+	// execution now.
 	WarmPoolSize     int32 `protobuf:"varint,105,opt,name=warm_pool_size,json=warmPoolSize,proto3" json:"warm_pool_size,omitempty"`
 	WarmPoolReady    int32 `protobuf:"varint,106,opt,name=warm_pool_ready,json=warmPoolReady,proto3" json:"warm_pool_ready,omitempty"`
 	WarmPoolStarting int32 `protobuf:"varint,107,opt,name=warm_pool_starting,json=warmPoolStarting,proto3" json:"warm_pool_starting,omitempty"`
+	WarmPoolInUse    int32 `protobuf:"varint,108,opt,name=warm_pool_in_use,json=warmPoolInUse,proto3" json:"warm_pool_in_use,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -2196,6 +2199,13 @@ func (x *HealthCheckResponse) GetWarmPoolReady() int32 {
 func (x *HealthCheckResponse) GetWarmPoolStarting() int32 {
 	if x != nil {
 		return x.WarmPoolStarting
+	}
+	return 0
+}
+
+func (x *HealthCheckResponse) GetWarmPoolInUse() int32 {
+	if x != nil {
+		return x.WarmPoolInUse
 	}
 	return 0
 }
@@ -2542,7 +2552,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tavailable\x18\x02 \x01(\bR\tavailable\x12\x16\n" +
 	"\x06active\x18\x03 \x01(\bR\x06active\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"\x8c\x03\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"\xb5\x03\n" +
 	"\x13HealthCheckResponse\x12\x18\n" +
 	"\ahealthy\x18\x01 \x01(\bR\ahealthy\x12-\n" +
 	"\x12kubernetes_context\x18\x02 \x01(\tR\x11kubernetesContext\x12;\n" +
@@ -2553,7 +2563,8 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x0fdefault_runtime\x18h \x01(\tR\x0edefaultRuntime\x12$\n" +
 	"\x0ewarm_pool_size\x18i \x01(\x05R\fwarmPoolSize\x12&\n" +
 	"\x0fwarm_pool_ready\x18j \x01(\x05R\rwarmPoolReady\x12,\n" +
-	"\x12warm_pool_starting\x18k \x01(\x05R\x10warmPoolStarting\":\n" +
+	"\x12warm_pool_starting\x18k \x01(\x05R\x10warmPoolStarting\x12'\n" +
+	"\x10warm_pool_in_use\x18l \x01(\x05R\rwarmPoolInUse\":\n" +
 	"\x10ListCacheRequest\x12\x1b\n" +
 	"\x06filter\x18\x01 \x01(\tH\x00R\x06filter\x88\x01\x01B\t\n" +
 	"\a_filter\"N\n" +

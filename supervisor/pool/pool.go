@@ -40,10 +40,11 @@ type Pool struct {
 	mu       sync.Mutex
 	starting int // starts and recycles in progress
 	failures int
-	// lent are the sandboxes taken that may come back (Recycle) rather
-	// than be replaced: the pool counts them as its own until Recycle or
-	// Discard.
-	lent       map[*sandbox.Sandbox]bool
+	// taken are the sandboxes out for an execution, until Recycle or
+	// Discard; the value says whether it is lent: it may come back
+	// (Recycle) rather than be replaced, so the pool counts it as its own.
+	taken      map[*sandbox.Sandbox]bool
+	lent       int
 	recycling  sync.WaitGroup
 	recyclingN int // recycles in progress
 }
@@ -52,8 +53,10 @@ type Pool struct {
 type Stats struct {
 	// Size is the target number of ready sandboxes.
 	Size int
-	// Ready sandboxes wait for an execution; Starting are being started.
-	Ready, Starting int
+	// Ready sandboxes wait for an execution; Starting are being started
+	// (or re-prepared after a reset); InUse were taken and run an
+	// execution now.
+	Ready, Starting, InUse int
 	// Failures counts sandbox starts that failed since the pool began.
 	Failures int
 }
@@ -66,7 +69,7 @@ func New(size, reuse int, spec sandbox.Spec, start StartFunc, log hclog.Logger) 
 		log = hclog.NewNullLogger()
 	}
 	p := &Pool{spec: spec, size: size, reuse: max(1, reuse), start: start, log: log, parallel: min(size, runtime.NumCPU()),
-		lent:  map[*sandbox.Sandbox]bool{},
+		taken: map[*sandbox.Sandbox]bool{},
 		ready: make(chan *sandbox.Sandbox, size), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.fill()
@@ -113,19 +116,36 @@ const recycleWait = 20 * time.Millisecond
 
 // took records that sb left the ready ones for an execution.
 func (p *Pool) took(sb *sandbox.Sandbox) *sandbox.Sandbox {
-	if sb.Uses()+1 < p.reuse {
-		// It may come back: do not replace it yet.
-		p.mu.Lock()
-		p.lent[sb] = true
-		p.mu.Unlock()
-	} else {
+	// Lent when it may come back: then it is not replaced yet.
+	lend := sb.Uses()+1 < p.reuse
+	p.mu.Lock()
+	p.taken[sb] = lend
+	if lend {
+		p.lent++
+	}
+	p.mu.Unlock()
+	if !lend {
 		p.poke()
 	}
 	if p.log.IsDebug() {
 		s := p.Stats()
-		p.log.Debug("warm pool: sandbox taken", "sandbox", sb.ID(), "ready", s.Ready, "starting", s.Starting)
+		p.log.Debug("warm pool: sandbox taken", "sandbox", sb.ID(), "ready", s.Ready, "starting", s.Starting, "in_use", s.InUse)
 	}
 	return sb
+}
+
+// release forgets a taken sandbox and reports whether it was lent. The
+// caller holds p.mu.
+func (p *Pool) release(sb *sandbox.Sandbox) (lent bool) {
+	lent, ok := p.taken[sb]
+	if !ok {
+		return false
+	}
+	delete(p.taken, sb)
+	if lent {
+		p.lent--
+	}
+	return lent
 }
 
 // Reusable reports whether sb, taken from the pool, may serve another
@@ -133,7 +153,7 @@ func (p *Pool) took(sb *sandbox.Sandbox) *sandbox.Sandbox {
 func (p *Pool) Reusable(sb *sandbox.Sandbox) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.lent[sb]
+	return p.taken[sb]
 }
 
 // Recycle takes back a sandbox of the pool that has been Reset: prepare
@@ -142,8 +162,7 @@ func (p *Pool) Reusable(sb *sandbox.Sandbox) bool {
 // fails, or the pool is closing.
 func (p *Pool) Recycle(sb *sandbox.Sandbox, prepare PrepareFunc) {
 	p.mu.Lock()
-	ok := p.lent[sb] && p.ctx.Err() == nil
-	delete(p.lent, sb)
+	ok := p.release(sb) && p.ctx.Err() == nil
 	if ok {
 		p.starting++
 		p.recyclingN++
@@ -189,10 +208,9 @@ func (p *Pool) Recycle(sb *sandbox.Sandbox, prepare PrepareFunc) {
 // rather than recycled, so that it starts a replacement.
 func (p *Pool) Discard(sb *sandbox.Sandbox) {
 	p.mu.Lock()
-	_, was := p.lent[sb]
-	delete(p.lent, sb)
+	lent := p.release(sb)
 	p.mu.Unlock()
-	if was {
+	if lent {
 		p.poke()
 	}
 }
@@ -201,7 +219,7 @@ func (p *Pool) Discard(sb *sandbox.Sandbox) {
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Size: p.size, Ready: len(p.ready), Starting: p.starting, Failures: p.failures}
+	return Stats{Size: p.size, Ready: len(p.ready), Starting: p.starting, InUse: len(p.taken), Failures: p.failures}
 }
 
 // Close stops refilling and destroys the ready sandboxes. It waits for a
@@ -241,7 +259,7 @@ func (p *Pool) fill() {
 	backoff := 50 * time.Millisecond
 	for {
 		p.mu.Lock()
-		for p.ctx.Err() == nil && len(p.ready)+p.starting+len(p.lent) < p.size && p.starting < p.parallel {
+		for p.ctx.Err() == nil && len(p.ready)+p.starting+p.lent < p.size && p.starting < p.parallel {
 			p.starting++
 			wg.Go(func() { results <- p.startOne() })
 		}

@@ -59,8 +59,8 @@ func TestWarmPoolNeverSharesASandbox(t *testing.T) {
 		t.Fatalf("%d distinct sandboxes for 128 executions", len(seen))
 	}
 	h, err := in.client.HealthCheck(callCtx(t), &sandboxv1.HealthCheckRequest{})
-	if err != nil || h.GetWarmPoolSize() != 4 {
-		t.Fatalf("HealthCheck pool = %v, %v", h, err)
+	if err != nil || h.GetWarmPoolSize() != 4 || h.GetWarmPoolInUse() != 0 {
+		t.Fatalf("HealthCheck pool = %v, %v (want size 4, none in use once every execution ended)", h, err)
 	}
 }
 
