@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"fmt"
+	"os"
 	"runtime"
 	"syscall"
 
@@ -25,10 +27,12 @@ type forker struct {
 }
 
 // start locks a new goroutine to its thread, unshares the cgroup namespace
-// there, and serves requests on it for the worker's lifetime (the
-// goroutine never unlocks, so Go never reuses the thread for anything
-// else).
-func (f *forker) start() error {
+// there, moves the thread alone into the payload cgroup when given its
+// tasks file (cgroup v1: every process forked from it is then born there),
+// and serves requests on it for the worker's lifetime (the goroutine never
+// unlocks, so Go never reuses the thread for anything else). It closes
+// tasks.
+func (f *forker) start(tasks *os.File) error {
 	f.reqs = make(chan func())
 	ready := make(chan error)
 	go func() {
@@ -36,6 +40,15 @@ func (f *forker) start() error {
 		if err := namespace.UnshareCgroup(); err != nil {
 			ready <- err
 			return
+		}
+		if tasks != nil {
+			// "0" is the writing thread (tasks moves one thread).
+			_, err := tasks.WriteString("0")
+			tasks.Close()
+			if err != nil {
+				ready <- fmt.Errorf("forking thread into the payload cgroup: %w", err)
+				return
+			}
 		}
 		close(ready)
 		for r := range f.reqs {

@@ -47,7 +47,12 @@ func serve() int {
 	}
 	// Now in its own cgroup: the forking thread roots a cgroup namespace
 	// there (see forker).
-	if err := srv.forker.start(); err != nil {
+	var tasks *os.File
+	if cfg.PayloadTasksFD > 0 {
+		tasks = os.NewFile(uintptr(cfg.PayloadTasksFD), "payload/tasks")
+		srv.bornInPayload = true
+	}
+	if err := srv.forker.start(tasks); err != nil {
 		fmt.Fprintln(os.Stderr, "execfarm-worker:", err)
 		return 2
 	}

@@ -49,8 +49,11 @@ type server struct {
 	runMu sync.Mutex // one Run at a time
 
 	// payload is the payload cgroup's cgroup.procs (nil: none); every
-	// runtime process is moved there before it runs.
+	// runtime process is moved there before it runs, unless bornInPayload.
 	payload *os.File
+	// bornInPayload: the forking thread is in the payload cgroup (v1), so
+	// runtime processes are born there: no gate, no move.
+	bornInPayload bool
 	// forker forks every runtime process.
 	forker forker
 	// broker reaches services the supervisor serves (the HostProxy).
@@ -344,13 +347,15 @@ func (p *process) closeAll() {
 const gateScript = `read -r _ <&3 && exec 3<&- && exec "$@"`
 
 // fork forks the runtime process of req as the sandbox user, with stdin,
-// stdout and stderr wired to pipes (and fd 4 for results when asked), and
-// places it in the payload cgroup. It does not run untrusted code yet: a
-// runtime that takes a program (goja, node) waits for it on fd 3, any other
-// waits at gateScript; release lets it go. With holdStdin, stdin is a pipe
-// whose content release supplies (a prepared process, see Prepare);
-// otherwise it is req.Stdin. No instruction of the program runs outside the
-// payload cgroup.
+// stdout and stderr wired to pipes (and fd 4 for results when asked), in
+// the payload cgroup: born there when the forking thread is in it (cgroup
+// v1, bornInPayload), else moved there right after the fork, before it
+// runs untrusted code: a runtime that takes a program (goja, node) waits
+// for it on fd 3, any other waits at gateScript; release lets it go. A
+// process born in the payload that takes no program runs at once. With
+// holdStdin, stdin is a pipe whose content release supplies (a prepared
+// process, see Prepare); otherwise it is req.Stdin. No instruction of the
+// program runs outside the payload cgroup.
 func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err error) {
 	p := &process{shape: shapeOf(req)}
 	var childEnds []*os.File // closed once the child has them
@@ -380,13 +385,19 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 		return nil, err
 	}
 	childEnds = append(childEnds, errW)
-	// fd 3: the program or the gate's release line.
-	if gateR, p.gate, err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	childEnds = append(childEnds, gateR)
-	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd(), gateR.Fd()}
+	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd()}
 	open := []*os.File{stdin, outW, errW}
+	// A process that takes no program and is born in the payload cgroup
+	// needs no gate: it may run at once.
+	gate := len(req.GetProgram()) > 0 || holdStdin || !s.bornInPayload
+	if gate {
+		// fd 3: the program or the gate's release line.
+		if gateR, p.gate, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, gateR)
+		files = append(files, gateR.Fd())
+	}
 	if req.GetResults() {
 		var resW *os.File
 		if p.results, resW, err = os.Pipe(); err != nil {
@@ -421,7 +432,7 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 		}
 	}
 	argv := req.GetArgv()
-	if len(req.GetProgram()) == 0 && !holdStdin {
+	if gate && len(req.GetProgram()) == 0 && !holdStdin {
 		argv = append([]string{"/bin/sh", "-c", gateScript, "execfarm-gate"}, argv...)
 		p.gated = true
 	}
@@ -444,7 +455,7 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 		return nil, fmt.Errorf("start %s: %w", req.GetArgv()[0], err)
 	}
 	p.pid = pid
-	if s.payload != nil {
+	if s.payload != nil && !s.bornInPayload {
 		if _, err := s.payload.WriteString(strconv.Itoa(pid)); err != nil {
 			s.killGroup(pid) // and the gate is closed unwritten: the program never runs
 			return nil, fmt.Errorf("place %s in the payload cgroup: %w", req.GetArgv()[0], err)
@@ -469,6 +480,9 @@ func (p *process) release(program, stdin []byte) {
 	}
 	w := p.gate
 	p.gate = nil
+	if w == nil {
+		return // no gate: it runs already
+	}
 	go func() {
 		_, _ = w.Write(program)
 		w.Close()

@@ -44,5 +44,8 @@ func (m *Manager) ResetPeaks() error        { return notSupported("reset peaks")
 // NewPayload returns an error wrapping ErrNotSupported off Linux.
 func (m *Manager) NewPayload(pidsMax int64) (*os.File, error) { return nil, notSupported("payload") }
 
+// PayloadTasks returns an error wrapping ErrNotSupported off Linux.
+func (m *Manager) PayloadTasks() (*os.File, error) { return nil, notSupported("payload tasks") }
+
 // RemoveParent returns an error wrapping ErrNotSupported off Linux.
 func RemoveParent(cfg Config) error { return notSupported("remove parent") }

@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,4 +56,27 @@ func (m *Manager) NewPayload(pidsMax int64) (*os.File, error) {
 		return nil, fmt.Errorf("open %s: %w", procs, &os.PathError{Op: "open", Path: procs, Err: err})
 	}
 	return os.NewFile(uintptr(fd), procs), nil
+}
+
+// PayloadTasks opens the payload cgroup's tasks file for writing (cgroup
+// v1 only; NewPayload first). Writing "0" to it moves only the writing
+// thread: a worker's forking thread joins the payload this way, and every
+// process it forks afterwards is born in the payload, with no window
+// outside it and no migration (which on v1 waits for an RCU grace period)
+// per process. v2 keeps threads of a process in one cgroup: there it
+// returns an error wrapping ErrNotSupported.
+func (m *Manager) PayloadTasks() (*os.File, error) {
+	if m.mode != V1 {
+		return nil, fmt.Errorf("%w: per-thread payload placement needs cgroup v1", ErrNotSupported)
+	}
+	d := m.payloadDir.Load()
+	if d == nil {
+		return nil, errors.New("cgroup: no payload cgroup (NewPayload first)")
+	}
+	tasks := filepath.Join(*d, "tasks")
+	fd, err := unix.Open(tasks, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: tasks, Err: err}
+	}
+	return os.NewFile(uintptr(fd), tasks), nil
 }

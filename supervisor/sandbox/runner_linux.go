@@ -72,6 +72,11 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 		cmd.ExtraFiles = append(cmd.ExtraFiles, sb.payload)
 		wc.PayloadProcsFD = 3 + len(cmd.ExtraFiles) - 1
 	}
+	if sb.payloadTasks != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, sb.payloadTasks)
+		wc.PayloadTasksFD = 3 + len(cmd.ExtraFiles) - 1
+		sb.forkerInPayload = true
+	}
 	wc.WaitSync = r.v1
 	env, err := wc.Encode()
 	if err != nil {

@@ -39,6 +39,11 @@ type Config struct {
 	// NoSeccomp disables the seccomp filter. Only an operator's explicit
 	// --allow-degraded=seccomp sets it.
 	NoSeccomp bool
+	// PlaceByGate makes workers place each runtime process in the payload
+	// cgroup after forking it, held at a gate until then, as on cgroup v2,
+	// even on v1 where the forking thread joins the payload instead (see
+	// cgroup.Manager.PayloadTasks). For tests of the v2 path on v1 hosts.
+	PlaceByGate bool
 	// StartTimeout bounds the worker's start-up; 0 = 10 s.
 	StartTimeout time.Duration
 	// Logger receives worker logs; nil = hclog's default, level Warn.

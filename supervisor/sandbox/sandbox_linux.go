@@ -37,9 +37,15 @@ type Sandbox struct {
 	worker  *plugin.Client
 	stderr  *boundedBuffer
 	payload *os.File // the payload cgroup's cgroup.procs, until the worker has it
-	runner  *workerRunner
-	phases  []Phase
-	uses    atomic.Int32 // Runs so far
+	// payloadTasks is the payload's tasks file (v1), until the worker's
+	// forking thread has joined the payload through it.
+	payloadTasks *os.File
+	runner       *workerRunner
+	phases       []Phase
+	// forkerInPayload: the worker's forking thread is in the payload
+	// cgroup (v1), one of its tasks.
+	forkerInPayload bool
+	uses            atomic.Int32 // Runs so far
 
 	closeOnce sync.Once
 	closeErr  error
@@ -105,10 +111,22 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 		return nil, fmt.Errorf("sandbox: create cgroup: %w", err)
 	}
 	if spec.Limits.PidsMax > 0 {
-		if s.payload, err = s.cg.NewPayload(spec.Limits.PidsMax); err != nil {
+		// v1: the worker's forking thread joins the payload, so that
+		// runtime processes are born there; it counts as one task.
+		byThread := s.cg.Mode() == cgroup.V1 && !cfg.PlaceByGate
+		pidsMax := spec.Limits.PidsMax
+		if byThread {
+			pidsMax++
+		}
+		if s.payload, err = s.cg.NewPayload(pidsMax); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		// The worker got its copy at fork; the supervisor's closes
+		if byThread {
+			if s.payloadTasks, err = s.cg.PayloadTasks(); err != nil {
+				return nil, fmt.Errorf("sandbox: %w", err)
+			}
+		}
+		// The worker got its copies at fork; the supervisor's close
 		// once the sandbox has started (below) or failed (Close).
 	}
 	mark("cgroup")
@@ -144,9 +162,11 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 		},
 	})
 	rpc, err := s.client.Client()
-	if s.payload != nil {
-		s.payload.Close()
-		s.payload = nil
+	for _, f := range []**os.File{&s.payload, &s.payloadTasks} {
+		if *f != nil {
+			(*f).Close()
+			*f = nil
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start worker: %w%s", err, s.stderr.suffix())
@@ -254,8 +274,16 @@ func (s *Sandbox) Kill() error { return s.cg.Kill() }
 // keep (see cgroup.Manager.Sample and ResetPeaks).
 func (s *Sandbox) Sample() { s.cg.Sample() }
 
-// Usage reads the sandbox's resource usage from its cgroup.
-func (s *Sandbox) Usage() (cgroup.Usage, error) { return s.cg.Usage() }
+// Usage reads the sandbox's resource usage from its cgroup. The pids peak
+// counts the program's processes: not the worker's forking thread, which
+// sits in the payload cgroup on v1 (PayloadTasks).
+func (s *Sandbox) Usage() (cgroup.Usage, error) {
+	u, err := s.cg.Usage()
+	if err == nil && s.forkerInPayload {
+		u.PidsPeak = max(0, u.PidsPeak-1)
+	}
+	return u, err
+}
 
 // Close destroys the sandbox: kills its processes, ends the plugin client,
 // deletes the cgroup and the host directory, and frees the uid range.
@@ -286,6 +314,9 @@ func (s *Sandbox) Close() error {
 		errs = append(errs, cgErr, dirErr)
 		if s.payload != nil {
 			s.payload.Close()
+		}
+		if s.payloadTasks != nil {
+			s.payloadTasks.Close()
 		}
 		if s.release != nil {
 			s.release()

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -315,5 +316,65 @@ func TestLimitsEchoedOnDefaults(t *testing.T) {
 	}
 	if got, want := resp.GetOutcome().GetEffectiveLimits(), limitsWith(func(*sandboxv1.ResourceLimits) {}); !proto.Equal(got, want) {
 		t.Fatalf("effective_limits %v, want the defaults %v", got, want)
+	}
+}
+
+// TestPayloadPlacementByGate runs, on this (v1) host, the placement that
+// cgroup v2 hosts use: each runtime process is forked, held at a gate,
+// moved into the payload cgroup, then released (sandbox.Config.PlaceByGate;
+// by default v1 workers fork from a thread that sits in the payload). The
+// program must be in the payload, keep only its standard descriptors, and
+// meet the process limit there.
+func TestPayloadPlacementByGate(t *testing.T) {
+	requireSandbox(t)
+	in, err := startInstance("gate", poolSlot, 6, 1, 5*time.Second, func(cfg *supervisor.Config) { cfg.Sandbox.PlaceByGate = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := in.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	// The worker's threads (pid 1) stay out of the payload on this path;
+	// by default its forking thread is in it.
+	const probe = `grep pids /proc/self/cgroup | cut -d: -f3; grep -h pids /proc/1/task/*/cgroup | grep -c payload; ls /proc/$$/fd | tr '\n' ' '`
+	resp, err := in.client.Execute(callCtx(t), shellReq(probe, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := resp.GetOutput(); !strings.HasPrefix(out, "/payload\n0\n") || strings.Contains(out, " 3 ") {
+		t.Errorf("gated shell: %q; want pids:/payload, no worker thread in the payload, no fd 3", out)
+	}
+	resp, err = shared.client.Execute(callCtx(t), shellReq(probe, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := resp.GetOutput(); !strings.HasPrefix(out, "/payload\n1\n") || strings.Contains(out, " 3 ") {
+		t.Errorf("default placement: %q; want pids:/payload, the forking thread in the payload, no fd 3", out)
+	}
+	req := pythonReq(`import os, signal, time
+kids = []
+try:
+    while len(kids) < 1000:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        kids.append(pid)
+except BlockingIOError:
+    pass
+print(len(kids), flush=True)
+for k in kids:
+    os.kill(k, signal.SIGKILL)
+    os.waitpid(k, 0)
+`, 0)
+	req.Limits = &sandboxv1.ResourceLimits{MaxProcesses: 16}
+	resp, err = in.client.Execute(callCtx(t), req)
+	if err != nil || !resp.GetSuccess() {
+		t.Fatalf("fork program: %v %v", resp, err)
+	}
+	if n := outputInts(t, resp, 1)[0]; n < 8 || n > 16 {
+		t.Errorf("forked %d children under a limit of 16 processes: want 8..15", n)
 	}
 }

@@ -43,6 +43,11 @@ type SandboxConfig struct {
 	// opened for writing by the supervisor: the worker writes every
 	// runtime process's pid to it before the process runs (0 = none).
 	PayloadProcsFD int `json:"payload_procs_fd"`
+	// PayloadTasksFD is the fd of the payload cgroup's tasks file (cgroup
+	// v1; 0 = none): the worker's forking thread writes "0" to it, joining
+	// the payload alone, so that every runtime process is born there and
+	// needs neither a gate nor a move (PayloadProcsFD is then unused).
+	PayloadTasksFD int `json:"payload_tasks_fd,omitempty"`
 	// Seccomp loads the seccomp filter; false only in an explicitly
 	// degraded mode named by the operator.
 	Seccomp bool `json:"seccomp"`
