@@ -413,7 +413,7 @@ func (r *run) execute() {
 		err := sb.Reset(r.s.runCtx)
 		if err == nil {
 			r.finish(res)
-			r.s.pool.Recycle(sb, r.s.prepareWarm)
+			r.s.pool.Recycle(sb)
 			return
 		}
 		r.s.log.Warn("reset sandbox for reuse; destroying it", "execution", r.e.ID(), "sandbox", sb.ID(), "error", err)

@@ -89,9 +89,6 @@ type Server struct {
 
 	runs sync.Map   // execution id -> *run, while in flight
 	pool *pool.Pool // nil without a warm pool
-	// prepareWarm readies a warm sandbox for its next execution (the pool's
-	// prepared goja process).
-	prepareWarm pool.PrepareFunc
 
 	mu      sync.Mutex
 	closing bool
@@ -162,18 +159,10 @@ func New(cfg Config) (*Server, error) {
 		}
 		shape.Program = nil
 		shape.Rlimits = rlimitsFor(cfg.Defaults)
-		s.prepareWarm = func(ctx context.Context, sb *sandbox.Sandbox) error { return sb.Prepare(ctx, shape) }
-		s.pool = pool.New(cfg.WarmPool, cfg.SandboxReuse, spec, func(ctx context.Context) (*sandbox.Sandbox, error) {
-			sb, err := sandbox.Start(ctx, sc, spec)
-			if err != nil {
-				return nil, err
-			}
-			if err := sb.Prepare(ctx, shape); err != nil {
-				sb.Close()
-				return nil, err
-			}
-			return sb, nil
-		}, cfg.Logger.Named("pool"))
+		s.pool = pool.New(cfg.WarmPool, cfg.SandboxReuse, spec,
+			func(ctx context.Context) (*sandbox.Sandbox, error) { return sandbox.Start(ctx, sc, spec) },
+			func(ctx context.Context, sb *sandbox.Sandbox) error { return sb.Prepare(ctx, shape) },
+			cfg.Logger.Named("pool"))
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(sandboxv1.SandboxService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)

@@ -31,11 +31,12 @@ func serve() int {
 	}
 	os.Unsetenv(plugin.EnvConfig)
 	srv := newServer()
-	srv.startup.begin(start)
 	if cfg.ForkUnixNano > 0 {
 		// From the fork to here: exec, Go runtime and package init.
 		srv.startup.begin(time.Unix(0, cfg.ForkUnixNano))
 		srv.startup.mark("exec")
+	} else {
+		srv.startup.begin(start)
 	}
 	if cfg.WaitSync {
 		// cgroup v1: block until the supervisor has placed us in our

@@ -278,8 +278,10 @@ func statusToExit(ws unix.WaitStatus) *workerv1.Exit {
 // killGroup SIGKILLs the process group of pid, and pid, from the forker's
 // thread (see forker).
 func (s *server) killGroup(pid int) {
-	_ = s.forker.kill(-pid, unix.SIGKILL)
-	_ = s.forker.kill(pid, unix.SIGKILL)
+	s.forker.do(func() {
+		_ = unix.Kill(-pid, unix.SIGKILL)
+		_ = unix.Kill(pid, unix.SIGKILL)
+	})
 }
 
 // pump reads one pipe until EOF or close and queues its chunks, wrapped by
@@ -415,8 +417,8 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 			return nil, err
 		}
 		childEnds = append(childEnds, readyW)
-		if len(files) == 4 {
-			files = append(files, ^uintptr(0)) // no fd 4
+		for len(files) < readyFD {
+			files = append(files, ^uintptr(0)) // closed: no results channel
 		}
 		files = append(files, readyW.Fd())
 		env = append(slices.Clip(env), readyEnv+"="+strconv.Itoa(readyFD))

@@ -52,8 +52,8 @@ func Restrict(keep Set) error {
 	// of the thread that created them, so they hold the same; verify below
 	// checks every thread and fails if one holds more.
 	for c := 0; c <= last; c++ {
-		if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); err != nil || in == 0 {
-			continue
+		if in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); err == nil && in == 0 {
+			continue // not held; on a read error, drop it anyway
 		}
 		if err := allThreadsPrctl(unix.PR_CAPBSET_DROP, uintptr(c), 0); err != nil {
 			return fmt.Errorf("drop capability %d from the bounding set: %w", c, os.NewSyscallError("prctl PR_CAPBSET_DROP", err))
@@ -73,11 +73,11 @@ func Restrict(keep Set) error {
 }
 
 // ambientHeld reports whether the calling thread's ambient set holds a
-// capability up to last (or cannot be read).
+// capability up to last, or cannot be read.
 func ambientHeld(last int) bool {
 	for c := 0; c <= last; c++ {
 		if in, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, uintptr(c), 0, 0); err != nil || in != 0 {
-			return err != unix.EINVAL || c == 0
+			return true
 		}
 	}
 	return false

@@ -50,21 +50,9 @@ var encoded = sync.OnceValues(func() ([]byte, error) {
 	return install.Encode(prog), nil
 })
 
-// instructions is sockFilters in install's form.
-func instructions() ([]install.Instruction, error) {
-	raw, err := sockFilters()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]install.Instruction, len(raw))
-	for i, f := range raw {
-		out[i] = install.Instruction{Code: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}
-	}
-	return out, nil
-}
-
-// sockFilters assembles Program into the kernel's struct sock_filter form.
-func sockFilters() ([]unix.SockFilter, error) {
+// instructions assembles Program into the kernel's struct sock_filter
+// form, once per process.
+var instructions = sync.OnceValues(func() ([]install.Instruction, error) {
 	prog, err := Program()
 	if err != nil {
 		return nil, err
@@ -73,12 +61,12 @@ func sockFilters() ([]unix.SockFilter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: assemble BPF: %w", ErrPolicy, err)
 	}
-	out := make([]unix.SockFilter, len(raw))
+	out := make([]install.Instruction, len(raw))
 	for i, ins := range raw {
-		out[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+		out[i] = install.Instruction{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
 	}
 	return out, nil
-}
+})
 
 // requiredActions are the return actions Program uses, with the names the
 // kernel lists in /proc/sys/kernel/seccomp/actions_avail.

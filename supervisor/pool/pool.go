@@ -11,22 +11,22 @@ import (
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
 
-// StartFunc starts one sandbox with the pool's Spec, ready for an
-// execution (prepared).
+// StartFunc starts one sandbox with the pool's Spec.
 type StartFunc func(ctx context.Context) (*sandbox.Sandbox, error)
 
-// PrepareFunc makes a sandbox that has been Reset ready for its next
-// execution.
+// PrepareFunc readies a started, or Reset, sandbox for its next execution
+// (the warm pool's prepared runtime process).
 type PrepareFunc func(ctx context.Context, sb *sandbox.Sandbox) error
 
 // Pool is a warm pool of identical sandboxes, single-use unless reuse > 1
 // (Recycle). Safe for concurrent use.
 type Pool struct {
-	spec  sandbox.Spec
-	size  int
-	reuse int
-	start StartFunc
-	log   hclog.Logger
+	spec    sandbox.Spec
+	size    int
+	reuse   int
+	start   StartFunc
+	prepare PrepareFunc
+	log     hclog.Logger
 
 	// parallel bounds the starts in progress at once.
 	parallel int
@@ -62,13 +62,14 @@ type Stats struct {
 }
 
 // New starts a pool of size sandboxes of spec, filled in the background
-// with start, at most one start per CPU at once. Each sandbox serves up to
-// reuse executions (values below 1 mean 1: single-use). size must be > 0.
-func New(size, reuse int, spec sandbox.Spec, start StartFunc, log hclog.Logger) *Pool {
+// with start then prepare, at most one start per CPU at once. Each sandbox
+// serves up to reuse executions (values below 1 mean 1: single-use), and
+// is prepared again after each reset. size must be > 0.
+func New(size, reuse int, spec sandbox.Spec, start StartFunc, prepare PrepareFunc, log hclog.Logger) *Pool {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	p := &Pool{spec: spec, size: size, reuse: max(1, reuse), start: start, log: log, parallel: min(size, runtime.NumCPU()),
+	p := &Pool{spec: spec, size: size, reuse: max(1, reuse), start: start, prepare: prepare, log: log, parallel: min(size, runtime.NumCPU()),
 		taken: map[*sandbox.Sandbox]bool{},
 		ready: make(chan *sandbox.Sandbox, size), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -156,11 +157,11 @@ func (p *Pool) Reusable(sb *sandbox.Sandbox) bool {
 	return p.taken[sb]
 }
 
-// Recycle takes back a sandbox of the pool that has been Reset: prepare
-// makes it ready again in the background and it rejoins the ready ones; it
-// is closed instead when it was not lent (Reusable), the preparation
-// fails, or the pool is closing.
-func (p *Pool) Recycle(sb *sandbox.Sandbox, prepare PrepareFunc) {
+// Recycle takes back a sandbox of the pool that has been Reset: it is
+// prepared again in the background and rejoins the ready ones; it is
+// closed instead when it was not lent (Reusable), the preparation fails,
+// or the pool is closing.
+func (p *Pool) Recycle(sb *sandbox.Sandbox) {
 	p.mu.Lock()
 	ok := p.release(sb) && p.ctx.Err() == nil
 	if ok {
@@ -176,7 +177,7 @@ func (p *Pool) Recycle(sb *sandbox.Sandbox, prepare PrepareFunc) {
 	}
 	go func() {
 		defer p.recycling.Done()
-		err := prepare(p.ctx, sb)
+		err := p.prepare(p.ctx, sb)
 		p.mu.Lock()
 		p.starting--
 		p.recyclingN--
@@ -287,9 +288,14 @@ func (p *Pool) fill() {
 	}
 }
 
-// startOne starts one sandbox and adds it to the ready ones.
+// startOne starts and prepares one sandbox and adds it to the ready ones.
 func (p *Pool) startOne() error {
 	sb, err := p.start(p.ctx)
+	if err == nil {
+		if err = p.prepare(p.ctx, sb); err != nil {
+			_ = sb.Close()
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting--

@@ -75,7 +75,6 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 	if sb.payloadTasks != nil {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, sb.payloadTasks)
 		wc.PayloadTasksFD = 3 + len(cmd.ExtraFiles) - 1
-		sb.forkerInPayload = true
 	}
 	wc.WaitSync = r.v1
 	env, err := wc.Encode()

@@ -125,6 +125,7 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 			if s.payloadTasks, err = s.cg.PayloadTasks(); err != nil {
 				return nil, fmt.Errorf("sandbox: %w", err)
 			}
+			s.forkerInPayload = true
 		}
 		// The worker got its copies at fork; the supervisor's close
 		// once the sandbox has started (below) or failed (Close).

@@ -22,6 +22,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
+	"github.com/execfarm/execfarm/test/hostscan"
 	"github.com/execfarm/execfarm/test/testbin"
 )
 
@@ -117,19 +118,7 @@ func setup() (s *suite, teardown func() error, err error) {
 				errs = append(errs, fmt.Errorf("stop supervisor: %w", err))
 			}
 		}
-		if _, err := cgroup.Cleanup(s.cg); err != nil {
-			errs = append(errs, fmt.Errorf("clean up sandbox cgroups: %w", err))
-		}
-		if err := cgroup.RemoveParent(s.cg); err != nil {
-			errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
-		}
-		if s.logFile != nil {
-			s.logFile.Close()
-		}
-		if err := os.RemoveAll(s.dir); err != nil {
-			errs = append(errs, err)
-		}
-		return errors.Join(errs...)
+		return errors.Join(append(errs, hostscan.RemoveLeftovers(s.cg, s.logFile, s.dir))...)
 	}
 	if err := s.start(layers); err != nil {
 		return nil, teardown, err

@@ -7,12 +7,15 @@ package hostscan
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
 )
 
 // Proc is one host process as seen in /proc.
@@ -88,4 +91,25 @@ func WithMarker(marker string) []Proc {
 		}
 	}
 	return out
+}
+
+// RemoveLeftovers removes what a suite's supervisors may have left on the
+// host: every sandbox cgroup under cg's parent (killing their processes)
+// and the parent itself, then closes logFile (if any) and removes dir. It
+// returns every error, joined.
+func RemoveLeftovers(cg cgroup.Config, logFile *os.File, dir string) error {
+	var errs []error
+	if _, err := cgroup.Cleanup(cg); err != nil {
+		errs = append(errs, fmt.Errorf("clean up sandbox cgroups: %w", err))
+	}
+	if err := cgroup.RemoveParent(cg); err != nil {
+		errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
+	}
+	if logFile != nil {
+		logFile.Close()
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

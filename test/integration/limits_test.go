@@ -129,22 +129,7 @@ print(len(fs), pre)
 			// Children sleep so they count against the pids limit; the
 			// parent forks until EAGAIN, then reaps them.
 			name: "max_processes: fork fails with EAGAIN", python: true,
-			req: pythonReq(`import os, signal, time
-kids = []
-try:
-    while len(kids) < 1000:
-        pid = os.fork()
-        if pid == 0:
-            time.sleep(60)
-            os._exit(0)
-        kids.append(pid)
-except BlockingIOError:
-    pass
-print(len(kids), flush=True)
-for k in kids:
-    os.kill(k, signal.SIGKILL)
-    os.waitpid(k, 0)
-`, 0),
+			req: pythonReq(forkUntilEAGAIN, 0),
 			set: func(l *sandboxv1.ResourceLimits) { l.MaxProcesses = 16 },
 			check: func(t *testing.T, resp *sandboxv1.ExecuteResponse) {
 				if !resp.GetSuccess() {
@@ -337,8 +322,10 @@ func TestPayloadPlacementByGate(t *testing.T) {
 		}
 	}()
 	// The worker's threads (pid 1) stay out of the payload on this path;
-	// by default its forking thread is in it.
-	const probe = `grep pids /proc/self/cgroup | cut -d: -f3; grep -h pids /proc/1/task/*/cgroup | grep -c payload; ls /proc/$$/fd | tr '\n' ' '`
+	// by default its forking thread is in it. The shell's descriptors are
+	// listed into a file, not a pipe, which the shell would hold open
+	// while ls runs.
+	const probe = `grep pids /proc/self/cgroup | cut -d: -f3; grep -h pids /proc/1/task/*/cgroup | grep -c payload; ls /proc/$$/fd >/tmp/fds; tr '\n' ' ' </tmp/fds`
 	resp, err := in.client.Execute(callCtx(t), shellReq(probe, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +340,20 @@ func TestPayloadPlacementByGate(t *testing.T) {
 	if out := resp.GetOutput(); !strings.HasPrefix(out, "/payload\n1\n") || strings.Contains(out, " 3 ") {
 		t.Errorf("default placement: %q; want pids:/payload, the forking thread in the payload, no fd 3", out)
 	}
-	req := pythonReq(`import os, signal, time
+	req := pythonReq(forkUntilEAGAIN, 0)
+	req.Limits = &sandboxv1.ResourceLimits{MaxProcesses: 16}
+	resp, err = in.client.Execute(callCtx(t), req)
+	if err != nil || !resp.GetSuccess() {
+		t.Fatalf("fork program: %v %v", resp, err)
+	}
+	if n := outputInts(t, resp, 1)[0]; n < 8 || n > 16 {
+		t.Errorf("forked %d children under a limit of 16 processes: want 8..15", n)
+	}
+}
+
+// forkUntilEAGAIN forks sleeping children until fork fails with EAGAIN
+// (the pids limit), prints how many it got, and reaps them.
+const forkUntilEAGAIN = `import os, signal, time
 kids = []
 try:
     while len(kids) < 1000:
@@ -368,13 +368,4 @@ print(len(kids), flush=True)
 for k in kids:
     os.kill(k, signal.SIGKILL)
     os.waitpid(k, 0)
-`, 0)
-	req.Limits = &sandboxv1.ResourceLimits{MaxProcesses: 16}
-	resp, err = in.client.Execute(callCtx(t), req)
-	if err != nil || !resp.GetSuccess() {
-		t.Fatalf("fork program: %v %v", resp, err)
-	}
-	if n := outputInts(t, resp, 1)[0]; n < 8 || n > 16 {
-		t.Errorf("forked %d children under a limit of 16 processes: want 8..15", n)
-	}
-}
+`

@@ -25,6 +25,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
+	"github.com/execfarm/execfarm/test/hostscan"
 	"github.com/execfarm/execfarm/test/testbin"
 )
 
@@ -136,19 +137,7 @@ func setup() (teardown func() error) {
 			}
 			shared = nil
 		}
-		if _, err := cgroup.Cleanup(host.cg); err != nil {
-			errs = append(errs, fmt.Errorf("clean up sandbox cgroups: %w", err))
-		}
-		if err := cgroup.RemoveParent(host.cg); err != nil {
-			errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
-		}
-		if host.logFile != nil {
-			host.logFile.Close()
-		}
-		if err := os.RemoveAll(host.dir); err != nil {
-			errs = append(errs, err)
-		}
-		return errors.Join(errs...)
+		return errors.Join(append(errs, hostscan.RemoveLeftovers(host.cg, host.logFile, host.dir))...)
 	}
 	if err := os.Chmod(host.dir, 0o755); err != nil {
 		setupErr = err

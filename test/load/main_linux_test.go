@@ -22,6 +22,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/transport"
+	"github.com/execfarm/execfarm/test/hostscan"
 	"github.com/execfarm/execfarm/test/testbin"
 )
 
@@ -76,17 +77,7 @@ func setup() (teardown func() error) {
 		return teardown
 	}
 	teardown = func() error {
-		var errs []error
-		cfg := cgroup.Config{Parent: cgParent}
-		if _, err := cgroup.Cleanup(cfg); err != nil {
-			errs = append(errs, fmt.Errorf("clean up sandbox cgroups: %w", err))
-		}
-		for _, p := range cgroup.Probe(cfg).Parents {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("remove cgroup parent: %w", err))
-			}
-		}
-		return errors.Join(append(errs, os.RemoveAll(binDir))...)
+		return hostscan.RemoveLeftovers(cgroup.Config{Parent: cgParent}, nil, binDir)
 	}
 	if err := os.Chmod(binDir, 0o755); err != nil {
 		setupErr = err
