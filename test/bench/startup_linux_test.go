@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,8 +81,9 @@ func startSandboxes(tb testing.TB, dir string, n int) []startupRun {
 }
 
 // TestStartupPhasesAreRecorded checks what BenchmarkSandboxStart prints:
-// every phase of both sides is recorded, in order, and the worker's fall
-// within the supervisor's handshake.
+// every phase of both sides is recorded, and the worker's fall within the
+// supervisor's fork and handshake (the worker may still wait for its v1
+// placement, phase sync, while the supervisor's fork phase runs).
 func TestStartupPhasesAreRecorded(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (namespaces, cgroups)")
@@ -96,16 +98,19 @@ func TestStartupPhasesAreRecorded(t *testing.T) {
 	}
 	runs := startSandboxes(t, dir, 2)
 	var names []string
-	var handshake, worker time.Duration
+	// The worker's phases run from the supervisor's fork (its clock
+	// starts just before it) to the end of its isolation, before the
+	// handshake ends: within fork + handshake.
+	var forkHandshake, worker time.Duration
 	for _, p := range runs[1].phases {
 		names = append(names, p.Name)
 		if p.Duration < 0 {
 			t.Errorf("phase %s took %v", p.Name, p.Duration)
 		}
 		switch {
-		case p.Name == "handshake":
-			handshake = p.Duration
-		case p.Name != "  worker exec" && len(p.Name) > 9 && p.Name[:9] == "  worker ":
+		case p.Name == "fork" || p.Name == "handshake":
+			forkHandshake += p.Duration
+		case strings.HasPrefix(p.Name, "  worker "):
 			worker += p.Duration
 		}
 	}
@@ -120,8 +125,8 @@ func TestStartupPhasesAreRecorded(t *testing.T) {
 			t.Errorf("worker phase %q missing from %q", w, names)
 		}
 	}
-	if worker <= 0 || worker > handshake {
-		t.Errorf("worker phases after exec sum to %v, want within the handshake (%v)", worker, handshake)
+	if worker <= 0 || worker > forkHandshake {
+		t.Errorf("worker phases sum to %v, want within the fork and handshake (%v)", worker, forkHandshake)
 	}
 }
 
