@@ -1,7 +1,9 @@
 // Package sandbox starts, drives and destroys sandboxes from the
 // supervisor side: one cgroup, one worker process forked into fresh
 // namespaces through a go-plugin runner that knows the sandbox, and one
-// gRPC client to the worker's Worker service.
+// gRPC client to the worker's Worker service. The fork itself happens in
+// the process's fork server (package isolation/forkserver), so that its
+// cost does not grow with the supervisor's memory.
 //
 // A Sandbox is single-use: Start, one Run, Close. Close kills every
 // process in the sandbox's cgroup, removes the cgroup, and removes the

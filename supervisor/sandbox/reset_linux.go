@@ -35,13 +35,15 @@ import (
 // the namespaces, the cgroup and its page cache. On error the sandbox must
 // be closed, not reused.
 func (s *Sandbox) Reset(ctx context.Context) error {
-	if s.runner == nil || s.runner.cmd.Process == nil {
+	if s.runner == nil || s.runner.proc == nil {
 		return errors.New("sandbox: reset: no worker")
 	}
 	if _, err := s.worker.Reset(ctx, &workerv1.ResetRequest{}); err != nil {
 		return fmt.Errorf("sandbox: reset: %w", err)
 	}
-	pid := s.runner.cmd.Process.Pid
+	// The worker is not reaped before Close (runner.release), so its pid
+	// cannot name another process here.
+	pid := s.runner.proc.Pid
 	root := fmt.Sprintf("/proc/%d/root", pid)
 	for _, d := range rootfs.ScratchDirs {
 		if err := emptyDir(filepath.Join(root, d)); err != nil {

@@ -2,12 +2,15 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 
+	"github.com/execfarm/execfarm/isolation/forkserver"
 	"github.com/execfarm/execfarm/isolation/namespace"
 	"github.com/execfarm/execfarm/worker/plugin"
 )
@@ -19,15 +22,21 @@ import (
 // cannot see after pivot_root; the supervisor reaches it at the same host
 // path, so addresses need no translation.
 type workerRunner struct {
-	sb     *Sandbox
-	cmd    *exec.Cmd
+	sb  *Sandbox
+	cmd *exec.Cmd // go-plugin's: its Env and ExtraFiles, never started
+	bin *SealedBinary
+	// proc is the worker, a child of the fork server; its pid stays
+	// reserved until release (Sandbox.Close).
+	proc   *forkserver.Process
 	stdout io.ReadCloser
 	stderr io.ReadCloser
-	v1     bool
-	syncR  *os.File
-	exited chan struct{} // closed once the worker has been waited for
-	syncW  *os.File
-	cgFD   *os.File
+	// files are the worker's descriptors 0..n-1: /dev/null, the write ends
+	// of stdout and stderr, then cmd.ExtraFiles.
+	files []*os.File
+	v1    bool
+	syncR *os.File
+	syncW *os.File
+	cgFD  *os.File
 	// wc is the worker's configuration, envAt its entry in cmd.Env:
 	// Start stamps the fork time into it.
 	wc     plugin.SandboxConfig
@@ -48,12 +57,8 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 	if err != nil {
 		return nil, err
 	}
-	r := &workerRunner{sb: sb, cmd: cmd, exited: make(chan struct{})}
+	r := &workerRunner{sb: sb, cmd: cmd, bin: bin}
 	sb.runner = r
-	cmd.Path = bin.ExecPath()
-	cmd.Args = []string{"execfarm-worker"}
-	cmd.Dir = "/"
-	cmd.Stdin = nil
 	fd := -1
 	if f, err := sb.cg.FD(); err == nil {
 		r.cgFD = f
@@ -84,14 +89,39 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 	cmd.Env = append(cmd.Env, env)
 	r.wc, r.envAt = wc, len(cmd.Env)-1
 	cmd.SysProcAttr = namespace.SysProcAttr(sb.ids, fd)
-	var perr error
-	if r.stdout, perr = cmd.StdoutPipe(); perr != nil {
-		return nil, perr
-	}
-	if r.stderr, perr = cmd.StderrPipe(); perr != nil {
-		return nil, perr
+	if err := r.openFiles(); err != nil {
+		r.closeFiles()
+		return nil, err
 	}
 	return r, nil
+}
+
+// openFiles makes the worker's standard descriptors: stdin /dev/null,
+// stdout and stderr pipes (go-plugin reads the handshake from stdout).
+func (r *workerRunner) openFiles() error {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	r.files = []*os.File{null}
+	for _, rd := range []*io.ReadCloser{&r.stdout, &r.stderr} {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("sandbox: worker pipe: %w", err)
+		}
+		*rd = pr
+		r.files = append(r.files, pw)
+	}
+	return nil
+}
+
+// closeFiles closes the supervisor's copies of the worker's descriptors
+// 0..2 (the read ends of its pipes stay with go-plugin).
+func (r *workerRunner) closeFiles() {
+	for _, f := range r.files {
+		f.Close()
+	}
+	r.files = nil
 }
 
 // Start forks the worker and, on cgroup v1, places it in the cgroup before
@@ -102,7 +132,18 @@ func (r *workerRunner) Start(_ context.Context) error {
 		r.cmd.Env[r.envAt] = env
 	}
 	var err error
-	theSpawner.run(func() { err = r.cmd.Start() })
+	fs, err := forkServer(r.bin)
+	if err == nil {
+		r.proc, err = fs.Spawn(forkserver.Spawn{
+			Exe:   r.bin.File(),
+			Argv:  []string{"execfarm-worker"},
+			Env:   r.cmd.Env,
+			Dir:   "/",
+			Files: append(r.files, r.cmd.ExtraFiles...),
+			Sys:   r.cmd.SysProcAttr,
+		})
+	}
+	r.closeFiles()
 	if r.syncR != nil {
 		r.syncR.Close()
 	}
@@ -116,8 +157,8 @@ func (r *workerRunner) Start(_ context.Context) error {
 		return fmt.Errorf("sandbox: fork worker: %w", err)
 	}
 	if r.v1 {
-		if err := r.sb.cg.AddProc(r.cmd.Process.Pid); err != nil {
-			_ = r.cmd.Process.Kill()
+		if err := r.sb.cg.AddProc(r.proc.Pid); err != nil {
+			_ = r.proc.Signal(syscall.SIGKILL)
 			r.syncW.Close()
 			return fmt.Errorf("sandbox: place worker in cgroup: %w", err)
 		}
@@ -133,35 +174,65 @@ func (r *workerRunner) Stderr() io.ReadCloser           { return r.stderr }
 func (r *workerRunner) Name() string                    { return "execfarm-worker " + r.sb.id }
 func (r *workerRunner) ID() string                      { return r.sb.id }
 
-// Wait waits for the worker process to exit.
+// Wait waits for the worker process to exit; its error describes an
+// exit other than status 0.
 func (r *workerRunner) Wait(context.Context) error {
-	defer close(r.exited)
-	return r.cmd.Wait()
+	if r.proc == nil {
+		return errors.New("sandbox: worker not started")
+	}
+	ws, err := r.proc.Wait()
+	switch {
+	case err != nil:
+		return err
+	case ws.Signaled():
+		return fmt.Errorf("worker killed by %v", ws.Signal())
+	case ws.ExitStatus() != 0:
+		return fmt.Errorf("worker exited with status %d", ws.ExitStatus())
+	}
+	return nil
 }
 
 // killWorker SIGKILLs the worker, the init of the sandbox's pid namespace,
-// and waits up to timeout for it to be reaped. The kernel kills every other
+// and waits up to timeout for it to exit. The kernel kills every other
 // process of the namespace when its init dies, and the init's exit is
-// complete only once they are gone (zap_pid_ns_processes), so a reaped
+// complete only once they are gone (zap_pid_ns_processes), so an exited
 // worker means an empty sandbox: the common case needs no cgroup freeze.
-// It reports whether the worker was reaped in time.
+// It reports whether the worker exited in time.
 func (r *workerRunner) killWorker(timeout time.Duration) bool {
-	if r.cmd.Process == nil {
+	if r.proc == nil {
 		return false
 	}
-	_ = r.cmd.Process.Kill()
+	_ = r.proc.Signal(syscall.SIGKILL)
 	select {
-	case <-r.exited:
+	case <-r.proc.Done():
 		return true
 	case <-time.After(timeout):
 		return false
 	}
 }
 
+// release lets the fork server reap the worker (its pid, used by the
+// cgroup v1 placement and Reset through /proc/PID, may be reused from then
+// on) and closes the read ends of its stdout and stderr, which go-plugin
+// has read to EOF: the worker and everything that could hold the write
+// ends are gone.
+func (r *workerRunner) release() {
+	if r.proc != nil {
+		r.proc.Release()
+	}
+	for _, f := range []io.Closer{r.stdout, r.stderr} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
 // Kill kills the whole sandbox (the worker is its pid 1).
 func (r *workerRunner) Kill(context.Context) error {
 	if err := r.sb.cg.Kill(); err != nil {
-		_ = r.cmd.Process.Kill()
+		if r.proc != nil {
+			_ = r.proc.Signal(syscall.SIGKILL)
+		}
 		return err
 	}
 	return nil

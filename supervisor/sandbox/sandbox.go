@@ -50,11 +50,15 @@ type Config struct {
 	Logger hclog.Logger
 }
 
-// SpawnerGoroutine is the function name of the one goroutine a process
-// keeps once it has started a sandbox: the spawner, locked to the thread
-// that forks every worker, lives as long as the process. Leak checks
-// (goleak.IgnoreTopFunction) name it.
-const SpawnerGoroutine = "github.com/execfarm/execfarm/supervisor/sandbox.(*spawner).loop"
+// ProcessGoroutines are functions of the goroutines a process keeps once
+// it has started a sandbox, for its whole life: the spawner, locked to
+// the thread that forks the fork server, and the fork server's client
+// reader (package isolation/forkserver). Leak checks ignore goroutines
+// with any of them on their stack (goleak.IgnoreAnyFunction).
+var ProcessGoroutines = []string{
+	"github.com/execfarm/execfarm/supervisor/sandbox.(*spawner).loop",
+	"github.com/execfarm/execfarm/isolation/forkserver.(*Client).read",
+}
 
 // WorkerPidsReserve is how many tasks the sandbox cgroup allows beyond
 // Spec.Limits.PidsMax: the worker's own threads, outside the payload cgroup

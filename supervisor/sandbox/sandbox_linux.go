@@ -319,6 +319,9 @@ func (s *Sandbox) Close() error {
 		if s.payloadTasks != nil {
 			s.payloadTasks.Close()
 		}
+		if s.runner != nil {
+			s.runner.release()
+		}
 		if s.release != nil {
 			s.release()
 		}

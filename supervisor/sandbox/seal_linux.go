@@ -89,6 +89,10 @@ func seal(path string) (*SealedBinary, error) {
 	return &SealedBinary{source: path, f: os.NewFile(uintptr(fd), "execfarm-worker (sealed)")}, nil
 }
 
+// File returns the copy's descriptor, for the fork server
+// (forkserver.Spawn.Exe). The caller must not close it.
+func (b *SealedBinary) File() *os.File { return b.f }
+
 // Source returns the host path the copy was made from.
 func (b *SealedBinary) Source() string { return b.source }
 

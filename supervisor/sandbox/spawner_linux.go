@@ -1,8 +1,13 @@
 package sandbox
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"sync"
+
+	"github.com/execfarm/execfarm/isolation/forkserver"
 )
 
 // spawner forks every worker from one OS thread of the supervisor that
@@ -32,10 +37,47 @@ func (s *spawner) run(f func()) {
 }
 
 // loop is the spawner's goroutine: it lives as long as the process (test
-// suites that check for leaked goroutines ignore it: SpawnerGoroutine).
+// suites that check for leaked goroutines ignore it: ProcessGoroutines).
 func (s *spawner) loop() {
 	runtime.LockOSThread()
 	for f := range s.reqs {
 		f()
 	}
+}
+
+// theForkServer is the process's fork server (package
+// isolation/forkserver), started on first use from the sealed worker
+// binary and again after it has gone.
+var theForkServer struct {
+	sync.Mutex
+	c *forkserver.Client
+}
+
+// forkServer returns the running fork server, starting it from bin (any
+// worker binary serves: the protocol is versioned) on the spawner's
+// thread, so that its Pdeathsig follows a thread that never ends.
+func forkServer(bin *SealedBinary) (*forkserver.Client, error) {
+	theForkServer.Lock()
+	defer theForkServer.Unlock()
+	if c := theForkServer.c; c != nil {
+		select {
+		case <-c.Done():
+		default:
+			return c, nil
+		}
+	}
+	cmd := &exec.Cmd{
+		Path: bin.ExecPath(),
+		Args: []string{"execfarm-fork", forkserver.Arg},
+		// One P: the fork server forks from one thread and waits.
+		Env:    []string{"GOMAXPROCS=1"},
+		Stderr: os.Stderr,
+		Dir:    "/",
+	}
+	c, err := forkserver.Start(cmd, theSpawner.run)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: fork server: %w", err)
+	}
+	theForkServer.c = c
+	return c, nil
 }

@@ -74,7 +74,7 @@ type instance struct {
 }
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(suiteM{m}, goleak.IgnoreTopFunction(sandbox.SpawnerGoroutine))
+	goleak.VerifyTestMain(suiteM{m}, leakOptions()...)
 }
 
 // suiteM wraps m so that goleak checks after the suite's teardown.
@@ -285,4 +285,14 @@ func logTail() string {
 func repoBundle() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "runtime", "node", "bundle")
+}
+
+// leakOptions ignores the goroutines a process keeps for its life once it
+// has started a sandbox.
+func leakOptions() []goleak.Option {
+	var opts []goleak.Option
+	for _, f := range sandbox.ProcessGoroutines {
+		opts = append(opts, goleak.IgnoreAnyFunction(f))
+	}
+	return opts
 }

@@ -3,13 +3,16 @@ package load
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/execfarm/execfarm/isolation/forkserver"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/test/hostscan"
 )
 
 const (
@@ -169,3 +172,76 @@ func TestConcurrentClientsNeverShareASandbox(t *testing.T) {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// TestSupervisorDeathKillsEverySandbox kills execfarm serve with SIGKILL
+// (no shutdown code runs) while an execution runs and warm sandboxes
+// wait, and checks that nothing of theirs survives: the fork server dies
+// with the supervisor (its Pdeathsig), every worker with the fork server
+// (theirs), and each worker's pid namespace with it.
+func TestSupervisorDeathKillsEverySandbox(t *testing.T) {
+	requireRoot(t)
+	const slot = 2
+	s := startServer(t, slot, "--max-concurrent", "2", "--warm-pool", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := s.client.ExecuteStream(ctx, &sandboxv1.ExecuteRequest{
+		Source:  &sandboxv1.ExecuteRequest_Code{Code: "echo started; exec sleep 1000"},
+		Runtime: sandboxv1.Runtime_RUNTIME_SHELL,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunk, err := stream.Recv(); err != nil || !strings.Contains(chunk.GetOutput(), "started") {
+		t.Fatalf("first chunk %v, %v; want the program's output", chunk, err)
+	}
+	lo := uidBase + uint32(slot*serverSlots*rangeSize)
+	hi := lo + serverSlots*rangeSize
+	if procs := hostscan.InUIDWindow(lo, hi); len(procs) == 0 {
+		t.Fatal("no sandbox process found while an execution runs: the window is wrong")
+	}
+	var forkServers []int
+	for _, p := range hostscan.WithMarker(forkserver.Arg) {
+		if ppid(p.PID) == s.cmd.Process.Pid {
+			forkServers = append(forkServers, p.PID)
+		}
+	}
+	if len(forkServers) != 1 {
+		t.Fatalf("fork servers of execfarm serve (pid %d): %v, want one", s.cmd.Process.Pid, forkServers)
+	}
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-s.exited
+	s.exited <- nil // for the cleanup's stop
+	// The kernel delivers the Pdeathsigs and init reaps the orphans on
+	// its own time: wait for that, within a bound.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := hostscan.InUIDWindow(lo, hi)
+		if _, err := os.Stat("/proc/" + strconv.Itoa(forkServers[0])); err == nil {
+			left = append(left, hostscan.Proc{PID: forkServers[0], Cmdline: "the fork server"})
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after SIGKILL of execfarm serve, still running:\n%v", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ppid returns the parent of pid, or 0 if it cannot be read.
+func ppid(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}

@@ -1,0 +1,345 @@
+//go:build linux
+
+package forkserver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"reflect"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrClosed is returned by Spawn once the fork server has gone (its socket
+// closed or broken); its processes have been killed by their Pdeathsig.
+var ErrClosed = errors.New("forkserver: fork server is gone")
+
+// Spawn is one process to start: what syscall.ForkExec takes, limited to
+// what a sandbox worker uses.
+type Spawn struct {
+	// Exe is the executable (the worker's sealed copy); the child runs it
+	// as /proc/self/fd/N, so the host path is never executed.
+	Exe  *os.File
+	Argv []string
+	Env  []string
+	Dir  string
+	// Files become the child's descriptors 0..len-1 (at most 16); none
+	// may be nil.
+	Files []*os.File
+	// Sys: Cloneflags, UidMappings, GidMappings,
+	// GidMappingsEnableSetgroups, Credential, Pdeathsig, Setsid and
+	// UseCgroupFD/CgroupFD (a descriptor of the caller) are honoured; a
+	// Spawn setting any other field is refused.
+	Sys *syscall.SysProcAttr
+}
+
+// Client talks to one fork server. Its methods are safe for concurrent
+// use.
+type Client struct {
+	conn    *os.File
+	rc      syscall.RawConn
+	onClose func()
+
+	send    sync.Mutex // one request at a time: answers come in order
+	spawned chan spawned
+
+	mu     sync.Mutex
+	procs  map[int]*Process
+	exited map[int]uint32 // exits seen before Spawn returned the Process
+	err    error          // set once the server is gone
+	done   chan struct{}
+}
+
+// NewClient speaks to the fork server at the other end of conn (a
+// non-blocking SOCK_SEQPACKET unix socket, which it owns), after checking that it speaks this
+// protocol version. It reads the socket from a goroutine of its own,
+// (*Client).read, until the server goes; onClose (may be nil) is then
+// called once, from that goroutine.
+func NewClient(conn *os.File, onClose func()) (*Client, error) {
+	c := &Client{
+		conn: conn, onClose: onClose,
+		spawned: make(chan spawned, 1),
+		procs:   map[int]*Process{}, exited: map[int]uint32{},
+		done: make(chan struct{}),
+	}
+	var err error
+	if c.rc, err = conn.SyscallConn(); err != nil {
+		return nil, fmt.Errorf("forkserver: %w", err)
+	}
+	hello, fds, err := recvMsg(c.rc, make([]byte, 4096), nil)
+	closeAll(fds)
+	if err != nil {
+		return nil, fmt.Errorf("forkserver: no hello from the fork server: %w", err)
+	}
+	if hello.Op != "hello" || hello.Version != version {
+		return nil, fmt.Errorf("forkserver: fork server speaks %s version %d, want version %d (worker binary from another release?)", hello.Op, hello.Version, version)
+	}
+	go c.read()
+	return c, nil
+}
+
+// Done is closed once the fork server has gone.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Close closes the socket: the fork server exits and its remaining
+// children get their Pdeathsig.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Spawn starts s in the fork server and returns the running process.
+// Errors: ErrClosed (wrapped) when the server is gone, the fork/exec
+// error otherwise; a refused Spawn field.
+func (c *Client) Spawn(s Spawn) (*Process, error) {
+	attr, extra, err := encodeSys(s.Sys)
+	if err != nil {
+		return nil, err
+	}
+	fds := []int{int(s.Exe.Fd())}
+	for _, f := range s.Files {
+		if f == nil {
+			return nil, errors.New("forkserver: nil file in Spawn.Files")
+		}
+		fds = append(fds, int(f.Fd()))
+	}
+	fds = append(fds, extra...)
+	if len(fds) > maxFDs {
+		return nil, fmt.Errorf("forkserver: %d descriptors, at most %d", len(fds), maxFDs)
+	}
+	c.send.Lock()
+	defer c.send.Unlock()
+	if err := c.write(message{Op: "spawn", ID: 1, Argv: s.Argv, Env: s.Env, Dir: s.Dir, Files: len(s.Files), Sys: attr}, fds...); err != nil {
+		return nil, err
+	}
+	var a spawned
+	select {
+	case a = <-c.spawned:
+	case <-c.done:
+		return nil, c.gone()
+	}
+	if a.Err != "" {
+		return nil, errors.New(a.Err)
+	}
+	p := &Process{Pid: a.Pid, c: c, pidfd: a.pidfd, done: make(chan struct{})}
+	c.mu.Lock()
+	if st, ok := c.exited[p.Pid]; ok {
+		delete(c.exited, p.Pid)
+		p.exit(st, nil)
+	} else if c.err != nil {
+		p.exit(uint32(syscall.SIGKILL), c.err)
+	} else {
+		c.procs[p.Pid] = p
+	}
+	c.mu.Unlock()
+	return p, nil
+}
+
+func (c *Client) write(m message, fds ...int) error {
+	if err := sendMsg(c.rc, m, fds...); err != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.err != nil {
+			return c.err
+		}
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return nil
+}
+
+func (c *Client) gone() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// read dispatches the server's answers until the socket breaks, then ends
+// every process still running (their Pdeathsig has killed them).
+func (c *Client) read() {
+	var err error
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		var m message
+		var fds []int
+		if m, fds, err = recvMsg(c.rc, buf, oob); err != nil {
+			break
+		}
+		switch m.Op {
+		case "spawned":
+			pidfd := -1
+			if len(fds) == 1 {
+				pidfd = fds[0]
+			} else {
+				closeAll(fds)
+			}
+			c.spawned <- spawned{m, pidfd}
+		case "exited":
+			closeAll(fds)
+			c.mu.Lock()
+			if p, ok := c.procs[m.Pid]; ok {
+				delete(c.procs, m.Pid)
+				p.exit(m.Status, nil)
+			} else {
+				c.exited[m.Pid] = m.Status
+			}
+			c.mu.Unlock()
+		default:
+			closeAll(fds)
+		}
+	}
+	c.mu.Lock()
+	c.err = fmt.Errorf("%w: %w", ErrClosed, err)
+	for pid, p := range c.procs {
+		delete(c.procs, pid)
+		p.exit(uint32(syscall.SIGKILL), c.err)
+	}
+	c.mu.Unlock()
+	close(c.done)
+	c.conn.Close()
+	if c.onClose != nil {
+		c.onClose()
+	}
+}
+
+// spawned is the answer to a spawn request, with the child's pidfd (-1 on
+// error).
+type spawned struct {
+	message
+	pidfd int
+}
+
+// Process is a child of the fork server. Its pid stays reserved (the
+// child is not reaped) until Release, so the pid names this process for
+// as long as the caller holds it unreleased.
+type Process struct {
+	Pid   int
+	c     *Client
+	pidfd int
+
+	mu       sync.Mutex
+	released bool
+
+	done   chan struct{}
+	status syscall.WaitStatus
+	err    error
+}
+
+func (p *Process) exit(status uint32, err error) {
+	p.status, p.err = syscall.WaitStatus(status), err
+	close(p.done)
+}
+
+// Done is closed once the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the process has exited and returns its wait status;
+// the error is non-nil if the fork server went away first (the process
+// was then killed by its Pdeathsig, and the status says SIGKILL).
+func (p *Process) Wait() (syscall.WaitStatus, error) {
+	<-p.done
+	return p.status, p.err
+}
+
+// Signal sends sig through the process's pidfd: it can never reach
+// another process, even after the pid is reused. It returns
+// os.ErrProcessDone after Release.
+func (p *Process) Signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released || p.pidfd < 0 {
+		return os.ErrProcessDone
+	}
+	return unix.PidfdSendSignal(p.pidfd, sig, nil, 0)
+}
+
+// Release lets the fork server reap the process (now if it has exited,
+// else when it exits) and closes its pidfd; the pid may then be reused.
+// Call it once the pid is no longer used; later calls do nothing.
+func (p *Process) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released {
+		return
+	}
+	p.released = true
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+	}
+	p.c.send.Lock()
+	_ = p.c.write(message{Op: "release", Pid: p.Pid})
+	p.c.send.Unlock()
+}
+
+// encodeSys checks sys for fields the fork server does not carry and
+// returns what it sends, with the cgroup descriptor to pass.
+func encodeSys(sys *syscall.SysProcAttr) (*sysAttr, []int, error) {
+	if sys == nil {
+		return nil, nil, nil
+	}
+	carried := syscall.SysProcAttr{
+		Cloneflags:                 sys.Cloneflags,
+		UidMappings:                sys.UidMappings,
+		GidMappings:                sys.GidMappings,
+		GidMappingsEnableSetgroups: sys.GidMappingsEnableSetgroups,
+		Credential:                 sys.Credential,
+		Pdeathsig:                  sys.Pdeathsig,
+		Setsid:                     sys.Setsid,
+		UseCgroupFD:                sys.UseCgroupFD,
+		CgroupFD:                   sys.CgroupFD,
+	}
+	if !reflect.DeepEqual(carried, *sys) {
+		return nil, nil, errors.New("forkserver: Spawn.Sys sets a field the fork server does not carry")
+	}
+	a := &sysAttr{
+		Cloneflags: sys.Cloneflags, UidMappings: sys.UidMappings, GidMappings: sys.GidMappings,
+		Setgroups: sys.GidMappingsEnableSetgroups, Credential: sys.Credential,
+		Pdeathsig: sys.Pdeathsig, Setsid: sys.Setsid, CgroupFD: sys.UseCgroupFD,
+	}
+	var fds []int
+	if sys.UseCgroupFD {
+		fds = append(fds, sys.CgroupFD)
+	}
+	return a, fds, nil
+}
+
+// Start starts a fork server from cmd (Path, Args with Arg first after
+// the name, Env and Stderr as the caller wants) and returns its client.
+// Start adds the socket as cmd.ExtraFiles[0] (ConnFD) and Pdeathsig
+// SIGKILL, and calls cmd.Start through onThread, which must run its
+// argument on an OS thread that lives as long as the process (Pdeathsig
+// follows the forking thread). The client reaps cmd once the server has
+// gone.
+func Start(cmd *exec.Cmd, onThread func(func())) (*Client, error) {
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("forkserver: %w", os.NewSyscallError("socketpair", err))
+	}
+	if err := unix.SetNonblock(sp[0], true); err != nil {
+		unix.Close(sp[0])
+		unix.Close(sp[1])
+		return nil, fmt.Errorf("forkserver: %w", err)
+	}
+	ours := os.NewFile(uintptr(sp[0]), "fork server socket")
+	theirs := os.NewFile(uintptr(sp[1]), "fork server socket")
+	cmd.ExtraFiles = append([]*os.File{theirs}, cmd.ExtraFiles...)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	onThread(func() { err = cmd.Start() })
+	theirs.Close()
+	if err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("forkserver: start: %w", err)
+	}
+	c, err := NewClient(ours, func() { _ = cmd.Wait() })
+	if err != nil {
+		ours.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,0 +1,42 @@
+// Package forkserver starts sandbox workers from a small helper process
+// instead of the supervisor itself.
+//
+// Why: a worker is cloned into a new user namespace, and the parent must
+// write its uid and gid maps between the clone and the exec. Go therefore
+// forks without CLONE_VM|CLONE_VFORK when CLONE_NEWUSER is asked for
+// (syscall.forkAndExecInChild1): the kernel copies the parent's page
+// tables, the child unmaps the copy again at exec, and the parent takes a
+// copy-on-write fault for every page it writes afterwards. The cost grows
+// with the parent's resident memory: about 1.5 ms from a fresh Go
+// process, 5 ms from one holding 50 MiB, 15 ms at 200 MiB (measured on
+// the development VM), and the supervisor's registry holds up to its
+// whole output budget. The fork server is a Go process that holds almost
+// nothing, so the copy stays small however large the supervisor grows.
+//
+// The fork server is the worker binary run with Arg as its first argument
+// (cmd/execfarm-worker); it serves one SOCK_SEQPACKET unix socket on fd
+// ConnFD. Each request carries what syscall.ForkExec needs, the child's
+// file descriptors travel as SCM_RIGHTS. The server forks every child
+// from its main thread, locked and alive as long as the process, so a
+// child's Pdeathsig fires only when the fork server itself dies; the
+// fork server is started with Pdeathsig SIGKILL by the supervisor, so a
+// dead supervisor takes the fork server and then every worker with it.
+//
+// A child is not reaped when it exits: the server reports the exit (the
+// waitid WNOWAIT status) and reaps only when the client releases the
+// process (Process.Release). Until then the pid cannot be reused, so the
+// supervisor may name the process by pid (cgroup placement, /proc/PID)
+// for as long as its sandbox exists. Signals travel through a pidfd.
+package forkserver
+
+// Arg is the first argument that makes the worker binary a fork server.
+const Arg = "--fork-server"
+
+// ConnFD is the fork server's socket: fd 3, the first of exec.Cmd's
+// ExtraFiles.
+const ConnFD = 3
+
+// version is the protocol's version: the server says it first, and a
+// client refuses a server that speaks another (a worker binary older or
+// newer than the supervisor).
+const version = 1

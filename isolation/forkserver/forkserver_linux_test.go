@@ -1,0 +1,199 @@
+package forkserver
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// serveEnv makes the test binary a fork server (TestMain).
+const serveEnv = "FORKSERVER_TEST_SERVE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serveEnv) == "1" {
+		os.Exit(Main())
+	}
+	os.Exit(m.Run())
+}
+
+// start runs this test binary as a fork server; it is closed when the
+// test ends.
+func start(t *testing.T) *Client {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = []string{serveEnv + "=1"}
+	cmd.Stderr = os.Stderr
+	c, err := Start(cmd, func(f func()) { f() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		<-c.Done()
+	})
+	return c
+}
+
+func exe(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func devNull(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "gone"
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
+}
+
+// TestExitStatusAndZombieUntilRelease: the status is the child's, and the
+// pid stays taken (a zombie) until Release, then is reaped.
+func TestExitStatusAndZombieUntilRelease(t *testing.T) {
+	c := start(t)
+	null := devNull(t)
+	p, err := c.Spawn(Spawn{Exe: exe(t, "/bin/sh"), Argv: []string{"sh", "-c", "exit 7"}, Files: []*os.File{null, null, null}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := p.Wait()
+	if err != nil || !ws.Exited() || ws.ExitStatus() != 7 {
+		t.Fatalf("Wait = %v (exited %v, status %d), %v; want exit 7", ws, ws.Exited(), ws.ExitStatus(), err)
+	}
+	if st := procState(p.Pid); st != "Z" {
+		t.Fatalf("pid %d after exit, before Release: state %q, want a zombie (Z)", p.Pid, st)
+	}
+	p.Release()
+	// The server handles requests in order and reaps an exited process
+	// when it handles its release: once a later spawn is answered, the
+	// pid is free.
+	q, err := c.Spawn(Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := procState(p.Pid); st != "gone" {
+		t.Errorf("pid %d after Release: state %q, want reaped", p.Pid, st)
+	}
+	if _, err := q.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	q.Release()
+	if err := p.Signal(syscall.SIGKILL); !errors.Is(err, os.ErrProcessDone) {
+		t.Errorf("Signal after Release = %v, want os.ErrProcessDone", err)
+	}
+}
+
+// TestFilesArgvEnvDir: the child gets its descriptors, argv, env and
+// working directory.
+func TestFilesArgvEnvDir(t *testing.T) {
+	c := start(t)
+	null := devNull(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p, err := c.Spawn(Spawn{
+		Exe: exe(t, "/bin/sh"), Argv: []string{"sh", "-c", `echo "$0 $FOO $(pwd)"; echo extra >&3`, "zero"},
+		Env: []string{"FOO=bar"}, Dir: "/tmp",
+		Files: []*os.File{null, w, null, w},
+	})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), "zero bar /tmp\nextra\n"; got != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+	if ws, err := p.Wait(); err != nil || ws.ExitStatus() != 0 {
+		t.Errorf("Wait = %v, %v", ws, err)
+	}
+}
+
+// TestSignalAndDeathOfServer: Signal reaches the child; when the fork
+// server dies its children die too (Pdeathsig) and Wait says so.
+func TestSignalAndDeathOfServer(t *testing.T) {
+	c := start(t)
+	null := devNull(t)
+	sleep := func() *Process {
+		p, err := c.Spawn(Spawn{
+			Exe: exe(t, "/bin/sleep"), Argv: []string{"sleep", "1000"}, Files: []*os.File{null, null, null},
+			Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := sleep()
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := p.Wait(); err != nil || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("Wait = %v, %v; want killed by SIGTERM", ws, err)
+	}
+	p.Release()
+	q := sleep()
+	c.Close()
+	ws, err := q.Wait()
+	if !errors.Is(err, ErrClosed) || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("Wait after the server died = %v, %v; want SIGKILL and ErrClosed", ws, err)
+	}
+	<-c.Done()
+	// The server is reaped (Done); the child was killed with it, and its
+	// pid namespace parent (init here) reaps it.
+	if _, err := c.Spawn(Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Spawn after the server died = %v, want ErrClosed", err)
+	}
+}
+
+// TestRefusesWhatItCannotCarry: a SysProcAttr field the protocol does not
+// carry is refused, not dropped; a failed exec is an error.
+func TestRefusesWhatItCannotCarry(t *testing.T) {
+	c := start(t)
+	null := devNull(t)
+	_, err := c.Spawn(Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null},
+		Sys: &syscall.SysProcAttr{Chroot: "/tmp"}})
+	if err == nil || !strings.Contains(err.Error(), "does not carry") {
+		t.Errorf("Spawn with Chroot = %v, want refused", err)
+	}
+	_, err = c.Spawn(Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}, Dir: "/nonexistent"})
+	if err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Spawn in a missing directory = %v, want ENOENT", err)
+	}
+	// The server still serves.
+	p, err := c.Spawn(Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	p.Release()
+}
