@@ -320,6 +320,10 @@ func (m *Manager) Delete() error {
 	if m.deleted {
 		return nil
 	}
+	if m.removeEmpty() {
+		m.deleted = true
+		return nil
+	}
 	if err := m.kill(); err != nil {
 		return fmt.Errorf("delete cgroup %s: %w", m.Path(), err)
 	}
@@ -334,6 +338,25 @@ func (m *Manager) Delete() error {
 	}
 	m.deleted = true
 	return nil
+}
+
+// removeEmpty is Delete's fast path, for the usual case of a sandbox whose
+// processes are gone: it removes the payload child and then the cgroup in
+// every hierarchy, without listing processes or directories. The kernel
+// refuses to remove a cgroup that has tasks (EBUSY) or children
+// (ENOTEMPTY), so success proves the cgroup was empty. It reports whether
+// everything is gone; otherwise Delete takes the general path (kill, then
+// remove what is left), which also serves fake cgroupfs trees (plain
+// directories holding files).
+func (m *Manager) removeEmpty() bool {
+	for _, d := range m.uniqueDirs() {
+		for _, p := range []string{filepath.Join(d, PayloadName), d} {
+			if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Cleanup kills the processes of, and removes, every cgroup under Parent:

@@ -359,3 +359,32 @@ func TestRealProbe(t *testing.T) {
 	}
 	t.Logf("probe: %+v", r)
 }
+
+// TestRealDeleteKillsWhatRuns: Delete's fast path (remove the empty
+// directories) fails on a cgroup that still has a task, and the general
+// path then kills it and removes the cgroup and its payload child.
+func TestRealDeleteKillsWhatRuns(t *testing.T) {
+	cfg := requireCgroup(t)
+	m, err := New(cfg, "delete-live", Limits{PidsMax: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := m.NewPayload(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	cmd := startSleep(t)
+	if err := m.AddProc(cmd.Process.Pid); err != nil {
+		t.Fatalf("AddProc: %v", err)
+	}
+	if err := m.Delete(); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	wantSIGKILL(t, cmd.Wait())
+	for _, dir := range m.Paths() {
+		if exists(dir) {
+			t.Errorf("%s still exists after Delete", dir)
+		}
+	}
+}
