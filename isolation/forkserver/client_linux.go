@@ -3,6 +3,7 @@
 package forkserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -44,14 +45,16 @@ type Client struct {
 	rc      syscall.RawConn
 	onClose func()
 
-	send    sync.Mutex // one request at a time: answers come in order
-	spawned chan spawned
+	send sync.Mutex // one datagram at a time
 
-	mu     sync.Mutex
-	procs  map[int]*Process
-	exited map[int]uint32 // exits seen before Spawn returned the Process
-	err    error          // set once the server is gone
-	done   chan struct{}
+	mu      sync.Mutex
+	nextID  uint64
+	waiting map[uint64]chan spawned // spawn requests by ID
+	procs   map[int]*Process
+	exited  map[int]uint32 // exits seen before Spawn returned the Process
+	orphans map[int]bool   // children whose Spawn gave up waiting
+	err     error          // set once the server is gone
+	done    chan struct{}
 }
 
 // NewClient speaks to the fork server at the other end of conn (a
@@ -62,8 +65,8 @@ type Client struct {
 func NewClient(conn *os.File, onClose func()) (*Client, error) {
 	c := &Client{
 		conn: conn, onClose: onClose,
-		spawned: make(chan spawned, 1),
-		procs:   map[int]*Process{}, exited: map[int]uint32{},
+		waiting: map[uint64]chan spawned{},
+		procs:   map[int]*Process{}, exited: map[int]uint32{}, orphans: map[int]bool{},
 		done: make(chan struct{}),
 	}
 	var err error
@@ -90,9 +93,10 @@ func (c *Client) Done() <-chan struct{} { return c.done }
 func (c *Client) Close() error { return c.conn.Close() }
 
 // Spawn starts s in the fork server and returns the running process.
-// Errors: ErrClosed (wrapped) when the server is gone, the fork/exec
-// error otherwise; a refused Spawn field.
-func (c *Client) Spawn(s Spawn) (*Process, error) {
+// Errors: ErrClosed (wrapped) when the server is gone; ctx's error if it
+// ends first (a child forked after that is killed and reaped); the
+// fork/exec error; a refused Spawn field.
+func (c *Client) Spawn(ctx context.Context, s Spawn) (*Process, error) {
 	attr, extra, err := encodeSys(s.Sys)
 	if err != nil {
 		return nil, err
@@ -108,16 +112,34 @@ func (c *Client) Spawn(s Spawn) (*Process, error) {
 	if len(fds) > maxFDs {
 		return nil, fmt.Errorf("forkserver: %d descriptors, at most %d", len(fds), maxFDs)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("forkserver: spawn %s: %w", s.Argv[0], err)
+	}
+	answer := make(chan spawned, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return nil, c.err
+	}
+	c.nextID++
+	id := c.nextID
+	c.waiting[id] = answer
+	c.mu.Unlock()
 	c.send.Lock()
-	defer c.send.Unlock()
-	if err := c.write(message{Op: "spawn", ID: 1, Argv: s.Argv, Env: s.Env, Dir: s.Dir, Files: len(s.Files), Sys: attr}, fds...); err != nil {
+	err = c.write(message{Op: "spawn", ID: id, Argv: s.Argv, Env: s.Env, Dir: s.Dir, Files: len(s.Files), Sys: attr}, fds...)
+	c.send.Unlock()
+	if err != nil {
+		c.abandon(id, answer)
 		return nil, err
 	}
 	var a spawned
 	select {
-	case a = <-c.spawned:
+	case a = <-answer:
 	case <-c.done:
 		return nil, c.gone()
+	case <-ctx.Done():
+		c.abandon(id, answer)
+		return nil, fmt.Errorf("forkserver: spawn %s: %w", s.Argv[0], ctx.Err())
 	}
 	if a.Err != "" {
 		return nil, errors.New(a.Err)
@@ -148,6 +170,38 @@ func (c *Client) write(m message, fds ...int) error {
 	return nil
 }
 
+// abandon withdraws spawn request id; a child forked for it anyway is
+// killed and released (see orphan).
+func (c *Client) abandon(id uint64, answer chan spawned) {
+	c.mu.Lock()
+	delete(c.waiting, id)
+	c.mu.Unlock()
+	select {
+	case a := <-answer:
+		c.orphan(a)
+	default:
+	}
+}
+
+// orphan kills and releases a child nobody waits for.
+func (c *Client) orphan(a spawned) {
+	if a.Err != "" || a.pidfd < 0 {
+		return
+	}
+	_ = unix.PidfdSendSignal(a.pidfd, unix.SIGKILL, nil, 0)
+	unix.Close(a.pidfd)
+	c.mu.Lock()
+	if _, ok := c.exited[a.Pid]; ok {
+		delete(c.exited, a.Pid)
+	} else {
+		c.orphans[a.Pid] = true
+	}
+	c.mu.Unlock()
+	c.send.Lock()
+	_ = c.write(message{Op: "release", Pid: a.Pid})
+	c.send.Unlock()
+}
+
 func (c *Client) gone() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -174,13 +228,24 @@ func (c *Client) read() {
 			} else {
 				closeAll(fds)
 			}
-			c.spawned <- spawned{m, pidfd}
+			a := spawned{m, pidfd}
+			c.mu.Lock()
+			answer, ok := c.waiting[m.ID]
+			delete(c.waiting, m.ID)
+			c.mu.Unlock()
+			if ok {
+				answer <- a
+			} else {
+				c.orphan(a)
+			}
 		case "exited":
 			closeAll(fds)
 			c.mu.Lock()
 			if p, ok := c.procs[m.Pid]; ok {
 				delete(c.procs, m.Pid)
 				p.exit(m.Status, nil)
+			} else if c.orphans[m.Pid] {
+				delete(c.orphans, m.Pid)
 			} else {
 				c.exited[m.Pid] = m.Status
 			}

@@ -1,6 +1,7 @@
 package forkserver
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // serveEnv makes the test binary a fork server (TestMain).
@@ -25,6 +27,13 @@ func TestMain(m *testing.M) {
 // test ends.
 func start(t *testing.T) *Client {
 	t.Helper()
+	c, _ := startCmd(t)
+	return c
+}
+
+// startCmd is start, with the fork server's command.
+func startCmd(t *testing.T) (*Client, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = []string{serveEnv + "=1"}
 	cmd.Stderr = os.Stderr
@@ -36,7 +45,7 @@ func start(t *testing.T) *Client {
 		c.Close()
 		<-c.Done()
 	})
-	return c
+	return c, cmd
 }
 
 func exe(t *testing.T, path string) *os.File {
@@ -73,7 +82,7 @@ func procState(pid int) string {
 func TestExitStatusAndZombieUntilRelease(t *testing.T) {
 	c := start(t)
 	null := devNull(t)
-	p, err := c.Spawn(Spawn{Exe: exe(t, "/bin/sh"), Argv: []string{"sh", "-c", "exit 7"}, Files: []*os.File{null, null, null}})
+	p, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/sh"), Argv: []string{"sh", "-c", "exit 7"}, Files: []*os.File{null, null, null}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +97,7 @@ func TestExitStatusAndZombieUntilRelease(t *testing.T) {
 	// The server handles requests in order and reaps an exited process
 	// when it handles its release: once a later spawn is answered, the
 	// pid is free.
-	q, err := c.Spawn(Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
+	q, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +123,7 @@ func TestFilesArgvEnvDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p, err := c.Spawn(Spawn{
+	p, err := c.Spawn(context.Background(), Spawn{
 		Exe: exe(t, "/bin/sh"), Argv: []string{"sh", "-c", `echo "$0 $FOO $(pwd)"; echo extra >&3`, "zero"},
 		Env: []string{"FOO=bar"}, Dir: "/tmp",
 		Files: []*os.File{null, w, null, w},
@@ -142,7 +151,7 @@ func TestSignalAndDeathOfServer(t *testing.T) {
 	c := start(t)
 	null := devNull(t)
 	sleep := func() *Process {
-		p, err := c.Spawn(Spawn{
+		p, err := c.Spawn(context.Background(), Spawn{
 			Exe: exe(t, "/bin/sleep"), Argv: []string{"sleep", "1000"}, Files: []*os.File{null, null, null},
 			Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 		})
@@ -168,7 +177,7 @@ func TestSignalAndDeathOfServer(t *testing.T) {
 	<-c.Done()
 	// The server is reaped (Done); the child was killed with it, and its
 	// pid namespace parent (init here) reaps it.
-	if _, err := c.Spawn(Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}}); !errors.Is(err, ErrClosed) {
+	if _, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Spawn after the server died = %v, want ErrClosed", err)
 	}
 }
@@ -178,17 +187,17 @@ func TestSignalAndDeathOfServer(t *testing.T) {
 func TestRefusesWhatItCannotCarry(t *testing.T) {
 	c := start(t)
 	null := devNull(t)
-	_, err := c.Spawn(Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null},
+	_, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null},
 		Sys: &syscall.SysProcAttr{Chroot: "/tmp"}})
 	if err == nil || !strings.Contains(err.Error(), "does not carry") {
 		t.Errorf("Spawn with Chroot = %v, want refused", err)
 	}
-	_, err = c.Spawn(Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}, Dir: "/nonexistent"})
+	_, err = c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}, Dir: "/nonexistent"})
 	if err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("Spawn in a missing directory = %v, want ENOENT", err)
 	}
 	// The server still serves.
-	p, err := c.Spawn(Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
+	p, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,4 +205,85 @@ func TestRefusesWhatItCannotCarry(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Release()
+}
+
+// TestSpawnGivesUpWithItsContext: a Spawn whose context ends returns its
+// error, and a child the server forked for it all the same is killed and
+// reaped, never left running. The cancels race the answers on purpose;
+// whichever wins, nothing may survive.
+func TestSpawnGivesUpWithItsContext(t *testing.T) {
+	c, cmd := startCmd(t)
+	null := devNull(t)
+	sleep := exe(t, "/bin/sleep")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Spawn(ctx, Spawn{Exe: sleep, Argv: []string{"sleep", "1000"}, Files: []*os.File{null, null, null}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Spawn with a cancelled context = %v, want context.Canceled", err)
+	}
+	var gaveUp, started int
+	for i := range 40 {
+		// Cancel after 0 to 3.5 ms: about as long as a spawn takes.
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Duration(i%8)*500*time.Microsecond, cancel)
+		p, err := c.Spawn(ctx, Spawn{Exe: sleep, Argv: []string{"sleep", "1000"}, Files: []*os.File{null, null, null}})
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Spawn: %v", err)
+			}
+			gaveUp++
+			continue
+		}
+		started++
+		if err := p.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		p.Release()
+	}
+	t.Logf("%d spawns gave up, %d started", gaveUp, started)
+	// A last spawn is answered after every earlier release and orphan
+	// kill was sent; the orphans' exits are then only a matter of time.
+	p, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	p.Release()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		kids := children(cmd.Process.Pid)
+		if len(kids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("children of the fork server left 10 s after every spawn was released or abandoned: %v", kids)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// children lists the pids whose parent is pid, zombies included.
+func children(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

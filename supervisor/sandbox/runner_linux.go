@@ -126,7 +126,7 @@ func (r *workerRunner) closeFiles() {
 
 // Start forks the worker and, on cgroup v1, places it in the cgroup before
 // releasing it: no untrusted byte runs outside the cgroup.
-func (r *workerRunner) Start(_ context.Context) error {
+func (r *workerRunner) Start(ctx context.Context) error {
 	r.wc.ForkUnixNano = time.Now().UnixNano()
 	if env, err := r.wc.Encode(); err == nil {
 		r.cmd.Env[r.envAt] = env
@@ -134,7 +134,7 @@ func (r *workerRunner) Start(_ context.Context) error {
 	var err error
 	fs, err := forkServer(r.bin)
 	if err == nil {
-		r.proc, err = fs.Spawn(forkserver.Spawn{
+		r.proc, err = fs.Spawn(ctx, forkserver.Spawn{
 			Exe:   r.bin.File(),
 			Argv:  []string{"execfarm-worker"},
 			Env:   r.cmd.Env,
