@@ -26,7 +26,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 # node 20 (the bundle needs >= 20.19; Debian bookworm's nodejs is 18).
 FROM node:20-bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 ca-certificates \
+ && apt-get install -y --no-install-recommends python3 ca-certificates tini \
  && rm -rf /var/lib/apt/lists/* \
  && ln -sf /usr/local/bin/node /usr/bin/node
 # Outside /usr: sandboxes bind the image's /usr read-only, and the
@@ -43,5 +43,8 @@ ENV SANDBOX_SOCKET_PATH=/run/execfarm/execfarm.sock \
     EXECFARM_NODE_BUNDLE=/opt/execfarm/node-bundle \
     PATH=/opt/execfarm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 EXPOSE 50051
-ENTRYPOINT ["/opt/execfarm/bin/execfarm"]
+# tini is PID 1: it reaps what the kernel hands to PID 1, such as the
+# workers of a fork server that died (isolation/forkserver), and forwards
+# SIGTERM to the supervisor for its graceful shutdown.
+ENTRYPOINT ["/usr/bin/tini", "--", "/opt/execfarm/bin/execfarm"]
 CMD ["serve"]

@@ -177,8 +177,13 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("an execfarm binary is copied under /usr, visible in every sandbox: %q", c)
 		}
 	}
-	if !strings.Contains(entry, "/opt/execfarm/bin/execfarm") {
-		t.Errorf("ENTRYPOINT = %q", entry)
+	// An init is PID 1 and reaps orphans (workers of a dead fork server);
+	// it must be installed in the runtime stage.
+	if !strings.HasPrefix(entry, `ENTRYPOINT ["/usr/bin/tini", "--", "/opt/execfarm/bin/execfarm"`) {
+		t.Errorf("ENTRYPOINT = %q, want tini running /opt/execfarm/bin/execfarm", entry)
+	}
+	if df, _ := os.ReadFile("../Dockerfile"); !regexp.MustCompile(`apt-get install[^\n]*\btini\b`).Match(df) {
+		t.Error("the runtime stage does not install tini")
 	}
 	// The node runtime: its bundle is installed from the checked-in lock
 	// file and found through EXECFARM_NODE_BUNDLE.

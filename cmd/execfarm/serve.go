@@ -94,6 +94,11 @@ func serveCmd() *cobra.Command {
 				}
 			}
 			cfg.Layers = layers
+			if os.Getpid() == 1 {
+				// Workers are children of the fork server; if it dies, the
+				// kernel hands them to PID 1, which must reap them.
+				log.Warn("execfarm serve is PID 1 without an init: orphaned sandbox processes will stay as zombies and hold their uid ranges; run it under an init (tini, docker run --init), as the image does")
+			}
 			if n, err := cgroup.Cleanup(cfg.Sandbox.Cgroup); err != nil {
 				log.Warn("clean up leftover sandbox cgroups", "error", err)
 			} else if n > 0 {

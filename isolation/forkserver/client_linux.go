@@ -136,6 +136,7 @@ func (c *Client) Spawn(ctx context.Context, s Spawn) (*Process, error) {
 	select {
 	case a = <-answer:
 	case <-c.done:
+		c.abandon(id, answer) // an answer may have come just before
 		return nil, c.gone()
 	case <-ctx.Done():
 		c.abandon(id, answer)
@@ -159,15 +160,19 @@ func (c *Client) Spawn(ctx context.Context, s Spawn) (*Process, error) {
 }
 
 func (c *Client) write(m message, fds ...int) error {
-	if err := sendMsg(c.rc, m, fds...); err != nil {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.err != nil {
-			return c.err
-		}
+	err := sendMsg(c.rc, m, fds...)
+	if err == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.err != nil:
+		return c.err
+	case errors.Is(err, unix.EPIPE), errors.Is(err, unix.ECONNRESET), errors.Is(err, os.ErrClosed):
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
-	return nil
+	return fmt.Errorf("forkserver: send %s: %w", m.Op, err)
 }
 
 // abandon withdraws spawn request id; a child forked for it anyway is

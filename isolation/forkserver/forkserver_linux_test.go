@@ -113,6 +113,39 @@ func TestExitStatusAndZombieUntilRelease(t *testing.T) {
 	}
 }
 
+// TestNothingElseIsInherited: a child has exactly its Files, not the
+// fork server's socket (fd 3 there) nor anything else the fork server
+// holds.
+func TestNothingElseIsInherited(t *testing.T) {
+	c := start(t)
+	null := devNull(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// Builtins only: listing a directory would open a descriptor itself.
+	p, err := c.Spawn(context.Background(), Spawn{
+		Exe: exe(t, "/bin/sh"), Argv: []string{"sh", "-c", `for n in 0 1 2 3 4 5 6 7 8 9 10 11 12; do [ -e /proc/$$/fd/$n ] && echo $n; done`},
+		Files: []*os.File{null, w, null},
+	})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(out)); strings.Join(got, " ") != "0 1 2" {
+		t.Errorf("the child's descriptors are %v, want 0 1 2", got)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestFilesArgvEnvDir: the child gets its descriptors, argv, env and
 // working directory.
 func TestFilesArgvEnvDir(t *testing.T) {

@@ -42,6 +42,14 @@ func Serve(fd int) error {
 	runtime.LockOSThread() // never unlocked: children's Pdeathsig follows this thread
 	// Run from a sealed memfd, the process is named after its fd number.
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&[]byte("execfarm-fork\x00")[0])), 0, 0, 0)
+	// Nothing the fork server holds may reach a child: not its socket
+	// (fd, which exec.Cmd's ExtraFiles left inheritable; a child holding
+	// it could ask for children outside any namespace), nor whatever the
+	// supervisor itself inherited without close-on-exec. A child's
+	// descriptors are exactly its Spawn.Files.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("forkserver: %w", os.NewSyscallError("close_range", err))
+	}
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return fmt.Errorf("forkserver: %w", err)
 	}
@@ -199,14 +207,17 @@ func (s *server) watch(pid int, c *child) {
 			err = werr
 		}
 	}
-	s.mu.Lock()
-	c.exited = true
-	released := c.released
-	s.mu.Unlock()
 	if err != nil {
 		status = uint32(syscall.SIGKILL) // unknown: report a kill
 	}
+	// The report goes out before exited is set, under the lock: a release
+	// reaps only an exited child, so the pid cannot be reused, and a new
+	// child's "spawned" cannot name it, before the client has this report.
+	s.mu.Lock()
 	_ = s.send(message{Op: "exited", Pid: pid, Status: status})
+	c.exited = true
+	released := c.released
+	s.mu.Unlock()
 	if released {
 		s.reap(pid, c)
 	}
@@ -227,15 +238,19 @@ func (s *server) release(pid int) {
 }
 
 func (s *server) reap(pid int, c *child) {
+	// Forget the child first: once reaped, its pid may come back for a
+	// new child, whose entry must not be the one deleted.
+	s.mu.Lock()
+	if s.procs[pid] == c {
+		delete(s.procs, pid)
+	}
+	s.mu.Unlock()
 	var ws syscall.WaitStatus
 	for {
 		if _, err := syscall.Wait4(pid, &ws, 0, nil); !errors.Is(err, syscall.EINTR) {
 			break
 		}
 	}
-	s.mu.Lock()
-	delete(s.procs, pid)
-	s.mu.Unlock()
 	c.pidfd.Close()
 }
 

@@ -157,6 +157,15 @@ func (r *workerRunner) Start(ctx context.Context) error {
 		return fmt.Errorf("sandbox: fork worker: %w", err)
 	}
 	if r.v1 {
+		// The pid names the worker while the fork server holds it
+		// unreaped; a fork server that died meanwhile no longer does.
+		select {
+		case <-r.proc.Done():
+			r.syncW.Close()
+			_, werr := r.proc.Wait()
+			return fmt.Errorf("sandbox: worker gone before its cgroup placement: %v", werr)
+		default:
+		}
 		if err := r.sb.cg.AddProc(r.proc.Pid); err != nil {
 			_ = r.proc.Signal(syscall.SIGKILL)
 			r.syncW.Close()

@@ -7,11 +7,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/execfarm/execfarm/test/hostscan"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/execfarm/execfarm/test/hostscan"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 )
