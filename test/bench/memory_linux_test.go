@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/isolation/forkserver"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
@@ -31,6 +32,7 @@ type proc struct {
 	pid, ppid int
 	comm      string
 	argv0     string // first word of the command line
+	cmdline   string // NUL separators replaced by spaces
 	state     string // R, S, D, Z...
 	rss       int64  // VmRSS, bytes; 0 for kernel threads and zombies
 }
@@ -55,6 +57,7 @@ func readProc(pid int) (proc, error) {
 	p.ppid, _ = strconv.Atoi(f[1])
 	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
 		p.argv0, _, _ = strings.Cut(string(cmdline), "\x00")
+		p.cmdline = strings.ReplaceAll(string(cmdline), "\x00", " ")
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -197,22 +200,35 @@ func waitStarted(b *testing.B, client sandboxv1.SandboxServiceClient, id string)
 	}
 }
 
-// sandboxRSS sums the RSS of root's descendants — the supervisor's only
-// children are sandboxes, so: every process of every sandbox (workers,
-// prepared goja processes, programs) — and counts the workers among them.
-func sandboxRSS(root int) (rss int64, workers int) {
+// sandboxRSS sums the RSS of the processes of every sandbox of the
+// supervisor root: the descendants of its fork server (workers, prepared
+// goja processes, programs), not the fork server itself, which serves
+// them all. It counts the workers among them and returns the fork
+// server's pid.
+func sandboxRSS(b *testing.B, root int) (rss int64, workers, forkServer int) {
+	b.Helper()
 	for _, p := range descendants(root) {
+		if p.ppid == root && strings.Contains(p.cmdline, forkserver.Arg) {
+			forkServer = p.pid
+		}
+	}
+	if forkServer == 0 {
+		b.Fatalf("no fork server among the children of the supervisor (pid %d)", root)
+	}
+	for _, p := range descendants(forkServer) {
 		rss += p.rss
 		if filepath.Base(p.argv0) == "execfarm-worker" {
 			workers++
 		}
 	}
-	return rss, workers
+	return rss, workers, forkServer
 }
 
 // BenchmarkMemory measures, with `execfarm serve` as a separate process
-// and one slot: the supervisor's RSS idle (after one execution); the RSS
-// of the processes of one sandbox (with no warm pool, a running
+// and one slot: the supervisor's RSS idle (after one execution) and its
+// fork server's (mostly the worker binary's text, shared with every
+// worker, since both run the same sealed copy); the RSS of the processes
+// of one sandbox (with no warm pool, a running
 // one; with a pool, the idle pool divided by its size); and the
 // supervisor's RSS with 1000 executions queued. Baselines from the same
 // run: bwrap holding a sleeping program (bwrap processes and the program)
@@ -235,10 +251,10 @@ func BenchmarkMemory(b *testing.B) {
 				idle := rssOf(b, pid)
 
 				var perSandbox int64
-				var workers int
+				var workers, fs int
 				if pool > 0 {
-					rss, n := sandboxRSS(pid)
-					perSandbox, workers = rss/int64(pool), n
+					rss, n, f := sandboxRSS(b, pid)
+					perSandbox, workers, fs = rss/int64(pool), n, f
 				}
 				blocker, err := client.ExecuteAsync(ctx, codeReq(sandboxv1.Runtime_RUNTIME_SHELL, "echo started; sleep 600"))
 				if err != nil {
@@ -246,8 +262,9 @@ func BenchmarkMemory(b *testing.B) {
 				}
 				waitStarted(b, client, blocker.GetExecutionId())
 				if pool == 0 {
-					perSandbox, workers = sandboxRSS(pid)
+					perSandbox, workers, fs = sandboxRSS(b, pid)
 				}
+				forkServerRSS := rssOf(b, fs)
 				running := rssOf(b, pid)
 
 				var ids []string
@@ -275,11 +292,13 @@ func BenchmarkMemory(b *testing.B) {
 				row(fmt.Sprintf("bwrap + sleep (%d processes)", bwrapProcs), bwrapTree)
 				row("bare sleep", sleepRSS)
 				row("supervisor idle", idle)
+				row("fork server (one per supervisor)", forkServerRSS)
 				row("supervisor, one execution running", running)
 				row(fmt.Sprintf("one sandbox, all its processes (%d workers seen)", workers), perSandbox)
 				row(fmt.Sprintf("supervisor, %d executions queued", queuedExecutions), queued)
 				fmt.Printf("%-52s %12s\n", "per queued execution", fmt.Sprintf("%.1f KiB", float64(queued-running)/queuedExecutions/1024))
 				b.ReportMetric(float64(idle)/(1<<20), "idle-MiB")
+				b.ReportMetric(float64(forkServerRSS)/(1<<20), "forkserver-MiB")
 				b.ReportMetric(float64(perSandbox)/(1<<20), "sandbox-MiB")
 				b.ReportMetric(float64(queued)/(1<<20), "queued1000-MiB")
 			}
