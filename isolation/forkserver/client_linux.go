@@ -241,7 +241,9 @@ func (c *Client) read() {
 			if ok {
 				answer <- a
 			} else {
-				c.orphan(a)
+				// Not on this goroutine: orphan sends, and a send must
+				// never wait on the reader of the answers.
+				go c.orphan(a)
 			}
 		case "exited":
 			closeAll(fds)
