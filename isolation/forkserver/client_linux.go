@@ -234,13 +234,17 @@ func (c *Client) read() {
 				closeAll(fds)
 			}
 			a := spawned{m, pidfd}
+			// Handed over under the lock (the channel has room): a Spawn
+			// that gives up meanwhile finds either its request still
+			// waiting or the answer in its channel, never neither.
 			c.mu.Lock()
 			answer, ok := c.waiting[m.ID]
 			delete(c.waiting, m.ID)
-			c.mu.Unlock()
 			if ok {
 				answer <- a
-			} else {
+			}
+			c.mu.Unlock()
+			if !ok {
 				// Not on this goroutine: orphan sends, and a send must
 				// never wait on the reader of the answers.
 				go c.orphan(a)

@@ -88,10 +88,18 @@ func (p *Pool) Take(spec sandbox.Spec) *sandbox.Sandbox {
 	if spec != p.spec {
 		return nil
 	}
-	select {
-	case sb := <-p.ready:
-		return p.took(sb)
-	default:
+	for {
+		var sb *sandbox.Sandbox
+		select {
+		case sb = <-p.ready:
+		default:
+		}
+		if sb == nil {
+			break
+		}
+		if sb = p.live(p.took(sb)); sb != nil {
+			return sb
+		}
 	}
 	// None ready. A sandbox being recycled is ready sooner than a new one
 	// starts (~25 ms): wait for it a little.
@@ -103,11 +111,31 @@ func (p *Pool) Take(spec sandbox.Spec) *sandbox.Sandbox {
 		defer t.Stop()
 		select {
 		case sb := <-p.ready:
-			return p.took(sb)
+			if sb = p.live(p.took(sb)); sb != nil {
+				return sb
+			}
 		case <-t.C:
 		case <-p.ctx.Done():
 		}
 	}
+	p.poke()
+	return nil
+}
+
+// live returns sb, just taken, if its worker is still running; otherwise
+// (its fork server died, say) it destroys sb, lets the pool replace it,
+// and returns nil.
+func (p *Pool) live(sb *sandbox.Sandbox) *sandbox.Sandbox {
+	if !sb.Exited() {
+		return sb
+	}
+	p.log.Warn("warm pool: worker of a ready sandbox has exited; destroying it", "sandbox", sb.ID())
+	if err := sb.Close(); err != nil {
+		p.log.Warn("warm pool: destroy sandbox", "sandbox", sb.ID(), "error", err)
+	}
+	p.mu.Lock()
+	p.release(sb)
+	p.mu.Unlock()
 	p.poke()
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -99,7 +100,11 @@ func setup() (s *suite, teardown func() error, err error) {
 		uidBase: 3<<30 + uint32(os.Getpid()%256)*uidSlots*rangeSize,
 	}
 	s.uidEnd = s.uidBase + uidSlots*rangeSize
-	layers, err := supervisor.CheckHost(s.cg, nil)
+	// The probe scans the suite's own uid window, not the default one
+	// (which a supervisor running on the host may be using).
+	layers, err := supervisor.CheckHostConfig(probe.Config{
+		Cgroup: s.cg, UIDBase: s.uidBase, UIDRangeSize: rangeSize, UIDSlots: uidSlots,
+	}, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("host probe: %w", err)
 	}

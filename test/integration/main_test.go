@@ -110,7 +110,13 @@ func setup() (teardown func() error) {
 		return nothing
 	}
 	host.cg = cgroup.Config{Parent: fmt.Sprintf("/execfarm-itest-%d", os.Getpid())}
-	layers, err := supervisor.CheckHost(host.cg, nil)
+	host.uidBase = 2<<30 + uint32(os.Getpid()%512)*uidSlots*rangeSize
+	host.uidEnd = host.uidBase + uidSlots*rangeSize
+	// The probe scans the suite's own uid window, not the default one
+	// (which a supervisor running on the host may be using).
+	layers, err := supervisor.CheckHostConfig(probe.Config{
+		Cgroup: host.cg, UIDBase: host.uidBase, UIDRangeSize: rangeSize, UIDSlots: uidSlots,
+	}, nil)
 	// A kernel without a layer is a reason to skip; processes left in the
 	// uid window (layer uid-range) are a broken host, and fail the suite.
 	var missing *probe.MissingError
@@ -124,8 +130,6 @@ func setup() (teardown func() error) {
 	}
 	host.layers = layers
 	host.cgParents = cgroup.Probe(host.cg).Parents
-	host.uidBase = 2<<30 + uint32(os.Getpid()%512)*uidSlots*rangeSize
-	host.uidEnd = host.uidBase + uidSlots*rangeSize
 
 	// Not t.TempDir: its parent is 0700, and the sandbox's root (an
 	// unprivileged host uid) must reach the worker binary.

@@ -3,14 +3,18 @@
 package integration
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/execfarm/execfarm/isolation/forkserver"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/test/hostscan"
 )
 
 // poolSlot is the uid window slot of the warm-pool supervisor: 2 running +
@@ -237,4 +241,79 @@ ls /proc | grep -c '^[0-9]'`
 	if after.GetOutcome().GetSandboxId() == resp.GetOutcome().GetSandboxId() {
 		t.Errorf("a timed-out execution's sandbox %s served another", resp.GetOutcome().GetSandboxId())
 	}
+}
+
+// TestWarmPoolDropsSandboxesWhoseWorkerDied: when the fork server dies, the
+// workers of the ready sandboxes die with it (Pdeathsig); the pool must
+// not hand them out but destroy and replace them, so the next executions
+// succeed.
+func TestWarmPoolDropsSandboxesWhoseWorkerDied(t *testing.T) {
+	requireSandbox(t)
+	in, err := startInstance("pooldead", poolSlot, 6, 1, 5*time.Second, func(cfg *supervisor.Config) { cfg.WarmPool = 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := in.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h, err := in.client.HealthCheck(callCtx(t), &sandboxv1.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.GetWarmPoolReady() == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool never filled: %v", h)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+	var fs int
+	for _, p := range hostscan.WithMarker(forkserver.Arg) {
+		if parentOf(p.PID) == os.Getpid() {
+			fs = p.PID
+		}
+	}
+	if fs == 0 {
+		t.Fatal("no fork server among this process's children")
+	}
+	if err := syscall.Kill(fs, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The client reaps the fork server once it has marked every worker
+	// of it exited: after that the pool must see them dead.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(fs)); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed fork server was never reaped")
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+	for i := range 3 {
+		resp, err := in.client.Execute(callCtx(t), shellReq("echo ok", 0))
+		if err != nil || !resp.GetSuccess() || resp.GetOutput() != "ok\n" {
+			t.Errorf("execution %d after the fork server died: %v %v", i, describe(resp), err)
+		}
+	}
+}
+
+// parentOf returns the parent pid of pid, or 0.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
 }
