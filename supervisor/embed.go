@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
@@ -118,6 +121,48 @@ func HostAccess(cfg *Config, kubeconfig string, policy hostproxy.KubePolicy, pro
 	return nil
 }
 
+// embeddedPrefix begins the names of an embedded supervisor's cgroup
+// parent and temporary directory; the pid of its process follows.
+const embeddedPrefix = "execfarm-embedded-"
+
+// removeStaleEmbedded removes what embedded supervisors of processes that
+// are gone left behind (an `execfarm run` killed with SIGKILL runs no
+// clean-up): their cgroup parents next to the one this process would use
+// (in cg's hierarchy position; cg.Parent is ignored) and their temporary
+// directories. A pid that is alive again, for another process, keeps its
+// leftovers: nothing of a live process is ever removed. Best effort.
+func removeStaleEmbedded(cg cgroup.Config) {
+	alive := func(name string) bool {
+		pidText, _, _ := strings.Cut(strings.TrimPrefix(name, embeddedPrefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 {
+			return true // not ours to judge
+		}
+		err = syscall.Kill(pid, 0)
+		return err == nil || errors.Is(err, syscall.EPERM)
+	}
+	cg.Parent = "/" + embeddedPrefix + strconv.Itoa(os.Getpid())
+	if parents, err := cgroup.SiblingParents(cg, embeddedPrefix); err == nil {
+		for _, p := range parents {
+			if alive(path.Base(p)) {
+				continue
+			}
+			stale := cg
+			stale.Parent = p
+			if _, err := cgroup.Cleanup(stale); err == nil {
+				_ = cgroup.RemoveParent(stale)
+			}
+		}
+	}
+	if entries, err := os.ReadDir(os.TempDir()); err == nil {
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), embeddedPrefix) && !alive(e.Name()) {
+				_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+			}
+		}
+	}
+}
+
 // Embedded starts a private supervisor for one client process (the CLI's
 // `run` when no server is configured or reachable): a unix socket in a
 // fresh temporary directory, its own cgroup parent, its own uid window
@@ -127,12 +172,13 @@ func HostAccess(cfg *Config, kubeconfig string, policy hostproxy.KubePolicy, pro
 // cfg.Sandbox.NoSeccomp. stop shuts it down and removes everything it
 // created.
 func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc transport.Config, stop func() error, err error) {
-	dir, err := os.MkdirTemp("", "execfarm-embedded-")
+	removeStaleEmbedded(cfg.Sandbox.Cgroup)
+	dir, err := os.MkdirTemp("", embeddedPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return tc, nil, fmt.Errorf("supervisor: %w", err)
 	}
 	if cfg.Sandbox.Cgroup.Parent == "" {
-		cfg.Sandbox.Cgroup.Parent = cgroup.DefaultParent + "-embedded-" + strconv.Itoa(os.Getpid())
+		cfg.Sandbox.Cgroup.Parent = "/" + embeddedPrefix + strconv.Itoa(os.Getpid())
 	}
 	pc := probe.Config{Cgroup: cfg.Sandbox.Cgroup}
 	if cfg.Sandbox.IDs == nil {

@@ -49,3 +49,8 @@ func (m *Manager) PayloadTasks() (*os.File, error) { return nil, notSupported("p
 
 // RemoveParent returns an error wrapping ErrNotSupported off Linux.
 func RemoveParent(cfg Config) error { return notSupported("remove parent") }
+
+// SiblingParents is not supported off Linux.
+func SiblingParents(cfg Config, prefix string) ([]string, error) {
+	return nil, notSupported("list parents")
+}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -392,6 +394,37 @@ func Cleanup(cfg Config) (removed int, err error) {
 		removed++
 	}
 	return removed, errors.Join(errs...)
+}
+
+// SiblingParents returns the parents of sandbox cgroups that sit next to
+// cfg.Parent (in the same directory, in any hierarchy) and whose names
+// start with prefix, as Config.Parent values, cfg.Parent itself left out:
+// for a supervisor to find the parents of others, such as those a killed
+// `execfarm run` left behind. Errors: resolving cfg; listing a directory.
+func SiblingParents(cfg Config, prefix string) ([]string, error) {
+	lay, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	own := path.Base(cfg.withDefaults().Parent)
+	dir := path.Dir(cfg.withDefaults().Parent)
+	var out []string
+	for _, c := range lay.controllers() {
+		entries, err := os.ReadDir(filepath.Dir(lay.parentDir(c)))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list cgroup parents: %w", err)
+		}
+		for _, e := range entries {
+			p := path.Join(dir, e.Name())
+			if e.IsDir() && e.Name() != own && strings.HasPrefix(e.Name(), prefix) && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
 }
 
 // RemoveParent removes the parent of sandbox cgroups (cfg.Parent, in every
