@@ -99,6 +99,13 @@ func serveCmd() *cobra.Command {
 				// kernel hands them to PID 1, which must reap them.
 				log.Warn("execfarm serve is PID 1 without an init: orphaned sandbox processes will stay as zombies and hold their uid ranges; run it under an init (tini, docker run --init), as the image does")
 			}
+			// Before any clean-up: a second serve sharing the cgroup parent,
+			// uid window or state directory would kill the first's sandboxes.
+			release, err := supervisor.LockHost(cfg.Sandbox.Cgroup, uidBase, cfg.Sandbox.StateDir, supervisor.LockDir())
+			if err != nil {
+				return err
+			}
+			defer release()
 			if n, err := cgroup.Cleanup(cfg.Sandbox.Cgroup); err != nil {
 				log.Warn("clean up leftover sandbox cgroups", "error", err)
 			} else if n > 0 {

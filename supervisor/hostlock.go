@@ -1,0 +1,78 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+)
+
+// ErrHostShared is wrapped by LockHost when another supervisor holds one
+// of the locks: two supervisors sharing a cgroup parent, a uid window or a
+// state directory would clean up (kill) each other's sandboxes at start
+// and could give two sandboxes one host uid.
+var ErrHostShared = errors.New("supervisor: another execfarm serve uses the same resources")
+
+// errLocked is wrapped by lockFile's error for a lock held elsewhere.
+var errLocked = errors.New("locked")
+
+// LockDir is where LockHost keeps the host-wide lock files:
+// /run/lock/execfarm when the host has /run/lock (a tmpfs), else
+// execfarm-locks in the temporary directory. LockHost creates it, owned
+// by the caller and not writable by others, and refuses one that is a
+// symbolic link or someone else's: the parents are world-writable.
+func LockDir() string {
+	if fi, err := os.Stat("/run/lock"); err == nil && fi.IsDir() {
+		return "/run/lock/execfarm"
+	}
+	return filepath.Join(os.TempDir(), "execfarm-locks")
+}
+
+// LockHost takes, for the life of a supervisor, exclusive locks (flock) on
+// its cgroup parent and the first uid of its window (files in lockDir)
+// and on its state directory (a file in it, created if missing). release
+// drops them; the kernel drops them too when the process dies, so a
+// crashed supervisor never blocks the next. Each lock file holds the pid
+// of its holder. Errors: ErrHostShared (wrapped), naming the resource and
+// the other supervisor's pid; failures to create or lock a file.
+// Overlapping uid windows with different first uids are caught by the
+// host probe's scan instead (live sandboxes only).
+func LockHost(cg cgroup.Config, uidBase uint32, stateDir, lockDir string) (release func(), err error) {
+	parent := cg.Parent
+	if parent == "" {
+		parent = cgroup.DefaultParent
+	}
+	locks := []struct{ what, path string }{
+		{"cgroup parent " + parent, filepath.Join(lockDir, "execfarm-cgroup"+strings.ReplaceAll(parent, "/", "_")+".lock")},
+		{"uid window from " + strconv.FormatUint(uint64(uidBase), 10), filepath.Join(lockDir, "execfarm-uid-"+strconv.FormatUint(uint64(uidBase), 10)+".lock")},
+		{"state directory " + stateDir, filepath.Join(stateDir, ".execfarm.lock")},
+	}
+	if err := ownDir(lockDir); err != nil {
+		return nil, fmt.Errorf("supervisor: lock: %w", err)
+	}
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
+	var held []*os.File
+	release = func() {
+		for _, f := range held {
+			f.Close() // drops the lock
+		}
+	}
+	for _, l := range locks {
+		f, err := lockFile(l.path)
+		if err != nil {
+			release()
+			if errors.Is(err, errLocked) {
+				return nil, fmt.Errorf("%w: the %s is %v; give this one its own --cgroup-parent, --uid-base and --state-dir", ErrHostShared, l.what, err)
+			}
+			return nil, fmt.Errorf("supervisor: lock %s: %w", l.what, err)
+		}
+		held = append(held, f)
+	}
+	return release, nil
+}
