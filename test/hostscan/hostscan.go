@@ -21,6 +21,7 @@ import (
 // Proc is one host process as seen in /proc.
 type Proc struct {
 	PID     int
+	PPID    int      // parent process id
 	UIDs    []uint32 // real, effective, saved, filesystem
 	State   string
 	Cmdline string // NUL separators replaced by spaces
@@ -60,6 +61,8 @@ func Procs() []Proc {
 				}
 			case "State":
 				p.State = strings.TrimSpace(v)
+			case "PPid":
+				p.PPID, _ = strconv.Atoi(strings.TrimSpace(v))
 			}
 		}
 		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))

@@ -274,7 +274,7 @@ func TestWarmPoolDropsSandboxesWhoseWorkerDied(t *testing.T) {
 	}
 	var fs int
 	for _, p := range hostscan.WithMarker(forkserver.Arg) {
-		if parentOf(p.PID) == os.Getpid() {
+		if p.PPID == os.Getpid() {
 			fs = p.PID
 		}
 	}
@@ -301,19 +301,4 @@ func TestWarmPoolDropsSandboxesWhoseWorkerDied(t *testing.T) {
 			t.Errorf("execution %d after the fork server died: %v %v", i, describe(resp), err)
 		}
 	}
-}
-
-// parentOf returns the parent pid of pid, or 0.
-func parentOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
 }

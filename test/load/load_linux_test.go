@@ -201,7 +201,7 @@ func TestSupervisorDeathKillsEverySandbox(t *testing.T) {
 	}
 	var forkServers []int
 	for _, p := range hostscan.WithMarker(forkserver.Arg) {
-		if ppid(p.PID) == s.cmd.Process.Pid {
+		if p.PPID == s.cmd.Process.Pid {
 			forkServers = append(forkServers, p.PID)
 		}
 	}
@@ -229,19 +229,4 @@ func TestSupervisorDeathKillsEverySandbox(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// ppid returns the parent of pid, or 0 if it cannot be read.
-func ppid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
 }
