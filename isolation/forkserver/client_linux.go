@@ -310,6 +310,16 @@ func (p *Process) exit(status uint32, err error) {
 // Done is closed once the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
+// Exited reports, without waiting, whether the process has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Wait blocks until the process has exited and returns its wait status;
 // the error is non-nil if the fork server went away first (the process
 // was then killed by its Pdeathsig, and the status says SIGKILL).

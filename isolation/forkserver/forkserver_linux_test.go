@@ -1,6 +1,7 @@
 package forkserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -113,22 +114,21 @@ func TestExitStatusAndZombieUntilRelease(t *testing.T) {
 	}
 }
 
-// TestNothingElseIsInherited: a child has exactly its Files, not the
-// fork server's socket (fd 3 there) nor anything else the fork server
-// holds.
-func TestNothingElseIsInherited(t *testing.T) {
-	c := start(t)
-	null := devNull(t)
+// output runs s in c, each nil entry of s.Files replaced by the write end
+// of one pipe, and returns what the child wrote there and its wait status.
+func output(t *testing.T, c *Client, s Spawn) (string, syscall.WaitStatus, error) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	// Builtins only: listing a directory would open a descriptor itself.
-	p, err := c.Spawn(context.Background(), Spawn{
-		Exe: exe(t, "/bin/sh"), Argv: []string{"sh", "-c", `for n in 0 1 2 3 4 5 6 7 8 9 10 11 12; do [ -e /proc/$$/fd/$n ] && echo $n; done`},
-		Files: []*os.File{null, w, null},
-	})
+	files := make([]*os.File, len(s.Files))
+	for i, f := range s.Files {
+		files[i] = cmp.Or(f, w)
+	}
+	s.Files = files
+	p, err := c.Spawn(context.Background(), s)
 	w.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -138,10 +138,25 @@ func TestNothingElseIsInherited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Fields(string(out)); strings.Join(got, " ") != "0 1 2" {
+	ws, err := p.Wait()
+	return string(out), ws, err
+}
+
+// TestNothingElseIsInherited: a child has exactly its Files, not the
+// fork server's socket (fd 3 there) nor anything else the fork server
+// holds.
+func TestNothingElseIsInherited(t *testing.T) {
+	c := start(t)
+	null := devNull(t)
+	// Builtins only: listing a directory would open a descriptor itself.
+	out, _, err := output(t, c, Spawn{
+		Exe: exe(t, "/bin/sh"), Argv: []string{"sh", "-c", `for n in 0 1 2 3 4 5 6 7 8 9 10 11 12; do [ -e /proc/$$/fd/$n ] && echo $n; done`},
+		Files: []*os.File{null, nil, null},
+	})
+	if got := strings.Fields(out); strings.Join(got, " ") != "0 1 2" {
 		t.Errorf("the child's descriptors are %v, want 0 1 2", got)
 	}
-	if _, err := p.Wait(); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 }
@@ -151,29 +166,15 @@ func TestNothingElseIsInherited(t *testing.T) {
 func TestFilesArgvEnvDir(t *testing.T) {
 	c := start(t)
 	null := devNull(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p, err := c.Spawn(context.Background(), Spawn{
+	out, ws, err := output(t, c, Spawn{
 		Exe: exe(t, "/bin/sh"), Argv: []string{"sh", "-c", `echo "$0 $FOO $(pwd)"; echo extra >&3`, "zero"},
 		Env: []string{"FOO=bar"}, Dir: "/tmp",
-		Files: []*os.File{null, w, null, w},
+		Files: []*os.File{null, nil, null, nil},
 	})
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
+	if want := "zero bar /tmp\nextra\n"; out != want {
+		t.Errorf("output %q, want %q", out, want)
 	}
-	defer p.Release()
-	out, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := string(out), "zero bar /tmp\nextra\n"; got != want {
-		t.Errorf("output %q, want %q", got, want)
-	}
-	if ws, err := p.Wait(); err != nil || ws.ExitStatus() != 0 {
+	if err != nil || ws.ExitStatus() != 0 {
 		t.Errorf("Wait = %v, %v", ws, err)
 	}
 }

@@ -131,7 +131,6 @@ func (r *workerRunner) Start(ctx context.Context) error {
 	if env, err := r.wc.Encode(); err == nil {
 		r.cmd.Env[r.envAt] = env
 	}
-	var err error
 	fs, err := forkServer(r.bin)
 	if err == nil {
 		r.proc, err = fs.Spawn(ctx, forkserver.Spawn{
@@ -159,12 +158,10 @@ func (r *workerRunner) Start(ctx context.Context) error {
 	if r.v1 {
 		// The pid names the worker while the fork server holds it
 		// unreaped; a fork server that died meanwhile no longer does.
-		select {
-		case <-r.proc.Done():
+		if r.proc.Exited() {
 			r.syncW.Close()
 			_, werr := r.proc.Wait()
 			return fmt.Errorf("sandbox: worker gone before its cgroup placement: %v", werr)
-		default:
 		}
 		if err := r.sb.cg.AddProc(r.proc.Pid); err != nil {
 			_ = r.proc.Signal(syscall.SIGKILL)

@@ -289,15 +289,7 @@ func (s *Sandbox) Usage() (cgroup.Usage, error) {
 // Exited reports whether the worker process has exited (killed with its
 // fork server, say): such a sandbox can serve nothing and must be closed.
 func (s *Sandbox) Exited() bool {
-	if s.runner == nil || s.runner.proc == nil {
-		return false
-	}
-	select {
-	case <-s.runner.proc.Done():
-		return true
-	default:
-		return false
-	}
+	return s.runner != nil && s.runner.proc != nil && s.runner.proc.Exited()
 }
 
 // Close destroys the sandbox: kills its processes, ends the plugin client,

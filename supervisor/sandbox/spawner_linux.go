@@ -10,14 +10,15 @@ import (
 	"github.com/execfarm/execfarm/isolation/forkserver"
 )
 
-// spawner forks every worker from one OS thread of the supervisor that
-// lives as long as the process. A worker is started with Pdeathsig
-// SIGKILL (so that it dies with a crashed supervisor), and the kernel
-// sends that signal when the *thread* that forked the child exits, not
-// the process: a worker forked from an ordinary Go thread would be killed
-// the day the runtime ends that thread (it does when a goroutine exits
-// while locked to it, as Reset's IPC clean-up does on purpose). Go forks
-// on the calling thread; this one is locked and never ends.
+// spawner forks the fork server (which forks every worker) from one OS
+// thread of the supervisor that lives as long as the process. The fork
+// server is started with Pdeathsig SIGKILL (so that it, and with it every
+// worker, dies with a crashed supervisor), and the kernel sends that
+// signal when the *thread* that forked the child exits, not the process:
+// a child forked from an ordinary Go thread would be killed the day the
+// runtime ends that thread (it does when a goroutine exits while locked
+// to it, as Reset's IPC clean-up does on purpose). Go forks on the
+// calling thread; this one is locked and never ends.
 type spawner struct {
 	once sync.Once
 	reqs chan func()

@@ -93,20 +93,7 @@ func TestWarmPoolRunsGojaOnPreparedProcesses(t *testing.T) {
 	}
 	for _, c := range cases {
 		// Every run must find a warm sandbox: wait for the pool to refill.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			h, err := in.client.HealthCheck(callCtx(t), &sandboxv1.HealthCheckRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h.GetWarmPoolReady() == 2 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("pool not refilled: %v", h)
-			}
-			time.Sleep(5 * time.Millisecond) // polling interval
-		}
+		waitPoolReady(t, in, 2)
 		resp, err := in.client.Execute(callCtx(t), gojaReq(c.code, 0))
 		if err != nil {
 			t.Fatal(err)
@@ -154,22 +141,7 @@ func TestSandboxReuse(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	}()
-	waitReady := func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			h, err := in.client.HealthCheck(callCtx(t), &sandboxv1.HealthCheckRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h.GetWarmPoolReady() == 1 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("pool not ready: %v", h)
-			}
-			time.Sleep(5 * time.Millisecond) // polling interval
-		}
-	}
+	waitReady := func() { waitPoolReady(t, in, 1) }
 	// Leaves everything it can behind, and burns CPU and memory.
 	const dirty = `set -e
 echo ws > /workspace/file; mkdir -p /workspace/d/e; echo t > /tmp/file; echo s > /dev/shm/file
@@ -258,20 +230,7 @@ func TestWarmPoolDropsSandboxesWhoseWorkerDied(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		h, err := in.client.HealthCheck(callCtx(t), &sandboxv1.HealthCheckRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.GetWarmPoolReady() == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pool never filled: %v", h)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval
-	}
+	waitPoolReady(t, in, 2)
 	var fs int
 	for _, p := range hostscan.WithMarker(forkserver.Arg) {
 		if p.PPID == os.Getpid() {
@@ -300,5 +259,25 @@ func TestWarmPoolDropsSandboxesWhoseWorkerDied(t *testing.T) {
 		if err != nil || !resp.GetSuccess() || resp.GetOutput() != "ok\n" {
 			t.Errorf("execution %d after the fork server died: %v %v", i, describe(resp), err)
 		}
+	}
+}
+
+// waitPoolReady waits, up to 10 s, until in's warm pool has n sandboxes
+// ready (HealthCheck), and fails the test otherwise.
+func waitPoolReady(t *testing.T, in *instance, n int32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h, err := in.client.HealthCheck(callCtx(t), &sandboxv1.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.GetWarmPoolReady() == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("warm pool not ready (want %d ready): %v", n, h)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
 	}
 }
