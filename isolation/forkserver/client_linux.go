@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,9 +52,10 @@ type Client struct {
 	nextID  uint64
 	waiting map[uint64]chan spawned // spawn requests by ID
 	procs   map[int]*Process
-	exited  map[int]uint32 // exits seen before Spawn returned the Process
-	orphans map[int]bool   // children whose Spawn gave up waiting
-	err     error          // set once the server is gone
+	exited  map[int]uint32        // exits seen before Spawn returned the Process
+	orphans map[int]bool          // children whose Spawn gave up waiting
+	reaping map[int]chan struct{} // released children, closed once reaped
+	err     error                 // set once the server is gone
 	done    chan struct{}
 }
 
@@ -67,7 +69,8 @@ func NewClient(conn *os.File, onClose func()) (*Client, error) {
 		conn: conn, onClose: onClose,
 		waiting: map[uint64]chan spawned{},
 		procs:   map[int]*Process{}, exited: map[int]uint32{}, orphans: map[int]bool{},
-		done: make(chan struct{}),
+		reaping: map[int]chan struct{}{},
+		done:    make(chan struct{}),
 	}
 	var err error
 	if c.rc, err = conn.SyscallConn(); err != nil {
@@ -261,6 +264,14 @@ func (c *Client) read() {
 				c.exited[m.Pid] = m.Status
 			}
 			c.mu.Unlock()
+		case "reaped":
+			closeAll(fds)
+			c.mu.Lock()
+			if ch, ok := c.reaping[m.Pid]; ok {
+				delete(c.reaping, m.Pid)
+				close(ch)
+			}
+			c.mu.Unlock()
 		default:
 			closeAll(fds)
 		}
@@ -340,22 +351,56 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	return unix.PidfdSendSignal(p.pidfd, sig, nil, 0)
 }
 
-// Release lets the fork server reap the process (now if it has exited,
-// else when it exits) and closes its pidfd; the pid may then be reused.
-// Call it once the pid is no longer used; later calls do nothing.
-func (p *Process) Release() {
+// ReleaseTimeout bounds how long Release waits for the fork server to
+// reap a process.
+const ReleaseTimeout = 5 * time.Second
+
+// Release lets the fork server reap the process, closes its pidfd, and
+// waits until the process is reaped: from then on the pid names nothing
+// (or a new process), and no zombie of it is left on the host. A process
+// still running is reaped when it exits, so the caller kills it first.
+// Errors: ErrClosed (wrapped) if the fork server is gone (its children
+// are then reaped by whoever inherits them); an error after
+// ReleaseTimeout if the fork server did not answer. Later calls do
+// nothing and return nil.
+func (p *Process) Release() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.released {
-		return
+		p.mu.Unlock()
+		return nil
 	}
 	p.released = true
 	if p.pidfd >= 0 {
 		unix.Close(p.pidfd)
 	}
+	p.mu.Unlock()
+	reaped := make(chan struct{})
+	p.c.mu.Lock()
+	if p.c.err != nil {
+		p.c.mu.Unlock()
+		return p.c.err
+	}
+	p.c.reaping[p.Pid] = reaped
+	p.c.mu.Unlock()
 	p.c.send.Lock()
-	_ = p.c.write(message{Op: "release", Pid: p.Pid})
+	err := p.c.write(message{Op: "release", Pid: p.Pid})
 	p.c.send.Unlock()
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(ReleaseTimeout)
+	defer t.Stop()
+	select {
+	case <-reaped:
+		return nil
+	case <-p.c.done:
+		return p.c.gone()
+	case <-t.C:
+		p.c.mu.Lock()
+		delete(p.c.reaping, p.Pid)
+		p.c.mu.Unlock()
+		return fmt.Errorf("forkserver: pid %d not reaped after %v", p.Pid, ReleaseTimeout)
+	}
 }
 
 // encodeSys checks sys for fields the fork server does not carry and

@@ -39,4 +39,4 @@ const ConnFD = 3
 // version is the protocol's version: the server says it first, and a
 // client refuses a server that speaks another (a worker binary older or
 // newer than the supervisor).
-const version = 1
+const version = 2

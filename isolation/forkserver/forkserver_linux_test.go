@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // serveEnv makes the test binary a fork server (TestMain).
@@ -79,7 +81,8 @@ func procState(pid int) string {
 }
 
 // TestExitStatusAndZombieUntilRelease: the status is the child's, and the
-// pid stays taken (a zombie) until Release, then is reaped.
+// pid stays taken (a zombie) until Release, which returns once it is
+// reaped.
 func TestExitStatusAndZombieUntilRelease(t *testing.T) {
 	c := start(t)
 	null := devNull(t)
@@ -94,21 +97,16 @@ func TestExitStatusAndZombieUntilRelease(t *testing.T) {
 	if st := procState(p.Pid); st != "Z" {
 		t.Fatalf("pid %d after exit, before Release: state %q, want a zombie (Z)", p.Pid, st)
 	}
-	p.Release()
-	// The server handles requests in order and reaps an exited process
-	// when it handles its release: once a later spawn is answered, the
-	// pid is free.
-	q, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
-	if err != nil {
-		t.Fatal(err)
+	if err := p.Release(); err != nil {
+		t.Fatalf("Release: %v", err)
 	}
+	// Release returns once the fork server has reaped the process.
 	if st := procState(p.Pid); st != "gone" {
 		t.Errorf("pid %d after Release: state %q, want reaped", p.Pid, st)
 	}
-	if _, err := q.Wait(); err != nil {
-		t.Fatal(err)
+	if err := p.Release(); err != nil {
+		t.Errorf("second Release = %v, want nil", err)
 	}
-	q.Release()
 	if err := p.Signal(syscall.SIGKILL); !errors.Is(err, os.ErrProcessDone) {
 		t.Errorf("Signal after Release = %v, want os.ErrProcessDone", err)
 	}
@@ -320,4 +318,33 @@ func children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// TestReleaseOfARunningProcessWaitsForItsExit: a process released while
+// it runs is reaped when it exits, and Release returns only then.
+func TestReleaseOfARunningProcessWaitsForItsExit(t *testing.T) {
+	c := start(t)
+	null := devNull(t)
+	p, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/sleep"), Argv: []string{"sleep", "60"}, Files: []*os.File{null, null, null}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.Pid
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	released := make(chan error, 1)
+	go func() { released <- p.Release() }()
+	// Killed through a pidfd of our own (Release closed the Process's).
+	if err := unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if st := procState(pid); st != "gone" {
+		t.Errorf("pid %d after Release returned: state %q, want reaped", pid, st)
+	}
 }

@@ -21,8 +21,10 @@ const minExecFD = 64
 // message is one datagram in either direction. Requests: op "spawn"
 // (fds: the executable, then Files, then the cgroup fd if
 // UseCgroupFD) and "release". Answers: "hello" (first, with Version),
-// "spawned" (ID, Pid or Err; fds: the child's pidfd) and "exited" (Pid,
-// Status), sent once per child whenever it exits.
+// "spawned" (ID, Pid or Err; fds: the child's pidfd), "exited" (Pid,
+// Status), sent once per child whenever it exits, and "reaped" (Pid),
+// sent once a released child is reaped, before any "spawned" that could
+// name the same pid again.
 type message struct {
 	Op      string `json:"op"`
 	Version int    `json:"version,omitempty"`

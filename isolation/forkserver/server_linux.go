@@ -115,8 +115,9 @@ func (s *server) spawn(m message, fds []int) {
 	c := &child{pidfd: os.NewFile(uintptr(pidfd), "pidfd "+strconv.Itoa(pid))}
 	s.mu.Lock()
 	s.procs[pid] = c
+	err = s.send(message{Op: "spawned", ID: m.ID, Pid: pid}, pidfd)
 	s.mu.Unlock()
-	if err := s.send(message{Op: "spawned", ID: m.ID, Pid: pid}, pidfd); err != nil {
+	if err != nil {
 		// The client is gone: the child dies with this process.
 		return
 	}
@@ -237,14 +238,17 @@ func (s *server) release(pid int) {
 	}
 }
 
+// reap reaps exited child pid and answers "reaped". All of it happens
+// under the lock, which spawn takes before it records a new child and
+// says "spawned": once reaped, the pid may come back for a new child, and
+// the client must hear "reaped" first (wait4 on an exited child does not
+// block).
 func (s *server) reap(pid int, c *child) {
-	// Forget the child first: once reaped, its pid may come back for a
-	// new child, whose entry must not be the one deleted.
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.procs[pid] == c {
 		delete(s.procs, pid)
 	}
-	s.mu.Unlock()
 	var ws syscall.WaitStatus
 	for {
 		if _, err := syscall.Wait4(pid, &ws, 0, nil); !errors.Is(err, syscall.EINTR) {
@@ -252,6 +256,7 @@ func (s *server) reap(pid int, c *child) {
 		}
 	}
 	c.pidfd.Close()
+	_ = s.send(message{Op: "reaped", Pid: pid})
 }
 
 // siginfo layout on 64-bit Linux: si_signo, si_errno, si_code, padding,

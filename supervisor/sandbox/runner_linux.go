@@ -217,20 +217,22 @@ func (r *workerRunner) killWorker(timeout time.Duration) bool {
 	}
 }
 
-// release lets the fork server reap the worker (its pid, used by the
-// cgroup v1 placement and Reset through /proc/PID, may be reused from then
-// on) and closes the read ends of its stdout and stderr, which go-plugin
-// has read to EOF: the worker and everything that could hold the write
-// ends are gone.
-func (r *workerRunner) release() {
+// release has the fork server reap the worker, waiting until it is (its
+// pid, used by the cgroup v1 placement and Reset through /proc/PID, may
+// be reused from then on, and no zombie of it outlives Close), and closes
+// the read ends of its stdout and stderr, which go-plugin has read to
+// EOF: the worker and everything that could hold the write ends are gone.
+func (r *workerRunner) release() error {
+	var err error
 	if r.proc != nil {
-		r.proc.Release()
+		err = r.proc.Release()
 	}
 	for _, f := range []io.Closer{r.stdout, r.stderr} {
 		if f != nil {
 			f.Close()
 		}
 	}
+	return err
 }
 
 // Kill kills the whole sandbox (the worker is its pid 1).

@@ -326,7 +326,7 @@ func (s *Sandbox) Close() error {
 			s.payloadTasks.Close()
 		}
 		if s.runner != nil {
-			s.runner.release()
+			errs = append(errs, s.runner.release())
 		}
 		if s.release != nil {
 			s.release()
