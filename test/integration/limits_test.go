@@ -87,17 +87,33 @@ func TestEachLimitIsEnforced(t *testing.T) {
 			},
 		},
 		{
-			// 50% of one core for 1.5 s of wall time: about 0.75 s of CPU.
-			// Without the limit the loop would use the whole 1.5 s.
+			// At 50% of one core, 0.6 s of CPU takes at least about 1.1 s
+			// of wall time (50 ms per 100 ms period); without the limit it
+			// takes 0.6 s. The program spins until it has had 0.6 s of CPU
+			// (or 5 s have passed), so a busy host only makes the wall time
+			// longer: contention cannot make this case fail, only a limit
+			// that lets through more than its share (or far less).
 			name: "max_cpu_percent: a spin gets half a core", python: true,
-			req: pythonReq("import time\nt = time.monotonic()\nwhile time.monotonic() - t < 1.5: pass\n", 0),
+			req: pythonReq(`import time
+w = time.monotonic()
+while time.process_time() < 0.6 and time.monotonic() - w < 5: pass
+print(int((time.monotonic() - w) * 1000), int(time.process_time() * 1000))
+`, 0),
 			set: func(l *sandboxv1.ResourceLimits) { l.MaxCpuPercent = 50 },
 			check: func(t *testing.T, resp *sandboxv1.ExecuteResponse) {
 				if !resp.GetSuccess() {
 					t.Fatalf("spin failed: %s", describe(resp))
 				}
-				if cpu := cpuSeconds(resp.GetOutcome()); cpu < 0.5 || cpu > 1.05 {
-					t.Fatalf("CPU time %.3f s for a 1.5 s spin at 50%%: want about 0.75 s (0.5..1.05)", cpu)
+				v := outputInts(t, resp, 2)
+				wallMs, cpuMs := v[0], v[1]
+				if cpuMs < 600 {
+					t.Fatalf("the spin had %d ms of CPU in %d ms at 50%%: want 600 ms within 5 s", cpuMs, wallMs)
+				}
+				if wallMs < 1000 {
+					t.Fatalf("the spin had %d ms of CPU in %d ms of wall time: more than half a core", cpuMs, wallMs)
+				}
+				if cpu := cpuSeconds(resp.GetOutcome()); cpu < 0.6 {
+					t.Fatalf("outcome CPU time %.3f s: want at least the program's own 0.6 s", cpu)
 				}
 			},
 		},
