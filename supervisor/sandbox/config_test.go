@@ -91,3 +91,32 @@ func TestIDPoolDisjointRanges(t *testing.T) {
 		t.Fatalf("after release: %v", err)
 	}
 }
+
+// TestValidateStateDirSearchableByOthers: a state directory below a 0700
+// directory is refused, naming the directory in the way.
+func TestValidateStateDirSearchableByOthers(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, GojaBinaryName), []byte("\x7fELF fake"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Short: the state directory must fit in a unix socket path.
+	private, err := os.MkdirTemp("", "xf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(private) })
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := Config{WorkerBinary: filepath.Join(bin, "w"), IDs: NewIDPool(1<<30, 0, 1), StateDir: filepath.Join(private, "state")}
+	err = c.Validate()
+	if err == nil || !strings.Contains(err.Error(), private+" (mode -rwx------) is not searchable") {
+		t.Fatalf("state dir under a 0700 directory: Validate = %v, want an error naming %s", err, private)
+	}
+	if err := os.Chmod(private, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("after chmod 0711: Validate = %v", err)
+	}
+}

@@ -132,7 +132,33 @@ func (c *Config) Validate() error {
 	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 		return fmt.Errorf("sandbox: state directory %q is not a directory", d)
 	}
-	return nil
+	return searchableByOthers(d)
+}
+
+// searchableByOthers checks that an unprivileged uid with no other right
+// may pass through each directory above dir (mode o+x): a sandbox's
+// worker, running as such a uid, reaches its plugin socket in the state
+// directory by its host path. (Start makes the state directory itself
+// 0711.) Without this check a state directory under, say, a 0700 mktemp
+// directory fails every sandbox start with a bare "permission denied"
+// from inside the worker.
+func searchableByOthers(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox: state directory: %w", err)
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("sandbox: state directory: %w", err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("sandbox: state directory %q: %s (mode %v) is not searchable by other users (o+x); sandbox workers run as unprivileged uids and must pass through it to their sockets", dir, p, fi.Mode().Perm())
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }
 
 // ValidateBinaries checks the worker binary is set and the goja runtime
