@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -198,5 +199,33 @@ func TestDockerfile(t *testing.T) {
 	}
 	if _, err := os.Stat("../cmd/execfarm-worker/main.go"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDaemonSetMetricsPort: the metrics address serve is given listens on
+// the container port named "metrics", which the pod declares.
+func TestDaemonSetMetricsPort(t *testing.T) {
+	c := dig(docs(t, "daemonset.yaml")[0], "spec", "template", "spec", "containers", 0)
+	addr := ""
+	for _, a := range dig(c, "args").([]any) {
+		if v, ok := strings.CutPrefix(a.(string), "--metrics-address="); ok {
+			addr = v
+		}
+	}
+	if addr == "" {
+		t.Fatal("serve has no --metrics-address: the DaemonSet exports no metrics")
+	}
+	_, port, ok := strings.Cut(addr, ":")
+	if !ok {
+		t.Fatalf("--metrics-address=%s has no port", addr)
+	}
+	declared := false
+	for _, p := range dig(c, "ports").([]any) {
+		if dig(p, "name") == "metrics" && fmt.Sprint(dig(p, "containerPort")) == port {
+			declared = true
+		}
+	}
+	if !declared {
+		t.Errorf("metrics port %s is not declared as the container port named metrics", port)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/transform"
 	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
@@ -321,7 +322,7 @@ func (r *run) execute() {
 		sb = r.s.pool.Take(spec)
 	}
 	if sb == nil {
-		sb, err = sandbox.Start(r.ctx, &r.s.cfg.Sandbox, spec)
+		sb, err = r.s.startSandbox(r.ctx, metrics.PathOnDemand, spec)
 		if err == nil && r.s.log.IsDebug() {
 			r.s.log.Debug("sandbox started", append([]any{"execution", r.e.ID(), "sandbox", sb.ID()}, sandbox.LogFields(sb.StartPhases())...)...)
 		}

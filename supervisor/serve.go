@@ -76,8 +76,9 @@ func ListenAndServe(ctx context.Context, s *Server, tc transport.Config, grace t
 		lis.Close()
 		return err
 	}
-	g := grpc.NewServer(opts...)
+	g := grpc.NewServer(append(opts, s.cfg.Metrics.ServerOptions()...)...)
 	s.Register(g)
+	s.cfg.Metrics.InitializeGRPC(g)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(lis) }()
 	if ready != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
+	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/pool"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -71,6 +72,10 @@ type Config struct {
 	Version string
 	// Logger receives the supervisor's logs; nil = hclog default.
 	Logger hclog.Logger
+	// Metrics receives the supervisor's metrics (executions, sandbox
+	// start-ups, load, gRPC calls through ListenAndServe); nil = none.
+	// One Metrics serves one Server.
+	Metrics *metrics.Metrics
 }
 
 // Server implements prodisco.sandbox.v1.SandboxService.
@@ -136,6 +141,16 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
+	if m := cfg.Metrics; m != nil {
+		next := cfg.Registry.OnFinish
+		cfg.Registry.OnFinish = func(meta registry.Meta, res registry.Result) {
+			m.ExecutionFinished(meta.Runtime, res.State.String(), res.Reason.String(),
+				time.Duration(res.QueueWaitMs)*time.Millisecond, time.Duration(res.Usage.WallMs)*time.Millisecond)
+			if next != nil {
+				next(meta, res)
+			}
+		}
+	}
 	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger}
 	s.runCtx, s.killAll = context.WithCancel(context.Background())
 	var sweepCtx context.Context
@@ -149,7 +164,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.WarmPool > 0 {
 		spec := specFor(cfg.Defaults)
-		sc := &s.cfg.Sandbox
 		// A warm sandbox also holds a prepared goja runtime process with
 		// the default limits, so that a default goja request starts no
 		// process at all.
@@ -160,13 +174,50 @@ func New(cfg Config) (*Server, error) {
 		shape.Program = nil
 		shape.Rlimits = rlimitsFor(cfg.Defaults)
 		s.pool = pool.New(cfg.WarmPool, cfg.SandboxReuse, spec,
-			func(ctx context.Context) (*sandbox.Sandbox, error) { return sandbox.Start(ctx, sc, spec) },
+			func(ctx context.Context) (*sandbox.Sandbox, error) {
+				return s.startSandbox(ctx, metrics.PathWarmPool, spec)
+			},
 			func(ctx context.Context, sb *sandbox.Sandbox) error { return sb.Prepare(ctx, shape) },
 			cfg.Logger.Named("pool"))
+	}
+	if err := cfg.Metrics.RegisterLoad(s.load); err != nil {
+		return nil, fmt.Errorf("supervisor: metrics: %w", err)
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(sandboxv1.SandboxService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	return s, nil
+}
+
+// startSandbox starts a sandbox for path (metrics.PathWarmPool,
+// metrics.PathOnDemand) and counts the start-up.
+func (s *Server) startSandbox(ctx context.Context, path string, spec sandbox.Spec) (*sandbox.Sandbox, error) {
+	t := time.Now()
+	sb, err := sandbox.Start(ctx, &s.cfg.Sandbox, spec)
+	s.cfg.Metrics.SandboxStarted(path, time.Since(t), err)
+	return sb, err
+}
+
+// load is what a metrics scrape reads: the queue, the warm pool and the
+// host proxy's counts.
+func (s *Server) load() metrics.Load {
+	var l metrics.Load
+	l.Running, l.Queued = s.sched.Counts()
+	if s.pool != nil {
+		ps := s.pool.Stats()
+		l.PoolSize, l.PoolReady, l.PoolStarting, l.PoolInUse = ps.Size, ps.Ready, ps.Starting, ps.InUse
+	}
+	add := func(target string) func(kind, outcome string, n int64) {
+		return func(kind, outcome string, n int64) {
+			l.Proxy = append(l.Proxy, metrics.ProxyCount{Target: target, Kind: kind, Outcome: outcome, N: n})
+		}
+	}
+	if s.cfg.Kube != nil {
+		s.cfg.Kube.Counts.Each(add("kubernetes"))
+	}
+	if s.cfg.Prometheus != nil {
+		s.cfg.Prometheus.Counts.Each(add("prometheus"))
+	}
+	return l
 }
 
 // Register registers the sandbox service, grpc.health.v1 and server

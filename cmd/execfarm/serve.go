@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
+	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
@@ -42,6 +44,7 @@ func serveCmd() *cobra.Command {
 		kubeNamespaces []string
 		promURL        string
 		defaultTimeout int64
+		metricsAddr    string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -140,6 +143,20 @@ func serveCmd() *cobra.Command {
 			if cfg.Kube != nil {
 				log.Info("kubernetes access for sandboxes", "context", cfg.Kube.Context(), "verbs", policy.Verbs, "namespaces", policy.Namespaces)
 			}
+			if metricsAddr = cmp.Or(metricsAddr, os.Getenv("EXECFARM_METRICS_ADDRESS")); metricsAddr != "" {
+				cfg.Metrics = metrics.New()
+				lis, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return fmt.Errorf("--metrics-address: %w", err)
+				}
+				defer lis.Close()
+				go func() {
+					if err := cfg.Metrics.Serve(lis); err != nil {
+						log.Error("metrics endpoint stopped", "error", err)
+					}
+				}()
+				log.Info("serving metrics", "address", "http://"+lis.Addr().String()+"/metrics")
+			}
 			s, err := supervisor.New(cfg)
 			if err != nil {
 				return err
@@ -183,6 +200,7 @@ func serveCmd() *cobra.Command {
 	f.StringVar(&nodeBundle, "node-bundle", "", "node runtime bundle directory (env EXECFARM_NODE_BUNDLE; default: node-bundle next to execfarm, then runtime/node/bundle)")
 	f.StringVar(&cacheDir, "scripts-cache-dir", "", "directory of cached scripts (env SCRIPTS_CACHE_DIR; default "+defaultCacheDir+")")
 	f.Int64Var(&defaultTimeout, "default-timeout-ms", 0, "default wall-clock timeout in ms (default 30000)")
+	f.StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics, e.g. 127.0.0.1:9464 (env EXECFARM_METRICS_ADDRESS; default: off)")
 	return cmd
 }
 

@@ -73,6 +73,20 @@ func (c *Counter) Get(verb, outcome string) int64 {
 	return c.n[[2]string{verb, outcome}]
 }
 
+// Each calls fn for every (verb, outcome) counted so far, with its count,
+// in no particular order.
+func (c *Counter) Each(fn func(verb, outcome string, n int64)) {
+	c.mu.Lock()
+	snap := make(map[[2]string]int64, len(c.n))
+	for k, n := range c.n {
+		snap[k] = n
+	}
+	c.mu.Unlock()
+	for k, n := range snap {
+		fn(k[0], k[1], n)
+	}
+}
+
 // forward sends req to base+req.Path with rt and reads a bounded response.
 func forward(ctx context.Context, rt http.RoundTripper, base *url.URL, req Request) (Response, error) {
 	if len(req.Body) > MaxRequestBytes {

@@ -36,15 +36,21 @@ type Config struct {
 	SweepIntervalMs int64
 	// Now returns the current time; nil => time.Now. Tests pass a fake clock.
 	Now func() time.Time
+	// OnFinish, if set, is called once for each execution that becomes
+	// terminal, with its metadata and result, from the goroutine that
+	// finished it and with no registry lock held. The supervisor's metrics
+	// count executions here: every way of ending passes through it.
+	OnFinish func(Meta, Result)
 }
 
 // Registry holds executions by id. It is safe for concurrent use.
 type Registry struct {
-	retention time.Duration
-	budget    int64
-	interval  time.Duration
-	now       func() time.Time
-	segLimit  int // segments per execution's write log; 0 => defaultSegLimit (tests lower it)
+	retention  time.Duration
+	budget     int64
+	interval   time.Duration
+	now        func() time.Time
+	finishHook func(Meta, Result)
+	segLimit   int // segments per execution's write log; 0 => defaultSegLimit (tests lower it)
 
 	buffered atomic.Int64 // bytes kept by all executions held
 
@@ -68,11 +74,12 @@ type entry struct {
 // New returns an empty Registry configured by cfg.
 func New(cfg Config) *Registry {
 	r := &Registry{
-		retention: time.Duration(cmp.Or(cfg.RetentionMs, DefaultRetentionMs)) * time.Millisecond,
-		budget:    cmp.Or(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes),
-		interval:  time.Duration(cmp.Or(cfg.SweepIntervalMs, DefaultSweepIntervalMs)) * time.Millisecond,
-		now:       cfg.Now,
-		entries:   make(map[string]*entry),
+		retention:  time.Duration(cmp.Or(cfg.RetentionMs, DefaultRetentionMs)) * time.Millisecond,
+		budget:     cmp.Or(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes),
+		interval:   time.Duration(cmp.Or(cfg.SweepIntervalMs, DefaultSweepIntervalMs)) * time.Millisecond,
+		now:        cfg.Now,
+		entries:    make(map[string]*entry),
+		finishHook: cfg.OnFinish,
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -179,16 +186,19 @@ func (r *Registry) BufferedBytes() int64 { return r.buffered.Load() }
 // kept. It is called by the Execution without its lock held.
 func (r *Registry) onFinish(e *Execution, finished time.Time, bytes int64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	en, ok := r.entries[e.id]
-	if !ok || en.terminal {
-		return
+	if ok && !en.terminal {
+		r.finSeq++
+		en.terminal, en.finishedAt, en.finSeq, en.bytes = true, finished, r.finSeq, bytes
+		r.terminalBytes += bytes
+		if r.terminalBytes > r.budget {
+			r.evictLocked(nil)
+		}
 	}
-	r.finSeq++
-	en.terminal, en.finishedAt, en.finSeq, en.bytes = true, finished, r.finSeq, bytes
-	r.terminalBytes += bytes
-	if r.terminalBytes > r.budget {
-		r.evictLocked(nil)
+	r.mu.Unlock()
+	if r.finishHook != nil {
+		res, _ := e.Result()
+		r.finishHook(e.meta, res)
 	}
 }
 

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -253,5 +254,33 @@ func TestConcurrentUse(t *testing.T) {
 	r.Sweep()
 	if r.BufferedBytes() > 64 {
 		t.Errorf("BufferedBytes %d over budget after Sweep", r.BufferedBytes())
+	}
+}
+
+// TestOnFinishOncePerExecution: the hook sees every way of ending (Finish,
+// Cancel of a pending execution) exactly once, with the execution's meta.
+func TestOnFinishOncePerExecution(t *testing.T) {
+	type call struct {
+		runtime string
+		state   State
+		reason  Reason
+	}
+	var calls []call
+	r := New(Config{OnFinish: func(m Meta, res Result) { calls = append(calls, call{m.Runtime, res.State, res.Reason}) }})
+	a := r.Create(Meta{Runtime: "shell"})
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a.Finish(Result{State: StateCompleted, Reason: ReasonExited})
+	a.Finish(Result{State: StateFailed, Reason: ReasonInternal}) // ignored: already terminal
+	b := r.Create(Meta{Runtime: "goja"})
+	if _, err := b.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = b.Cancel()
+	r.Create(Meta{Runtime: "python"}) // still pending: no call
+	want := []call{{"shell", StateCompleted, ReasonExited}, {"goja", StateCancelled, ReasonCancelled}}
+	if !slices.Equal(calls, want) {
+		t.Errorf("OnFinish calls = %v, want %v", calls, want)
 	}
 }

@@ -1,0 +1,237 @@
+// Package metrics holds the supervisor's Prometheus metrics (DESIGN.md:
+// the supervisor owns "metrics (Prometheus)") and serves them over HTTP.
+//
+// Metrics, all prefixed execfarm_ (times in seconds, as Prometheus names
+// them):
+//
+//	executions_total{runtime,state,reason}   counter: terminal executions
+//	execution_queue_wait_seconds             histogram: time queued
+//	execution_run_seconds{runtime}           histogram: wall time in the sandbox
+//	sandbox_starts_total{path,outcome}       counter: sandbox start-ups
+//	sandbox_start_seconds{path}              histogram: successful start-ups
+//	executions_running, executions_queued    gauges, read at scrape time
+//	warm_pool_sandboxes{state}               gauge: ready, starting, in_use
+//	warm_pool_size                           gauge: the pool's target size
+//	host_proxy_requests_total{target,kind,outcome}
+//	                                         counter: Kubernetes and Prometheus
+//	                                         requests of sandboxed code
+//
+// plus the gRPC server's grpc_server_* metrics (go-grpc-middleware's
+// provider: calls by method and status code, handling time) and the Go
+// runtime and process collectors.
+package metrics
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+)
+
+// Sandbox start paths: a warm-pool refill or a start on demand by an
+// execution that found no ready sandbox.
+const (
+	PathWarmPool = "warm_pool"
+	PathOnDemand = "on_demand"
+)
+
+// Metrics are one supervisor's metrics, in a registry of their own. A nil
+// *Metrics records nothing, so callers need no checks.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	grpc         *grpcprom.ServerMetrics
+	executions   *prometheus.CounterVec
+	queueWait    prometheus.Histogram
+	runTime      *prometheus.HistogramVec
+	starts       *prometheus.CounterVec
+	startSeconds *prometheus.HistogramVec
+}
+
+// latencyBuckets span a warm start (a few ms) to the default wall timeout
+// (30 s), in seconds.
+var latencyBuckets = []float64{.0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+
+// New returns Metrics registered in a new registry, with the Go runtime
+// and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
+			grpcprom.WithHistogramBuckets(latencyBuckets))),
+		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "execfarm_executions_total",
+			Help: "Executions that ended, by runtime, terminal state (completed, failed, timeout, cancelled) and termination reason (exited, timeout, cpu_time, memory, pids, output_limit, cancelled, signal, internal).",
+		}, []string{"runtime", "state", "reason"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "execfarm_execution_queue_wait_seconds",
+			Help:    "Time executions spent queued before they got a slot (or were cancelled), seconds.",
+			Buckets: latencyBuckets,
+		}),
+		runTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "execfarm_execution_run_seconds",
+			Help:    "Wall time of executions in their sandbox, from run to exit, seconds; executions stopped before they ran are not counted.",
+			Buckets: latencyBuckets,
+		}, []string{"runtime"}),
+		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "execfarm_sandbox_starts_total",
+			Help: "Sandbox start-ups, by path (warm_pool, on_demand) and outcome (ok, error).",
+		}, []string{"path", "outcome"}),
+		startSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "execfarm_sandbox_start_seconds",
+			Help:    "Time to start a sandbox until its worker serves, seconds, by path (warm_pool, on_demand).",
+			Buckets: latencyBuckets,
+		}, []string{"path"}),
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.grpc, m.executions, m.queueWait, m.runTime, m.starts, m.startSeconds,
+	)
+	return m
+}
+
+// Registerer is where further collectors go (the supervisor's load).
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+
+// Gatherer reads every metric (tests, and Handler).
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+
+// ServerOptions returns the grpc.ServerOption that count every call of a
+// grpc.Server; none for a nil *Metrics. After registering the services,
+// call InitializeGRPC so that methods never called show zeros.
+func (m *Metrics) ServerOptions() []grpc.ServerOption {
+	if m == nil {
+		return nil
+	}
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(m.grpc.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(m.grpc.StreamServerInterceptor()),
+	}
+}
+
+// InitializeGRPC creates the zero series of every method registered on g.
+func (m *Metrics) InitializeGRPC(g *grpc.Server) {
+	if m != nil {
+		m.grpc.InitializeMetrics(g)
+	}
+}
+
+// ExecutionFinished counts one terminal execution. queueWait is its time
+// queued; run its wall time in the sandbox, zero if it never ran.
+func (m *Metrics) ExecutionFinished(runtime, state, reason string, queueWait, run time.Duration) {
+	if m == nil {
+		return
+	}
+	if runtime == "" {
+		runtime = "unspecified"
+	}
+	m.executions.WithLabelValues(runtime, state, reason).Inc()
+	m.queueWait.Observe(queueWait.Seconds())
+	if run > 0 {
+		m.runTime.WithLabelValues(runtime).Observe(run.Seconds())
+	}
+}
+
+// SandboxStarted counts one sandbox start-up on path (PathWarmPool,
+// PathOnDemand) that took d and ended with err.
+func (m *Metrics) SandboxStarted(path string, d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.starts.WithLabelValues(path, "error").Inc()
+		return
+	}
+	m.starts.WithLabelValues(path, "ok").Inc()
+	m.startSeconds.WithLabelValues(path).Observe(d.Seconds())
+}
+
+// Handler serves the metrics in Prometheus's text (or OpenMetrics)
+// format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
+}
+
+// Serve serves GET /metrics on lis until it is closed; it returns nil
+// then. Nothing else is served: the listener's address is the whole
+// surface, so bind it where only the scraper reaches.
+func (m *Metrics) Serve(lis net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+	if err := srv.Serve(lis); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// Load is the supervisor's state at one moment, read at every scrape.
+type Load struct {
+	Running, Queued int
+	// Pool is the warm pool's state; zero without a pool.
+	PoolSize, PoolReady, PoolStarting, PoolInUse int
+	// Proxy counts the host proxy's requests so far.
+	Proxy []ProxyCount
+}
+
+// ProxyCount is how many requests of sandboxed code to Target
+// ("kubernetes", "prometheus") of Kind (a Kubernetes verb, a Prometheus
+// endpoint kind) ended with Outcome ("allowed", "denied", "error").
+type ProxyCount struct {
+	Target, Kind, Outcome string
+	N                     int64
+}
+
+var (
+	runningDesc   = prometheus.NewDesc("execfarm_executions_running", "Executions running in a sandbox now.", nil, nil)
+	queuedDesc    = prometheus.NewDesc("execfarm_executions_queued", "Executions waiting for a slot now.", nil, nil)
+	poolDesc      = prometheus.NewDesc("execfarm_warm_pool_sandboxes", "Warm-pool sandboxes now, by state (ready, starting, in_use).", []string{"state"}, nil)
+	poolSizeDesc  = prometheus.NewDesc("execfarm_warm_pool_size", "Sandboxes the warm pool keeps started (--warm-pool).", nil, nil)
+	proxyDesc     = prometheus.NewDesc("execfarm_host_proxy_requests_total", "Requests of sandboxed code through the host proxy, by target (kubernetes, prometheus), kind (verb or endpoint) and outcome (allowed, denied, error).", []string{"target", "kind", "outcome"}, nil)
+	loadDescs     = []*prometheus.Desc{runningDesc, queuedDesc, poolDesc, poolSizeDesc, proxyDesc}
+	poolStateName = [...]string{"ready", "starting", "in_use"}
+)
+
+// RegisterLoad makes every scrape read load once. It fails if a load is
+// registered already.
+func (m *Metrics) RegisterLoad(load func() Load) error {
+	if m == nil {
+		return nil
+	}
+	return m.reg.Register(loadCollector(load))
+}
+
+type loadCollector func() Load
+
+func (c loadCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range loadDescs {
+		ch <- d
+	}
+}
+
+func (c loadCollector) Collect(ch chan<- prometheus.Metric) {
+	l := c()
+	ch <- prometheus.MustNewConstMetric(runningDesc, prometheus.GaugeValue, float64(l.Running))
+	ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(l.Queued))
+	ch <- prometheus.MustNewConstMetric(poolSizeDesc, prometheus.GaugeValue, float64(l.PoolSize))
+	for i, n := range [...]int{l.PoolReady, l.PoolStarting, l.PoolInUse} {
+		ch <- prometheus.MustNewConstMetric(poolDesc, prometheus.GaugeValue, float64(n), poolStateName[i])
+	}
+	for _, p := range l.Proxy {
+		ch <- prometheus.MustNewConstMetric(proxyDesc, prometheus.CounterValue, float64(p.N), p.Target, p.Kind, p.Outcome)
+	}
+}

@@ -1,0 +1,159 @@
+package metrics
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestExecutionsAndStartsAreCounted(t *testing.T) {
+	m := New()
+	m.ExecutionFinished("shell", "completed", "exited", 20*time.Millisecond, 300*time.Millisecond)
+	m.ExecutionFinished("shell", "completed", "exited", 0, 100*time.Millisecond)
+	m.ExecutionFinished("", "cancelled", "cancelled", time.Second, 0) // never ran
+	m.SandboxStarted(PathWarmPool, 15*time.Millisecond, nil)
+	m.SandboxStarted(PathOnDemand, 0, errors.New("no"))
+
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"shell", "completed", "exited"}, 2},
+		{[]string{"unspecified", "cancelled", "cancelled"}, 1},
+		{[]string{"goja", "completed", "exited"}, 0},
+	} {
+		if got := testutil.ToFloat64(m.executions.WithLabelValues(c.labels...)); got != c.want {
+			t.Errorf("executions_total%v = %v, want %v", c.labels, got, c.want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.queueWait); n != 1 {
+		t.Errorf("queue wait: %d series, want 1", n)
+	}
+	// The cancelled one never ran: two observations of run time, not three.
+	if got := histogramCount(t, m, "execfarm_execution_run_seconds"); got != 2 {
+		t.Errorf("run_seconds count = %d, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.starts.WithLabelValues(PathWarmPool, "ok")); got != 1 {
+		t.Errorf("starts{warm_pool,ok} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.starts.WithLabelValues(PathOnDemand, "error")); got != 1 {
+		t.Errorf("starts{on_demand,error} = %v, want 1", got)
+	}
+	if got := histogramCount(t, m, "execfarm_sandbox_start_seconds"); got != 1 {
+		t.Errorf("start_seconds count = %d, want 1 (failed starts have no duration)", got)
+	}
+}
+
+func histogramCount(t *testing.T, m *Metrics, name string) uint64 {
+	t.Helper()
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, x := range mf.GetMetric() {
+				n += x.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
+}
+
+func TestLoadIsReadAtScrape(t *testing.T) {
+	m := New()
+	calls := 0
+	err := m.RegisterLoad(func() Load {
+		calls++
+		return Load{Running: 2, Queued: 7, PoolSize: 4, PoolReady: 1, PoolStarting: 2, PoolInUse: 1,
+			Proxy: []ProxyCount{{Target: "kubernetes", Kind: "list", Outcome: "allowed", N: 5}}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP execfarm_executions_queued Executions waiting for a slot now.
+# TYPE execfarm_executions_queued gauge
+execfarm_executions_queued 7
+# HELP execfarm_executions_running Executions running in a sandbox now.
+# TYPE execfarm_executions_running gauge
+execfarm_executions_running 2
+# HELP execfarm_warm_pool_sandboxes Warm-pool sandboxes now, by state (ready, starting, in_use).
+# TYPE execfarm_warm_pool_sandboxes gauge
+execfarm_warm_pool_sandboxes{state="in_use"} 1
+execfarm_warm_pool_sandboxes{state="ready"} 1
+execfarm_warm_pool_sandboxes{state="starting"} 2
+`
+	if err := testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want),
+		"execfarm_executions_queued", "execfarm_executions_running", "execfarm_warm_pool_sandboxes"); err != nil {
+		t.Error(err)
+	}
+	if calls != 1 {
+		t.Errorf("load read %d times for one scrape, want 1", calls)
+	}
+	if err := m.RegisterLoad(func() Load { return Load{} }); err == nil {
+		t.Error("a second RegisterLoad succeeded; want an error")
+	}
+}
+
+func TestNilMetricsRecordNothing(t *testing.T) {
+	var m *Metrics
+	m.ExecutionFinished("goja", "completed", "exited", 0, 0)
+	m.SandboxStarted(PathOnDemand, time.Millisecond, nil)
+	m.InitializeGRPC(nil)
+	if o := m.ServerOptions(); o != nil {
+		t.Errorf("ServerOptions of nil Metrics = %v, want none", o)
+	}
+	if err := m.RegisterLoad(func() Load { return Load{} }); err != nil {
+		t.Errorf("RegisterLoad on nil Metrics: %v", err)
+	}
+}
+
+// TestServeOnlyMetrics: GET /metrics answers in the text format; other
+// methods and paths do not; Serve returns nil once its listener closes.
+func TestServeOnlyMetrics(t *testing.T) {
+	m := New()
+	m.ExecutionFinished("python", "timeout", "timeout", 0, time.Second)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- m.Serve(lis) }()
+	base := "http://" + lis.Addr().String()
+
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `execfarm_executions_total{reason="timeout",runtime="python",state="timeout"} 1`) {
+		t.Errorf("GET /metrics: %s\n%s", resp.Status, body)
+	}
+	if !strings.Contains(string(body), "go_goroutines") || !strings.Contains(string(body), "process_resident_memory_bytes") {
+		t.Errorf("GET /metrics lacks the Go runtime and process metrics")
+	}
+	for _, c := range []struct{ method, path string }{{http.MethodPost, "/metrics"}, {http.MethodGet, "/"}, {http.MethodGet, "/debug/pprof/"}} {
+		req, _ := http.NewRequest(c.method, base+c.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("%s %s = %s, want refused", c.method, c.path, resp.Status)
+		}
+	}
+	lis.Close()
+	if err := <-served; err != nil {
+		t.Errorf("Serve after the listener closed = %v, want nil", err)
+	}
+}
