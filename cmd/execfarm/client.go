@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -99,24 +99,11 @@ func defaultSocketAnswers() bool {
 	return true
 }
 
-// describe renders an error for a person: gRPC errors as "CODE: message".
+// describe renders an error for a person: gRPC errors as "CODE: message",
+// with the code's wire name (INVALID_ARGUMENT, from google.rpc.Code).
 func describe(err error) string {
 	if st, ok := status.FromError(err); ok && st.Code() != codes.OK {
-		return fmt.Sprintf("%s: %s", strings.ToUpper(codeName(st.Code())), st.Message())
+		return fmt.Sprintf("%s: %s", code.Code(st.Code()), st.Message())
 	}
 	return err.Error()
-}
-
-func codeName(c codes.Code) string {
-	// codes.Code.String gives "InvalidArgument"; the wire name is
-	// INVALID_ARGUMENT.
-	s := c.String()
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && r >= 'A' && r <= 'Z' {
-			b.WriteByte('_')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -1,0 +1,512 @@
+// Package mcpbridge serves execfarm to AI agents over the Model Context
+// Protocol: one tool, runSandbox, with the seven modes of ProDisco's tool
+// of that name (seeds/000: execute, stream, async, status, cancel, list,
+// test), each a call of prodisco.sandbox.v1.SandboxService on a supervisor.
+// execfarm's extension, runtime, picks goja (default), node, shell or
+// python. The MCP side is the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk); `execfarm mcp` runs it on
+// stdio.
+//
+// Results are structured (the tool declares its output schema) and also
+// sent as JSON text. A failed execution is a normal result (success
+// false, with its state and termination reason); a request the supervisor
+// refuses (INVALID_ARGUMENT, RESOURCE_EXHAUSTED, NOT_FOUND...) is a tool
+// error whose text starts with the gRPC code, so the agent can correct
+// itself; input outside the schema is refused by the SDK before a call.
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+)
+
+// ToolName is the tool's name, as in ProDisco.
+const ToolName = "runSandbox"
+
+// Limits of the tool's input, from ProDisco's schema: timeout at most
+// 120000 ms (default 30000), list limit at most 100 (default 10).
+const (
+	MaxTimeoutMs     = 120_000
+	DefaultTimeoutMs = 30_000
+	MaxListLimit     = 100
+	DefaultListLimit = 10
+)
+
+// progressChunk bounds the text of one progress notification in stream
+// mode, bytes; longer output chunks are split.
+const progressChunk = 4096
+
+// Input is the tool's input. Which fields a mode reads is in each field's
+// description.
+type Input struct {
+	Mode        string `json:"mode,omitempty" jsonschema:"execute (default: run and wait), stream (run, sending output as progress notifications), async (start, return the execution id), status (read an execution, optionally waiting), cancel, list, or test (run uvu tests)"`
+	Code        string `json:"code,omitempty" jsonschema:"execute/stream/async/test: the program (TypeScript/JavaScript for goja and node, a command for shell, a script for python); in test mode the code under test"`
+	Cached      string `json:"cached,omitempty" jsonschema:"execute/stream/async: name of a cached script to run instead of code"`
+	Timeout     int64  `json:"timeout,omitempty" jsonschema:"execute/stream/async/test: wall-clock timeout in milliseconds (default 30000, at most 120000)"`
+	Runtime     string `json:"runtime,omitempty" jsonschema:"execute/stream/async/test: goja (default), node, shell or python"`
+	ExecutionID string `json:"executionId,omitempty" jsonschema:"status/cancel: the execution's id, from async mode or list"`
+	Wait        bool   `json:"wait,omitempty" jsonschema:"status: wait until the execution has ended (bounded by the supervisor)"`
+	// OutputOffset is a byte offset into stdout.
+	OutputOffset             int64    `json:"outputOffset,omitempty" jsonschema:"status: return stdout from this byte offset (the previous call's outputLength)"`
+	ErrorOutputOffset        int64    `json:"errorOutputOffset,omitempty" jsonschema:"status: return stderr from this byte offset (the previous call's errorOutputLength)"`
+	States                   []string `json:"states,omitempty" jsonschema:"list: only executions in these states (pending, running, completed, failed, cancelled, timeout)"`
+	Limit                    int32    `json:"limit,omitempty" jsonschema:"list: at most this many, newest first (default 10, at most 100)"`
+	IncludeCompletedWithinMs int64    `json:"includeCompletedWithinMs,omitempty" jsonschema:"list: only finished executions that ended within this many milliseconds"`
+	Tests                    string   `json:"tests,omitempty" jsonschema:"test: test code using uvu's test and assert"`
+}
+
+// Output is the tool's structured result; fields a mode does not set are
+// left out.
+type Output struct {
+	Mode        string `json:"mode"`
+	ExecutionID string `json:"executionId,omitempty"`
+	// State is pending, running, completed, failed, cancelled or timeout.
+	State   string `json:"state,omitempty"`
+	Success *bool  `json:"success,omitempty"`
+	// Output and ErrorOutput are the program's stdout and stderr (in
+	// status mode, from the offsets asked for).
+	Output      string `json:"output,omitempty"`
+	ErrorOutput string `json:"errorOutput,omitempty"`
+	Error       string `json:"error,omitempty"`
+	// ExecutionTimeMs is the run's wall time, milliseconds.
+	ExecutionTimeMs int64 `json:"executionTimeMs,omitempty"`
+	// TerminationReason is why the execution ended: exited, timeout,
+	// cpu_time, memory, pids, output_limit, cancelled, signal, internal.
+	TerminationReason string `json:"terminationReason,omitempty"`
+	ExitCode          *int32 `json:"exitCode,omitempty"`
+	QueuePosition     int32  `json:"queuePosition,omitempty"`
+	// OutputLength and ErrorOutputLength are the streams' total lengths in
+	// bytes: the offsets to pass to the next status call.
+	OutputLength      *int64 `json:"outputLength,omitempty"`
+	ErrorOutputLength *int64 `json:"errorOutputLength,omitempty"`
+	// Cached names the cache entry a successful new script was saved as.
+	Cached     string          `json:"cached,omitempty"`
+	Message    string          `json:"message,omitempty"`
+	Executions []ExecutionInfo `json:"executions,omitempty"`
+	Summary    *TestSummary    `json:"summary,omitempty"`
+	Tests      []TestResult    `json:"tests,omitempty"`
+}
+
+// ExecutionInfo is one execution in list mode.
+type ExecutionInfo struct {
+	ExecutionID       string `json:"executionId"`
+	State             string `json:"state"`
+	Runtime           string `json:"runtime,omitempty"`
+	StartedAtMs       int64  `json:"startedAtMs,omitempty"`
+	FinishedAtMs      int64  `json:"finishedAtMs,omitempty"`
+	CodePreview       string `json:"codePreview,omitempty"`
+	TerminationReason string `json:"terminationReason,omitempty"`
+	QueuePosition     int32  `json:"queuePosition,omitempty"`
+	CachedName        string `json:"cachedName,omitempty"`
+}
+
+// TestSummary counts a test run's tests.
+type TestSummary struct {
+	Total   int32 `json:"total"`
+	Passed  int32 `json:"passed"`
+	Failed  int32 `json:"failed"`
+	Skipped int32 `json:"skipped"`
+}
+
+// TestResult is one test of a test run.
+type TestResult struct {
+	Name       string `json:"name"`
+	Passed     bool   `json:"passed"`
+	Skipped    bool   `json:"skipped,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+var (
+	modes    = []string{"execute", "stream", "async", "status", "cancel", "list", "test"}
+	runtimes = map[string]sandboxv1.Runtime{
+		"": sandboxv1.Runtime_RUNTIME_UNSPECIFIED, "goja": sandboxv1.Runtime_RUNTIME_GOJA,
+		"node": sandboxv1.Runtime_RUNTIME_NODE, "shell": sandboxv1.Runtime_RUNTIME_SHELL, "python": sandboxv1.Runtime_RUNTIME_PYTHON,
+	}
+	states = map[string]sandboxv1.ExecutionState{
+		"pending": sandboxv1.ExecutionState_EXECUTION_STATE_PENDING, "running": sandboxv1.ExecutionState_EXECUTION_STATE_RUNNING,
+		"completed": sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED, "failed": sandboxv1.ExecutionState_EXECUTION_STATE_FAILED,
+		"cancelled": sandboxv1.ExecutionState_EXECUTION_STATE_CANCELLED, "timeout": sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT,
+	}
+)
+
+// inputSchema is Input's inferred schema with ProDisco's enums, bounds and
+// defaults added, so that the SDK refuses what they exclude.
+func inputSchema() (*jsonschema.Schema, error) {
+	s, err := jsonschema.For[Input](nil)
+	if err != nil {
+		return nil, err
+	}
+	p := s.Properties
+	p["mode"].Enum = anys(modes)
+	p["mode"].Default = []byte(`"execute"`)
+	p["runtime"].Enum = anys([]string{"goja", "node", "shell", "python"})
+	p["timeout"].Minimum, p["timeout"].Maximum = ptr(0.0), ptr(float64(MaxTimeoutMs))
+	p["limit"].Minimum, p["limit"].Maximum = ptr(0.0), ptr(float64(MaxListLimit))
+	p["states"].Items.Enum = anys([]string{"pending", "running", "completed", "failed", "cancelled", "timeout"})
+	for _, f := range []string{"outputOffset", "errorOutputOffset", "includeCompletedWithinMs"} {
+		p[f].Minimum = ptr(0.0)
+	}
+	return s, nil
+}
+
+func anys(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// NewServer returns an MCP server with the runSandbox tool, which calls
+// client. version is reported to MCP clients.
+func NewServer(client sandboxv1.SandboxServiceClient, version string) (*mcp.Server, error) {
+	schema, err := inputSchema()
+	if err != nil {
+		return nil, fmt.Errorf("mcpbridge: input schema: %w", err)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "execfarm", Version: version}, &mcp.ServerOptions{
+		Instructions: "runSandbox runs code in a fresh isolated sandbox (own namespaces, cgroup, seccomp filter, read-only root) and reports how it ended. Runtimes: goja (TypeScript/JavaScript, default), node, shell, python.",
+	})
+	b := &bridge{client: client}
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        ToolName,
+		Description: "Run TypeScript/JavaScript, a shell command or Python in an isolated sandbox. Modes: execute (default) runs and returns the output; stream sends output as progress notifications; async returns an executionId for status (with wait) and cancel; list shows recent executions; test runs uvu tests (test/assert) and returns per-test results.",
+		InputSchema: schema,
+	}, b.call)
+	return s, nil
+}
+
+type bridge struct {
+	client sandboxv1.SandboxServiceClient
+}
+
+func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (*mcp.CallToolResult, Output, error) {
+	mode := in.Mode
+	if mode == "" {
+		mode = "execute"
+	}
+	var out Output
+	var err error
+	switch mode {
+	case "execute":
+		out, err = b.execute(ctx, in)
+	case "stream":
+		out, err = b.stream(ctx, req, in)
+	case "async":
+		out, err = b.async(ctx, in)
+	case "status":
+		out, err = b.status(ctx, in)
+	case "cancel":
+		out, err = b.cancel(ctx, in)
+	case "list":
+		out, err = b.list(ctx, in)
+	case "test":
+		out, err = b.test(ctx, in)
+	default:
+		err = invalid("unknown mode %q (want one of %s)", mode, strings.Join(modes, ", "))
+	}
+	if err != nil {
+		return nil, Output{}, wireError(err)
+	}
+	out.Mode = mode
+	return nil, out, nil
+}
+
+// wireError turns a gRPC error into "CODE: message", the code by its wire
+// name (google.rpc.Code), which tells an agent whether to fix its request
+// (INVALID_ARGUMENT), retry later (RESOURCE_EXHAUSTED, UNAVAILABLE) or
+// look elsewhere (NOT_FOUND).
+func wireError(err error) error {
+	if st, ok := status.FromError(err); ok {
+		return fmt.Errorf("%s: %s", code.Code(st.Code()), st.Message())
+	}
+	return err
+}
+
+// executeRequest builds the request of the execute, stream and async
+// modes: code or cached, not both.
+func executeRequest(in Input) (*sandboxv1.ExecuteRequest, error) {
+	rt, err := runtimeOf(in.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	req := &sandboxv1.ExecuteRequest{Runtime: rt, TimeoutMs: ptr(int32(timeoutOf(in)))}
+	switch {
+	case in.Code != "" && in.Cached != "":
+		return nil, invalid("give code or cached, not both")
+	case in.Cached != "":
+		req.Source = &sandboxv1.ExecuteRequest_Cached{Cached: in.Cached}
+	case strings.TrimSpace(in.Code) != "":
+		req.Source = &sandboxv1.ExecuteRequest_Code{Code: in.Code}
+	default:
+		return nil, invalid("code (or cached) is required")
+	}
+	return req, nil
+}
+
+// invalid is the error of a request the bridge refuses itself, worded as
+// the supervisor's own refusals are.
+func invalid(format string, args ...any) error {
+	return status.Errorf(codes.InvalidArgument, format, args...)
+}
+
+func runtimeOf(name string) (sandboxv1.Runtime, error) {
+	rt, ok := runtimes[name]
+	if !ok {
+		return 0, invalid("unknown runtime %q (want goja, node, shell or python)", name)
+	}
+	return rt, nil
+}
+
+func timeoutOf(in Input) int64 {
+	if in.Timeout <= 0 {
+		return DefaultTimeoutMs
+	}
+	return min(in.Timeout, MaxTimeoutMs)
+}
+
+func (b *bridge) execute(ctx context.Context, in Input) (Output, error) {
+	req, err := executeRequest(in)
+	if err != nil {
+		return Output{}, err
+	}
+	resp, err := b.client.Execute(ctx, req)
+	if err != nil {
+		return Output{}, err
+	}
+	out := Output{
+		Success: ptr(resp.GetSuccess()), Output: resp.GetOutput(), ErrorOutput: resp.GetErrorOutput(),
+		Error: resp.GetError(), ExecutionTimeMs: resp.GetExecutionTimeMs(), State: stateName(resp.GetState()),
+		Cached: resp.GetCached().GetName(),
+	}
+	outcome(&out, resp.GetOutcome())
+	return out, nil
+}
+
+// stream runs the code with ExecuteStream. When the caller asked for
+// progress (a progress token), every output chunk is sent as a progress
+// notification, in order, prefixed "stderr: " for stderr; the result
+// carries the whole output either way.
+func (b *bridge) stream(ctx context.Context, req *mcp.CallToolRequest, in Input) (Output, error) {
+	r, err := executeRequest(in)
+	if err != nil {
+		return Output{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the supervisor cancels the execution if we stop reading
+	st, err := b.client.ExecuteStream(ctx, r)
+	if err != nil {
+		return Output{}, err
+	}
+	token := req.Params.GetProgressToken()
+	var stdout, stderr strings.Builder
+	var out Output
+	n := 0
+	notify := func(prefix, text string) {
+		if token == nil {
+			return
+		}
+		for len(text) > 0 {
+			part := text[:cut(text, progressChunk)]
+			text = text[len(part):]
+			n++
+			// A notification that cannot be sent does not stop the run.
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: prefix + part})
+		}
+	}
+	for {
+		c, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return Output{}, status.Error(codes.Unavailable, "the execution stream ended without a result")
+		}
+		if err != nil {
+			return Output{}, err
+		}
+		out.ExecutionID = c.GetExecutionId()
+		switch x := c.GetChunk().(type) {
+		case *sandboxv1.ExecuteChunk_Output:
+			stdout.WriteString(x.Output)
+			notify("", x.Output)
+		case *sandboxv1.ExecuteChunk_ErrorOutput:
+			stderr.WriteString(x.ErrorOutput)
+			notify("stderr: ", x.ErrorOutput)
+		case *sandboxv1.ExecuteChunk_Result:
+			res := x.Result
+			out.Output, out.ErrorOutput = stdout.String(), stderr.String()
+			out.Success, out.Error, out.ExecutionTimeMs = ptr(res.GetSuccess()), res.GetError(), res.GetExecutionTimeMs()
+			out.State, out.Cached = stateName(res.GetState()), res.GetCached().GetName()
+			outcome(&out, res.GetOutcome())
+			return out, nil
+		}
+	}
+}
+
+// cut returns where to cut s to at most n bytes without splitting a UTF-8
+// sequence.
+func cut(s string, n int) int {
+	if len(s) <= n {
+		return len(s)
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	if i == 0 {
+		return n
+	}
+	return i
+}
+
+func (b *bridge) async(ctx context.Context, in Input) (Output, error) {
+	req, err := executeRequest(in)
+	if err != nil {
+		return Output{}, err
+	}
+	resp, err := b.client.ExecuteAsync(ctx, req)
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{ExecutionID: resp.GetExecutionId(), State: stateName(resp.GetState()), QueuePosition: resp.GetQueuePosition()}, nil
+}
+
+func (b *bridge) status(ctx context.Context, in Input) (Output, error) {
+	if in.ExecutionID == "" {
+		return Output{}, invalid("executionId is required")
+	}
+	resp, err := b.client.GetExecution(ctx, &sandboxv1.GetExecutionRequest{
+		ExecutionId: in.ExecutionID, Wait: in.Wait, OutputOffset: in.OutputOffset, ErrorOutputOffset: in.ErrorOutputOffset,
+	})
+	if err != nil {
+		return Output{}, err
+	}
+	out := Output{
+		ExecutionID: resp.GetExecutionId(), State: stateName(resp.GetState()), Output: resp.GetOutput(), ErrorOutput: resp.GetErrorOutput(),
+		OutputLength: ptr(resp.GetOutputLength()), ErrorOutputLength: ptr(resp.GetErrorOutputLength()), QueuePosition: resp.GetQueuePosition(),
+	}
+	if res := resp.GetResult(); res != nil {
+		out.Success, out.Error, out.ExecutionTimeMs = ptr(res.GetSuccess()), res.GetError(), res.GetExecutionTimeMs()
+		out.Cached = res.GetCached().GetName()
+		outcome(&out, res.GetOutcome())
+	}
+	return out, nil
+}
+
+func (b *bridge) cancel(ctx context.Context, in Input) (Output, error) {
+	if in.ExecutionID == "" {
+		return Output{}, invalid("executionId is required")
+	}
+	resp, err := b.client.CancelExecution(ctx, &sandboxv1.CancelExecutionRequest{ExecutionId: in.ExecutionID})
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{ExecutionID: in.ExecutionID, Success: ptr(resp.GetSuccess()), State: stateName(resp.GetState()), Message: resp.GetMessage()}, nil
+}
+
+func (b *bridge) list(ctx context.Context, in Input) (Output, error) {
+	req := &sandboxv1.ListExecutionsRequest{Limit: in.Limit, IncludeCompletedWithinMs: in.IncludeCompletedWithinMs}
+	if req.Limit <= 0 {
+		req.Limit = DefaultListLimit
+	}
+	req.Limit = min(req.Limit, MaxListLimit)
+	for _, s := range in.States {
+		st, ok := states[s]
+		if !ok {
+			return Output{}, invalid("unknown state %q", s)
+		}
+		req.States = append(req.States, st)
+	}
+	resp, err := b.client.ListExecutions(ctx, req)
+	if err != nil {
+		return Output{}, err
+	}
+	out := Output{Executions: []ExecutionInfo{}}
+	for _, e := range resp.GetExecutions() {
+		info := ExecutionInfo{
+			ExecutionID: e.GetExecutionId(), State: stateName(e.GetState()), Runtime: runtimeName(e.GetRuntime()),
+			StartedAtMs: e.GetStartedAtMs(), FinishedAtMs: e.GetFinishedAtMs(), CodePreview: e.GetCodePreview(),
+			QueuePosition: e.GetQueuePosition(), CachedName: e.GetCachedName(),
+		}
+		if r := e.GetTerminationReason(); r != sandboxv1.TerminationReason_TERMINATION_REASON_UNSPECIFIED {
+			info.TerminationReason = reasonName(r)
+		}
+		out.Executions = append(out.Executions, info)
+	}
+	return out, nil
+}
+
+func (b *bridge) test(ctx context.Context, in Input) (Output, error) {
+	if strings.TrimSpace(in.Tests) == "" {
+		return Output{}, invalid("tests is required")
+	}
+	rt, err := runtimeOf(in.Runtime)
+	if err != nil {
+		return Output{}, err
+	}
+	req := &sandboxv1.ExecuteTestRequest{Tests: in.Tests, TimeoutMs: ptr(int32(timeoutOf(in))), Runtime: rt}
+	if in.Code != "" {
+		req.Code = &in.Code
+	}
+	resp, err := b.client.ExecuteTest(ctx, req)
+	if err != nil {
+		return Output{}, err
+	}
+	out := Output{
+		Success: ptr(resp.GetSuccess()), Output: resp.GetOutput(), ErrorOutput: resp.GetErrorOutput(),
+		Error: resp.GetError(), ExecutionTimeMs: resp.GetExecutionTimeMs(), Tests: []TestResult{},
+	}
+	if s := resp.GetSummary(); s != nil {
+		out.Summary = &TestSummary{Total: s.GetTotal(), Passed: s.GetPassed(), Failed: s.GetFailed(), Skipped: s.GetSkipped()}
+	}
+	for _, t := range resp.GetTests() {
+		out.Tests = append(out.Tests, TestResult{Name: t.GetName(), Passed: t.GetPassed(), Skipped: t.GetSkipped(), Error: t.GetError(), DurationMs: t.GetDurationMs()})
+	}
+	outcome(&out, resp.GetOutcome())
+	return out, nil
+}
+
+// outcome copies what an ExecutionOutcome adds: the id, why it ended and
+// the exit code.
+func outcome(out *Output, o *sandboxv1.ExecutionOutcome) {
+	if o == nil {
+		return
+	}
+	if out.ExecutionID == "" {
+		out.ExecutionID = o.GetExecutionId()
+	}
+	if r := o.GetTerminationReason(); r != sandboxv1.TerminationReason_TERMINATION_REASON_UNSPECIFIED {
+		out.TerminationReason = reasonName(r)
+		if r == sandboxv1.TerminationReason_TERMINATION_REASON_EXITED {
+			out.ExitCode = ptr(o.GetExitCode())
+		}
+	}
+}
+
+func stateName(s sandboxv1.ExecutionState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "EXECUTION_STATE_"))
+}
+
+func reasonName(r sandboxv1.TerminationReason) string {
+	return strings.ToLower(strings.TrimPrefix(r.String(), "TERMINATION_REASON_"))
+}
+
+func runtimeName(r sandboxv1.Runtime) string {
+	if r == sandboxv1.Runtime_RUNTIME_UNSPECIFIED {
+		return ""
+	}
+	return strings.ToLower(strings.TrimPrefix(r.String(), "RUNTIME_"))
+}
