@@ -65,6 +65,7 @@ type Input struct {
 	Limit                    int32    `json:"limit,omitempty" jsonschema:"list: at most this many, newest first (default 10, at most 100)"`
 	IncludeCompletedWithinMs int64    `json:"includeCompletedWithinMs,omitempty" jsonschema:"list: only finished executions that ended within this many milliseconds"`
 	Tests                    string   `json:"tests,omitempty" jsonschema:"test: test code using uvu's test and assert"`
+	MaxOutputChars           int      `json:"maxOutputChars,omitempty" jsonschema:"execute/stream/status/test: characters of output and errorOutput together in the result (default 30000, 128 to 300000); past it each stream keeps its beginning and end around an omission marker"`
 }
 
 // Output is the tool's structured result; fields a mode does not set are
@@ -92,11 +93,18 @@ type Output struct {
 	OutputLength      *int64 `json:"outputLength,omitempty"`
 	ErrorOutputLength *int64 `json:"errorOutputLength,omitempty"`
 	// Cached names the cache entry a successful new script was saved as.
-	Cached     string          `json:"cached,omitempty"`
-	Message    string          `json:"message,omitempty"`
-	Executions []ExecutionInfo `json:"executions,omitempty"`
-	Summary    *TestSummary    `json:"summary,omitempty"`
-	Tests      []TestResult    `json:"tests,omitempty"`
+	// OutputTotalChars and ErrorOutputTotalChars are the streams' lengths
+	// in characters before the output budget (maxOutputChars);
+	// OutputTruncated and ErrorOutputTruncated say whether it omitted any.
+	OutputTotalChars      *int            `json:"outputTotalChars,omitempty"`
+	ErrorOutputTotalChars *int            `json:"errorOutputTotalChars,omitempty"`
+	OutputTruncated       bool            `json:"outputTruncated,omitempty"`
+	ErrorOutputTruncated  bool            `json:"errorOutputTruncated,omitempty"`
+	Cached                string          `json:"cached,omitempty"`
+	Message               string          `json:"message,omitempty"`
+	Executions            []ExecutionInfo `json:"executions,omitempty"`
+	Summary               *TestSummary    `json:"summary,omitempty"`
+	Tests                 []TestResult    `json:"tests,omitempty"`
 }
 
 // ExecutionInfo is one execution in list mode.
@@ -156,6 +164,7 @@ func inputSchema() (*jsonschema.Schema, error) {
 	p["timeout"].Minimum, p["timeout"].Maximum = ptr(0.0), ptr(float64(MaxTimeoutMs))
 	p["limit"].Minimum, p["limit"].Maximum = ptr(0.0), ptr(float64(MaxListLimit))
 	p["states"].Items.Enum = anys([]string{"pending", "running", "completed", "failed", "cancelled", "timeout"})
+	p["maxOutputChars"].Minimum, p["maxOutputChars"].Maximum = ptr(float64(MinOutputChars)), ptr(float64(MaxOutputChars))
 	for _, f := range []string{"outputOffset", "errorOutputOffset", "includeCompletedWithinMs"} {
 		p[f].Minimum = ptr(0.0)
 	}
@@ -224,6 +233,16 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 		return nil, Output{}, wireError(err)
 	}
 	out.Mode = mode
+	switch mode {
+	case "execute", "stream", "status", "test":
+		budget := in.MaxOutputChars
+		if budget == 0 {
+			budget = DefaultOutputChars
+		}
+		o, e := Budget(out.Output, out.ErrorOutput, min(budget, MaxOutputChars))
+		out.Output, out.OutputTotalChars, out.OutputTruncated = o.Text, &o.TotalChars, o.Truncated
+		out.ErrorOutput, out.ErrorOutputTotalChars, out.ErrorOutputTruncated = e.Text, &e.TotalChars, e.Truncated
+	}
 	return nil, out, nil
 }
 

@@ -240,6 +240,8 @@ func TestRefusals(t *testing.T) {
 		{map[string]any{"mode": "list", "limit": 101}, "maximum"},
 		{map[string]any{"mode": "list", "states": []string{"done"}}, "enum"},
 		{map[string]any{"code": 5}, "code"},
+		{map[string]any{"code": "1", "maxOutputChars": 127}, "minimum"},
+		{map[string]any{"code": "1", "maxOutputChars": 300001}, "maximum"},
 	} {
 		if _, errText := call(t, cs, c.args, nil); !strings.Contains(errText, c.want) {
 			t.Errorf("%v: tool error %q, want it to contain %q", c.args, errText, c.want)
@@ -358,5 +360,28 @@ func TestAsyncStatusCancelListTest(t *testing.T) {
 	}
 	if out.Summary == nil || out.Summary.Failed != 1 || len(out.Tests) != 2 || out.Tests[1].Error != "Expected 1 to equal 2" || *out.Success {
 		t.Errorf("test = %+v", out)
+	}
+}
+
+// TestOutputBudget: results keep at most maxOutputChars characters of
+// output (30000 by default) and say what they omitted.
+func TestOutputBudget(t *testing.T) {
+	big := strings.Repeat("x", 40_000)
+	f := &fakeClient{execute: &sandboxv1.ExecuteResponse{Success: true, Output: big, ErrorOutput: "e\n", State: sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED}}
+	cs := session(t, f, nil)
+	out, _ := call(t, cs, map[string]any{"code": "x"}, nil)
+	if !out.OutputTruncated || out.ErrorOutputTruncated || *out.OutputTotalChars != 40_000 || *out.ErrorOutputTotalChars != 2 ||
+		len(out.Output)+len(out.ErrorOutput) != DefaultOutputChars || !strings.Contains(out.Output, "characters omitted") {
+		t.Errorf("default budget: %d+%d characters, truncated %v/%v, totals %v/%v", len(out.Output), len(out.ErrorOutput),
+			out.OutputTruncated, out.ErrorOutputTruncated, *out.OutputTotalChars, *out.ErrorOutputTotalChars)
+	}
+	out, _ = call(t, cs, map[string]any{"code": "x", "maxOutputChars": 200}, nil)
+	if len(out.Output)+len(out.ErrorOutput) != 200 || out.ErrorOutput != "e\n" {
+		t.Errorf("budget 200: %d+%d characters", len(out.Output), len(out.ErrorOutput))
+	}
+	f.execute.Output = "short\n"
+	out, _ = call(t, cs, map[string]any{"code": "x"}, nil)
+	if out.Output != "short\n" || out.OutputTruncated || *out.OutputTotalChars != 6 {
+		t.Errorf("short output: %+v", out)
 	}
 }
