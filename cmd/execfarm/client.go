@@ -51,6 +51,17 @@ func (c *clientFlags) connect() (sandboxv1.SandboxServiceClient, func(), error) 
 	return sandboxv1.NewSandboxServiceClient(conn), func() { conn.Close() }, nil
 }
 
+// call runs f with a client of the configured supervisor, then closes
+// the connection.
+func (c *clientFlags) call(f func(sandboxv1.SandboxServiceClient) error) error {
+	client, closeFn, err := c.connect()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	return f(client)
+}
+
 // connectOrEmbed dials the configured supervisor; with none configured and
 // nothing listening at the default socket, it starts an embedded
 // supervisor on a private socket, which the returned stop shuts down.

@@ -1,7 +1,7 @@
 // Command execfarm is execfarm's single binary: the supervisor (serve),
-// the host check (doctor), and the client commands (run, status, cancel,
-// ps, health) that talk to a supervisor over gRPC, and the MCP bridge
-// (mcp) that serves them to AI agents. See README.md.
+// the host check (doctor), the client commands (run, test, status, cancel,
+// ps, cache, health) that talk to a supervisor over gRPC, and the MCP
+// bridge (mcp) that serves them to AI agents. See README.md.
 package main
 
 import (
@@ -30,7 +30,7 @@ func main() {
 	}
 	var cf clientFlags
 	cf.register(root)
-	root.AddCommand(serveCmd(), doctorCmd(), runCmd(&cf), statusCmd(&cf), cancelCmd(&cf), psCmd(&cf), healthCmd(&cf), mcpCmd(&cf))
+	root.AddCommand(serveCmd(), doctorCmd(), runCmd(&cf), statusCmd(&cf), cancelCmd(&cf), psCmd(&cf), healthCmd(&cf), mcpCmd(&cf), testCmd(&cf), cacheCmd(&cf))
 	if err := root.Execute(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -16,10 +17,6 @@ import (
 
 func runtimeNumCPU() int { return runtime.NumCPU() }
 
-func stateName(s sandboxv1.ExecutionState) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "EXECUTION_STATE_"))
-}
-
 func statusCmd(cf *clientFlags) *cobra.Command {
 	var wait bool
 	cmd := &cobra.Command{
@@ -27,35 +24,32 @@ func statusCmd(cf *clientFlags) *cobra.Command {
 		Short: "Show an execution's state, output and result",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, closeFn, err := cf.connect()
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			ctx := cmd.Context()
-			if wait {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
-				defer cancel()
-			}
-			resp, err := client.GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: args[0], Wait: wait})
-			if err != nil {
-				return err
-			}
-			os.Stdout.WriteString(resp.GetOutput())
-			os.Stderr.WriteString(resp.GetErrorOutput())
-			fmt.Fprintf(os.Stderr, "execfarm: %s %s", resp.GetExecutionId(), stateName(resp.GetState()))
-			if p := resp.GetQueuePosition(); p > 0 {
-				fmt.Fprintf(os.Stderr, " (queue position %d)", p)
-			}
-			fmt.Fprintln(os.Stderr)
-			if r := resp.GetResult(); r != nil {
-				printOutcome(r.GetState(), r.GetOutcome())
-				if !r.GetSuccess() {
-					return exitError{code: 1}
+			return cf.call(func(client sandboxv1.SandboxServiceClient) error {
+				ctx := cmd.Context()
+				if wait {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
+					defer cancel()
 				}
-			}
-			return nil
+				resp, err := client.GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: args[0], Wait: wait})
+				if err != nil {
+					return err
+				}
+				os.Stdout.WriteString(resp.GetOutput())
+				os.Stderr.WriteString(resp.GetErrorOutput())
+				fmt.Fprintf(os.Stderr, "execfarm: %s %s", resp.GetExecutionId(), resp.GetState().Name())
+				if p := resp.GetQueuePosition(); p > 0 {
+					fmt.Fprintf(os.Stderr, " (queue position %d)", p)
+				}
+				fmt.Fprintln(os.Stderr)
+				if r := resp.GetResult(); r != nil {
+					printOutcome(r.GetState(), r.GetOutcome())
+					if !r.GetSuccess() {
+						return exitError{code: 1}
+					}
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the execution has ended")
@@ -68,17 +62,14 @@ func cancelCmd(cf *clientFlags) *cobra.Command {
 		Short: "Cancel a pending or running execution",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, closeFn, err := cf.connect()
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			resp, err := client.CancelExecution(cmd.Context(), &sandboxv1.CancelExecutionRequest{ExecutionId: args[0]})
-			if err != nil {
-				return err
-			}
-			fmt.Println(stateName(resp.GetState()))
-			return nil
+			return cf.call(func(client sandboxv1.SandboxServiceClient) error {
+				resp, err := client.CancelExecution(cmd.Context(), &sandboxv1.CancelExecutionRequest{ExecutionId: args[0]})
+				if err != nil {
+					return err
+				}
+				fmt.Println(resp.GetState().Name())
+				return nil
+			})
 		},
 	}
 }
@@ -91,35 +82,29 @@ func psCmd(cf *clientFlags) *cobra.Command {
 		Short: "List executions, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, closeFn, err := cf.connect()
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			req := &sandboxv1.ListExecutionsRequest{Limit: limit}
-			if !all {
-				req.States = []sandboxv1.ExecutionState{sandboxv1.ExecutionState_EXECUTION_STATE_PENDING, sandboxv1.ExecutionState_EXECUTION_STATE_RUNNING}
-			}
-			resp, err := client.ListExecutions(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tSTATE\tREASON\tRUNTIME\tSUBMITTED\tCODE")
-			for _, e := range resp.GetExecutions() {
-				reason := strings.ToLower(strings.TrimPrefix(e.GetTerminationReason().String(), "TERMINATION_REASON_"))
-				if reason == "unspecified" {
-					reason = "-"
+			return cf.call(func(client sandboxv1.SandboxServiceClient) error {
+				req := &sandboxv1.ListExecutionsRequest{Limit: limit}
+				if !all {
+					req.States = []sandboxv1.ExecutionState{sandboxv1.ExecutionState_EXECUTION_STATE_PENDING, sandboxv1.ExecutionState_EXECUTION_STATE_RUNNING}
 				}
-				rt := strings.ToLower(strings.TrimPrefix(e.GetRuntime().String(), "RUNTIME_"))
-				preview := strings.ReplaceAll(e.GetCodePreview(), "\n", " ")
-				if len(preview) > 40 {
-					preview = preview[:40] + "…"
+				resp, err := client.ListExecutions(cmd.Context(), req)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.GetExecutionId(), stateName(e.GetState()), reason, rt,
-					time.UnixMilli(e.GetStartedAtMs()).Format(time.TimeOnly), preview)
-			}
-			return w.Flush()
+				w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "ID\tSTATE\tREASON\tRUNTIME\tSUBMITTED\tCODE")
+				for _, e := range resp.GetExecutions() {
+					reason := cmp.Or(e.GetTerminationReason().Name(), "-")
+					rt := e.GetRuntime().Name()
+					preview := strings.ReplaceAll(e.GetCodePreview(), "\n", " ")
+					if len(preview) > 40 {
+						preview = preview[:40] + "…"
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.GetExecutionId(), e.GetState().Name(), reason, rt,
+						time.UnixMilli(e.GetStartedAtMs()).Format(time.TimeOnly), preview)
+				}
+				return w.Flush()
+			})
 		},
 	}
 	cmd.Flags().Int32Var(&limit, "limit", 20, "show at most this many (0 = all)")
@@ -133,27 +118,24 @@ func healthCmd(cf *clientFlags) *cobra.Command {
 		Short: "Ask the supervisor whether it is healthy and which isolation layers are active",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, closeFn, err := cf.connect()
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-			defer cancel()
-			resp, err := client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{})
-			if err != nil {
-				return err
-			}
-			fmt.Printf("healthy: %v\nversion: %s\ndefault runtime: %s\nrunning: %d\nqueued: %d\nwarm pool: %d ready, %d starting, %d in use, size %d\nkubernetes context: %q\n",
-				resp.GetHealthy(), resp.GetVersion(), resp.GetDefaultRuntime(), resp.GetRunning(), resp.GetQueued(),
-				resp.GetWarmPoolReady(), resp.GetWarmPoolStarting(), resp.GetWarmPoolInUse(), resp.GetWarmPoolSize(), resp.GetKubernetesContext())
-			for _, l := range resp.GetLayers() {
-				fmt.Printf("layer %-18s available=%-5v active=%-5v %s\n", l.GetName(), l.GetAvailable(), l.GetActive(), l.GetDetail())
-			}
-			if !resp.GetHealthy() {
-				return exitError{code: 1}
-			}
-			return nil
+			return cf.call(func(client sandboxv1.SandboxServiceClient) error {
+				ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+				defer cancel()
+				resp, err := client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{})
+				if err != nil {
+					return err
+				}
+				fmt.Printf("healthy: %v\nversion: %s\ndefault runtime: %s\nrunning: %d\nqueued: %d\nwarm pool: %d ready, %d starting, %d in use, size %d\nkubernetes context: %q\n",
+					resp.GetHealthy(), resp.GetVersion(), resp.GetDefaultRuntime(), resp.GetRunning(), resp.GetQueued(),
+					resp.GetWarmPoolReady(), resp.GetWarmPoolStarting(), resp.GetWarmPoolInUse(), resp.GetWarmPoolSize(), resp.GetKubernetesContext())
+				for _, l := range resp.GetLayers() {
+					fmt.Printf("layer %-18s available=%-5v active=%-5v %s\n", l.GetName(), l.GetAvailable(), l.GetActive(), l.GetDetail())
+				}
+				if !resp.GetHealthy() {
+					return exitError{code: 1}
+				}
+				return nil
+			})
 		},
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -15,14 +14,6 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 )
-
-var runtimes = map[string]sandboxv1.Runtime{
-	"":       sandboxv1.Runtime_RUNTIME_UNSPECIFIED,
-	"goja":   sandboxv1.Runtime_RUNTIME_GOJA,
-	"node":   sandboxv1.Runtime_RUNTIME_NODE,
-	"shell":  sandboxv1.Runtime_RUNTIME_SHELL,
-	"python": sandboxv1.Runtime_RUNTIME_PYTHON,
-}
 
 func runCmd(cf *clientFlags) *cobra.Command {
 	var (
@@ -48,7 +39,7 @@ default socket, run starts an embedded supervisor for the one execution.`,
 			if err != nil {
 				return err
 			}
-			r, ok := runtimes[rt]
+			r, ok := sandboxv1.ParseRuntime(rt)
 			if !ok {
 				return fmt.Errorf("unknown runtime %q (goja, node, shell, python)", rt)
 			}
@@ -177,9 +168,8 @@ func stream(ctx context.Context, client sandboxv1.SandboxServiceClient, req *san
 
 func printOutcome(state sandboxv1.ExecutionState, o *sandboxv1.ExecutionOutcome) {
 	u := o.GetUsage()
-	reason := strings.ToLower(strings.TrimPrefix(o.GetTerminationReason().String(), "TERMINATION_REASON_"))
 	fmt.Fprintf(os.Stderr, "execfarm: execution %s %s (reason %s, exit code %d, signal %d)\n",
-		o.GetExecutionId(), strings.ToLower(strings.TrimPrefix(state.String(), "EXECUTION_STATE_")), reason, o.GetExitCode(), o.GetSignal())
+		o.GetExecutionId(), state.Name(), o.GetTerminationReason().Name(), o.GetExitCode(), o.GetSignal())
 	fmt.Fprintf(os.Stderr, "execfarm: wall %s, cpu user %s system %s, peak memory %d bytes (%s), pids peak %d, oom kills %d, queued %d ms, sandbox %s\n",
 		time.Duration(u.GetWallMs())*time.Millisecond, time.Duration(u.GetCpuUserUs())*time.Microsecond,
 		time.Duration(u.GetCpuSystemUs())*time.Microsecond, u.GetPeakMemoryBytes(), u.GetPeakMemorySource(),

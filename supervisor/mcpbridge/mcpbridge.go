@@ -138,16 +138,7 @@ type TestResult struct {
 }
 
 var (
-	modes    = []string{"execute", "stream", "async", "status", "cancel", "list", "test"}
-	runtimes = map[string]sandboxv1.Runtime{
-		"": sandboxv1.Runtime_RUNTIME_UNSPECIFIED, "goja": sandboxv1.Runtime_RUNTIME_GOJA,
-		"node": sandboxv1.Runtime_RUNTIME_NODE, "shell": sandboxv1.Runtime_RUNTIME_SHELL, "python": sandboxv1.Runtime_RUNTIME_PYTHON,
-	}
-	states = map[string]sandboxv1.ExecutionState{
-		"pending": sandboxv1.ExecutionState_EXECUTION_STATE_PENDING, "running": sandboxv1.ExecutionState_EXECUTION_STATE_RUNNING,
-		"completed": sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED, "failed": sandboxv1.ExecutionState_EXECUTION_STATE_FAILED,
-		"cancelled": sandboxv1.ExecutionState_EXECUTION_STATE_CANCELLED, "timeout": sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT,
-	}
+	modes = []string{"execute", "stream", "async", "status", "cancel", "list", "test"}
 )
 
 // inputSchema is Input's inferred schema with ProDisco's enums, bounds and
@@ -285,7 +276,7 @@ func invalid(format string, args ...any) error {
 }
 
 func runtimeOf(name string) (sandboxv1.Runtime, error) {
-	rt, ok := runtimes[name]
+	rt, ok := sandboxv1.ParseRuntime(name)
 	if !ok {
 		return 0, invalid("unknown runtime %q (want goja, node, shell or python)", name)
 	}
@@ -310,7 +301,7 @@ func (b *bridge) execute(ctx context.Context, in Input) (Output, error) {
 	}
 	out := Output{
 		Success: ptr(resp.GetSuccess()), Output: resp.GetOutput(), ErrorOutput: resp.GetErrorOutput(),
-		Error: resp.GetError(), ExecutionTimeMs: resp.GetExecutionTimeMs(), State: stateName(resp.GetState()),
+		Error: resp.GetError(), ExecutionTimeMs: resp.GetExecutionTimeMs(), State: resp.GetState().Name(),
 		Cached: resp.GetCached().GetName(),
 	}
 	outcome(&out, resp.GetOutcome())
@@ -368,7 +359,7 @@ func (b *bridge) stream(ctx context.Context, req *mcp.CallToolRequest, in Input)
 			res := x.Result
 			out.Output, out.ErrorOutput = stdout.String(), stderr.String()
 			out.Success, out.Error, out.ExecutionTimeMs = ptr(res.GetSuccess()), res.GetError(), res.GetExecutionTimeMs()
-			out.State, out.Cached = stateName(res.GetState()), res.GetCached().GetName()
+			out.State, out.Cached = res.GetState().Name(), res.GetCached().GetName()
 			outcome(&out, res.GetOutcome())
 			return out, nil
 		}
@@ -400,7 +391,7 @@ func (b *bridge) async(ctx context.Context, in Input) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	return Output{ExecutionID: resp.GetExecutionId(), State: stateName(resp.GetState()), QueuePosition: resp.GetQueuePosition()}, nil
+	return Output{ExecutionID: resp.GetExecutionId(), State: resp.GetState().Name(), QueuePosition: resp.GetQueuePosition()}, nil
 }
 
 func (b *bridge) status(ctx context.Context, in Input) (Output, error) {
@@ -414,7 +405,7 @@ func (b *bridge) status(ctx context.Context, in Input) (Output, error) {
 		return Output{}, err
 	}
 	out := Output{
-		ExecutionID: resp.GetExecutionId(), State: stateName(resp.GetState()), Output: resp.GetOutput(), ErrorOutput: resp.GetErrorOutput(),
+		ExecutionID: resp.GetExecutionId(), State: resp.GetState().Name(), Output: resp.GetOutput(), ErrorOutput: resp.GetErrorOutput(),
 		OutputLength: ptr(resp.GetOutputLength()), ErrorOutputLength: ptr(resp.GetErrorOutputLength()), QueuePosition: resp.GetQueuePosition(),
 	}
 	if res := resp.GetResult(); res != nil {
@@ -433,7 +424,7 @@ func (b *bridge) cancel(ctx context.Context, in Input) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	return Output{ExecutionID: in.ExecutionID, Success: ptr(resp.GetSuccess()), State: stateName(resp.GetState()), Message: resp.GetMessage()}, nil
+	return Output{ExecutionID: in.ExecutionID, Success: ptr(resp.GetSuccess()), State: resp.GetState().Name(), Message: resp.GetMessage()}, nil
 }
 
 func (b *bridge) list(ctx context.Context, in Input) (Output, error) {
@@ -443,7 +434,7 @@ func (b *bridge) list(ctx context.Context, in Input) (Output, error) {
 	}
 	req.Limit = min(req.Limit, MaxListLimit)
 	for _, s := range in.States {
-		st, ok := states[s]
+		st, ok := sandboxv1.ParseExecutionState(s)
 		if !ok {
 			return Output{}, invalid("unknown state %q", s)
 		}
@@ -456,12 +447,12 @@ func (b *bridge) list(ctx context.Context, in Input) (Output, error) {
 	out := Output{Executions: []ExecutionInfo{}}
 	for _, e := range resp.GetExecutions() {
 		info := ExecutionInfo{
-			ExecutionID: e.GetExecutionId(), State: stateName(e.GetState()), Runtime: runtimeName(e.GetRuntime()),
+			ExecutionID: e.GetExecutionId(), State: e.GetState().Name(), Runtime: e.GetRuntime().Name(),
 			StartedAtMs: e.GetStartedAtMs(), FinishedAtMs: e.GetFinishedAtMs(), CodePreview: e.GetCodePreview(),
 			QueuePosition: e.GetQueuePosition(), CachedName: e.GetCachedName(),
 		}
 		if r := e.GetTerminationReason(); r != sandboxv1.TerminationReason_TERMINATION_REASON_UNSPECIFIED {
-			info.TerminationReason = reasonName(r)
+			info.TerminationReason = r.Name()
 		}
 		out.Executions = append(out.Executions, info)
 	}
@@ -508,24 +499,9 @@ func outcome(out *Output, o *sandboxv1.ExecutionOutcome) {
 		out.ExecutionID = o.GetExecutionId()
 	}
 	if r := o.GetTerminationReason(); r != sandboxv1.TerminationReason_TERMINATION_REASON_UNSPECIFIED {
-		out.TerminationReason = reasonName(r)
+		out.TerminationReason = r.Name()
 		if r == sandboxv1.TerminationReason_TERMINATION_REASON_EXITED {
 			out.ExitCode = ptr(o.GetExitCode())
 		}
 	}
-}
-
-func stateName(s sandboxv1.ExecutionState) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "EXECUTION_STATE_"))
-}
-
-func reasonName(r sandboxv1.TerminationReason) string {
-	return strings.ToLower(strings.TrimPrefix(r.String(), "TERMINATION_REASON_"))
-}
-
-func runtimeName(r sandboxv1.Runtime) string {
-	if r == sandboxv1.Runtime_RUNTIME_UNSPECIFIED {
-		return ""
-	}
-	return strings.ToLower(strings.TrimPrefix(r.String(), "RUNTIME_"))
 }
