@@ -76,7 +76,9 @@ func ListenAndServe(ctx context.Context, s *Server, tc transport.Config, grace t
 		lis.Close()
 		return err
 	}
-	g := grpc.NewServer(append(opts, s.cfg.Metrics.ServerOptions()...)...)
+	// Metrics first: their interceptors then count the calls a token
+	// check refuses.
+	g := grpc.NewServer(append(s.cfg.Metrics.ServerOptions(), opts...)...)
 	s.Register(g)
 	s.cfg.Metrics.InitializeGRPC(g)
 	errc := make(chan error, 1)

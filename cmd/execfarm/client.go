@@ -24,6 +24,7 @@ type clientFlags struct {
 	tcp    bool
 	host   string
 	port   int
+	token  string // file
 }
 
 func (c *clientFlags) register(cmd *cobra.Command) {
@@ -32,10 +33,11 @@ func (c *clientFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&c.tcp, "tcp", false, "use TCP instead of the unix socket (env SANDBOX_USE_TCP)")
 	f.StringVar(&c.host, "host", "", "TCP host (env SANDBOX_TCP_HOST)")
 	f.IntVar(&c.port, "port", 0, "TCP port (env SANDBOX_TCP_PORT; default 50051)")
+	f.StringVar(&c.token, "token-file", "", "send the bearer token in this file (env EXECFARM_TOKEN_FILE, or the token itself in EXECFARM_TOKEN)")
 }
 
 func (c *clientFlags) transport() (transport.Config, error) {
-	return transport.FromEnv(transport.Config{SocketPath: c.socket, UseTCP: c.tcp, TCPHost: c.host, TCPPort: c.port}, os.Getenv)
+	return transport.FromEnv(transport.Config{SocketPath: c.socket, UseTCP: c.tcp, TCPHost: c.host, TCPPort: c.port, TokenPath: c.token}, os.Getenv)
 }
 
 // connect dials the configured supervisor.

@@ -58,6 +58,10 @@ type Config struct {
 	ServerName string
 	// AllowInsecureRemote permits insecure TCP on non-loopback addresses.
 	AllowInsecureRemote bool
+	// TokenPath is a file holding a bearer token, Token the token itself
+	// (TokenPath wins). A server with a token refuses calls without it
+	// (UNAUTHENTICATED; grpc.health.v1 excepted); a client sends it.
+	TokenPath, Token string
 }
 
 // FromEnv reads the reference server's variables through getenv (os.Getenv
@@ -91,6 +95,8 @@ func FromEnv(c Config, getenv func(string) string) (Config, error) {
 	set(&c.ClientCertPath, "SANDBOX_TLS_CLIENT_CERT_PATH")
 	set(&c.ClientKeyPath, "SANDBOX_TLS_CLIENT_KEY_PATH")
 	set(&c.ServerName, "SANDBOX_TLS_SERVER_NAME")
+	set(&c.TokenPath, "EXECFARM_TOKEN_FILE")
+	set(&c.Token, "EXECFARM_TOKEN")
 	switch c.Mode {
 	case "", ModeInsecure, ModeTLS, ModeMTLS:
 	default:
@@ -183,11 +189,20 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ServerOptions returns the gRPC server options for c's security mode.
+// ServerOptions returns the gRPC server options for c's security mode
+// and token.
 func (c Config) ServerOptions() ([]grpc.ServerOption, error) {
+	token, err := c.token()
+	if err != nil {
+		return nil, err
+	}
+	var opts []grpc.ServerOption
+	if token != "" {
+		opts = tokenOptions(token)
+	}
 	switch c.Mode {
 	case "", ModeInsecure:
-		return nil, nil
+		return opts, nil
 	}
 	cert, err := tls.LoadX509KeyPair(c.CertPath, c.KeyPath)
 	if err != nil {
@@ -202,14 +217,23 @@ func (c Config) ServerOptions() ([]grpc.ServerOption, error) {
 		tc.ClientCAs = pool
 		tc.ClientAuth = tls.RequireAndVerifyClientCert
 	}
-	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc))}, nil
+	return append(opts, grpc.Creds(credentials.NewTLS(tc))), nil
 }
 
-// DialOptions returns the client's gRPC dial options for c's mode.
+// DialOptions returns the client's gRPC dial options for c's mode and
+// token.
 func (c Config) DialOptions() ([]grpc.DialOption, error) {
+	token, err := c.token()
+	if err != nil {
+		return nil, err
+	}
+	var opts []grpc.DialOption
+	if token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))
+	}
 	switch c.Mode {
 	case "", ModeInsecure:
-		return []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, nil
+		return append(opts, grpc.WithTransportCredentials(insecure.NewCredentials())), nil
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
 	if c.CAPath != "" {
@@ -226,7 +250,7 @@ func (c Config) DialOptions() ([]grpc.DialOption, error) {
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
-	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(tc))}, nil
+	return append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc))), nil
 }
 
 // Target returns the gRPC dial target for c.
