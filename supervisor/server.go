@@ -189,10 +189,16 @@ func New(cfg Config) (*Server, error) {
 }
 
 // startSandbox starts a sandbox for path (metrics.PathWarmPool,
-// metrics.PathOnDemand) and counts the start-up.
+// metrics.PathOnDemand) and counts the start-up. Warm-pool sandboxes start
+// in the background (sandbox.StartInBackground): a refill must not slow
+// the execution that took the sandbox it replaces.
 func (s *Server) startSandbox(ctx context.Context, path string, spec sandbox.Spec) (*sandbox.Sandbox, error) {
 	t := time.Now()
-	sb, err := sandbox.Start(ctx, &s.cfg.Sandbox, spec)
+	start := sandbox.Start
+	if path == metrics.PathWarmPool {
+		start = sandbox.StartInBackground
+	}
+	sb, err := start(ctx, &s.cfg.Sandbox, spec)
 	s.cfg.Metrics.SandboxStarted(path, time.Since(t), err)
 	return sb, err
 }

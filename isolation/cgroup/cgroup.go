@@ -78,7 +78,27 @@ type Limits struct {
 	CPUQuotaMicros int64
 	// CPUPeriodMicros is the CFS period in µs, 1000..1000000. 0 = 100000.
 	CPUPeriodMicros uint64
+	// CPUWeight is the cgroup's share of contended CPU against its
+	// siblings, on cgroup v2's scale (cpu.weight, 1..10000); v1 gets
+	// cpu.shares = CPUWeight·1024/100. 0 = DefaultCPUWeight.
+	CPUWeight uint64
 }
+
+// CPU weights (Limits.CPUWeight, Manager.SetCPUWeight).
+const (
+	// DefaultCPUWeight is the kernel's default: cpu.weight 100, cpu.shares
+	// 1024.
+	DefaultCPUWeight = 100
+	// BackgroundCPUWeight is a tenth of the default: against one busy
+	// default sibling the cgroup gets about 9% of a contended CPU, so that
+	// it yields to them but still makes progress (a warm sandbox's
+	// start-up must end within the start timeout on a saturated node).
+	BackgroundCPUWeight = 10
+)
+
+// v1Shares converts a v2 cpu.weight to v1 cpu.shares (at least 2, the
+// kernel's minimum).
+func v1Shares(weight uint64) uint64 { return max(2, weight*1024/DefaultCPUWeight) }
 
 func (l Limits) period() uint64 {
 	if l.CPUPeriodMicros == 0 {
@@ -102,6 +122,8 @@ func (l Limits) validate() error {
 		return fmt.Errorf("%w: CPUQuotaMicros %d < 1000", ErrInvalidLimits, l.CPUQuotaMicros)
 	case l.CPUPeriodMicros != 0 && (l.CPUPeriodMicros < 1000 || l.CPUPeriodMicros > 1000000):
 		return fmt.Errorf("%w: CPUPeriodMicros %d outside 1000..1000000", ErrInvalidLimits, l.CPUPeriodMicros)
+	case l.CPUWeight > 10000:
+		return fmt.Errorf("%w: CPUWeight %d outside 1..10000", ErrInvalidLimits, l.CPUWeight)
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ func kernelFiles() map[string]string {
 		"pids.peak":              "0\n",
 		"pids.current":           "0\n",
 		"cpu.max":                "max 100000\n",
+		"cpu.weight":             "100\n",
 		"cpu.stat":               "usage_usec 0\nuser_usec 0\nsystem_usec 0\n",
 	}
 }
@@ -97,7 +98,10 @@ func TestFakeV2NewWritesLimits(t *testing.T) {
 			"pids.max": "100", "cpu.max": "150000 100000",
 		}},
 		{"custom period", Limits{CPUQuotaMicros: 5000, CPUPeriodMicros: 10000}, map[string]string{
-			"cpu.max": "5000 10000",
+			"cpu.max": "5000 10000", "cpu.weight": "100",
+		}},
+		{"background weight", Limits{CPUWeight: BackgroundCPUWeight}, map[string]string{
+			"cpu.weight": "10",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -447,5 +451,28 @@ func TestFakeV2Probe(t *testing.T) {
 				t.Error("Probe left the parent it created")
 			}
 		})
+	}
+}
+
+// TestFakeV2SetCPUWeight: the weight is cpu.weight itself on v2.
+func TestFakeV2SetCPUWeight(t *testing.T) {
+	cfg := fakeV2(t, kernelFiles())
+	m, err := New(cfg, "sbx", Limits{CPUWeight: BackgroundCPUWeight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetCPUWeight(DefaultCPUWeight); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, filepath.Join(m.Path(), "cpu.weight")); got != "100" {
+		t.Errorf("cpu.weight = %q, want 100", got)
+	}
+	for _, bad := range []uint64{0, 10001} {
+		if err := m.SetCPUWeight(bad); !errors.Is(err, ErrInvalidLimits) {
+			t.Errorf("SetCPUWeight(%d) = %v, want ErrInvalidLimits", bad, err)
+		}
+	}
+	if _, err := New(cfg, "heavy", Limits{CPUWeight: 10001}); !errors.Is(err, ErrInvalidLimits) {
+		t.Errorf("New with CPUWeight 10001 = %v, want ErrInvalidLimits", err)
 	}
 }

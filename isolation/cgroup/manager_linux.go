@@ -122,6 +122,10 @@ func toSpec(l Limits) *specs.LinuxResources {
 	if l.PidsMax > 0 {
 		r.Pids = &specs.LinuxPids{Limit: &l.PidsMax}
 	}
+	if l.CPUWeight > 0 {
+		shares := v1Shares(l.CPUWeight)
+		r.CPU.Shares = &shares // v1; createV2 sets the exact weight
+	}
 	return r
 }
 
@@ -177,6 +181,10 @@ func strictInit(c *cgroup1.InitConfig) error {
 
 func (m *Manager) createV2(lay layout, l Limits) error {
 	res := cgroup2.ToResources(toSpec(l))
+	if l.CPUWeight > 0 {
+		// containerd's shares→weight conversion is not our scale's inverse.
+		res.CPU.Weight = &l.CPUWeight
+	}
 	if res.Pids == nil {
 		res.Pids = &cgroup2.Pids{} // enables pids and writes pids.max "max"
 	}
@@ -271,6 +279,28 @@ func (m *Manager) FD() (*os.File, error) {
 		return nil, fmt.Errorf("open cgroup fd of %s: %w", dir, &os.PathError{Op: "open", Path: dir, Err: err})
 	}
 	return os.NewFile(uintptr(fd), dir), nil
+}
+
+// SetCPUWeight changes the cgroup's CPU weight (Limits.CPUWeight's scale,
+// 1..10000): cpu.weight on v2, cpu.shares on v1.
+func (m *Manager) SetCPUWeight(weight uint64) error {
+	if weight < 1 || weight > 10000 {
+		return fmt.Errorf("set CPU weight of %s: %w: %d outside 1..10000", m.Path(), ErrInvalidLimits, weight)
+	}
+	var err error
+	switch {
+	case m.v1 != nil:
+		shares := v1Shares(weight)
+		err = m.v1.Update(&specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &shares}})
+	case m.v2 != nil:
+		err = m.v2.Update(&cgroup2.Resources{CPU: &cgroup2.CPU{Weight: &weight}})
+	default:
+		err = fmt.Errorf("cgroup not created by New")
+	}
+	if err != nil {
+		return fmt.Errorf("set CPU weight of %s: %w", m.Path(), err)
+	}
+	return nil
 }
 
 // AddProc moves process pid into the cgroup: into every controller's

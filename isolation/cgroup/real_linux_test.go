@@ -134,6 +134,26 @@ func TestRealNewWritesLimits(t *testing.T) {
 	}
 }
 
+// TestRealSetCPUWeight: a background cgroup starts with the lowest
+// weight and gets the default back; v1 shows it as cpu.shares.
+func TestRealSetCPUWeight(t *testing.T) {
+	cfg := requireCgroup(t)
+	m := newManager(t, cfg, "weight", Limits{CPUWeight: BackgroundCPUWeight})
+	file, low, normal := filepath.Join(m.Path(), "cpu.weight"), "10", "100"
+	if m.Mode() == V1 {
+		file, low, normal = filepath.Join(m.Paths()["cpu"], "cpu.shares"), "102", "1024"
+	}
+	if got := readTrim(t, file); got != low {
+		t.Errorf("%s after New = %q, want %q", file, got, low)
+	}
+	if err := m.SetCPUWeight(DefaultCPUWeight); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, file); got != normal {
+		t.Errorf("%s after SetCPUWeight(default) = %q, want %q", file, got, normal)
+	}
+}
+
 func TestRealAddProcKillDelete(t *testing.T) {
 	cfg := requireCgroup(t)
 	m, err := New(cfg, "addproc", Limits{PidsMax: 16})

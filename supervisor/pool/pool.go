@@ -140,6 +140,10 @@ func (p *Pool) live(sb *sandbox.Sandbox) *sandbox.Sandbox {
 	return nil
 }
 
+// refillDelay is how long the refill of a taken sandbox waits for the
+// execution that took it to end (Discard starts it then).
+const refillDelay = 100 * time.Millisecond
+
 // recycleWait bounds how long Take waits for a sandbox being recycled.
 const recycleWait = 20 * time.Millisecond
 
@@ -154,7 +158,11 @@ func (p *Pool) took(sb *sandbox.Sandbox) *sandbox.Sandbox {
 	}
 	p.mu.Unlock()
 	if !lend {
-		p.poke()
+		// The replacement starts when the execution that took sb ends
+		// (Discard), or after refillDelay if it runs longer: a start
+		// beside a short execution slows it (cgroup and namespace set-up
+		// contend in the kernel with its run and teardown).
+		time.AfterFunc(refillDelay, p.poke)
 	}
 	if p.log.IsDebug() {
 		s := p.Stats()
@@ -237,11 +245,9 @@ func (p *Pool) Recycle(sb *sandbox.Sandbox) {
 // rather than recycled, so that it starts a replacement.
 func (p *Pool) Discard(sb *sandbox.Sandbox) {
 	p.mu.Lock()
-	lent := p.release(sb)
+	p.release(sb)
 	p.mu.Unlock()
-	if lent {
-		p.poke()
-	}
+	p.poke() // a lent sandbox's place, or a taken one's deferred refill
 }
 
 // Stats returns the pool's current state.

@@ -46,6 +46,8 @@ type Sandbox struct {
 	// cgroup (v1), one of its tasks.
 	forkerInPayload bool
 	uses            atomic.Int32 // Runs so far
+	// background: started by StartInBackground and not yet Foreground.
+	background bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -63,7 +65,34 @@ func (s *Sandbox) CgroupPath() string { return s.cg.Path() }
 // Start creates a sandbox: cgroup with spec's limits, host directory,
 // worker forked into fresh namespaces and placed in the cgroup, go-plugin
 // handshake. On error nothing of the sandbox is left behind.
-func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) {
+func Start(ctx context.Context, cfg *Config, spec Spec) (*Sandbox, error) {
+	return start(ctx, cfg, spec, false)
+}
+
+// StartInBackground is Start for a sandbox that nobody waits for (the warm
+// pool's): its cgroup has the lowest CPU weight
+// (cgroup.BackgroundCPUWeight), so that its start-up takes only the CPU
+// that running executions leave over. Foreground gives it the default
+// weight; call it before the sandbox serves an execution.
+func StartInBackground(ctx context.Context, cfg *Config, spec Spec) (*Sandbox, error) {
+	return start(ctx, cfg, spec, true)
+}
+
+// Foreground gives a sandbox started by StartInBackground the default CPU
+// weight. It does nothing for one started by Start, or twice. Not safe
+// for concurrent use: the one execution that holds the sandbox calls it.
+func (s *Sandbox) Foreground() error {
+	if !s.background {
+		return nil
+	}
+	if err := s.cg.SetCPUWeight(cgroup.DefaultCPUWeight); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	s.background = false
+	return nil
+}
+
+func start(ctx context.Context, cfg *Config, spec Spec, background bool) (_ *Sandbox, err error) {
 	if cfg.IDs == nil {
 		return nil, errors.New("sandbox: Config.IDs is nil")
 	}
@@ -104,6 +133,10 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (_ *Sandbox, err error) 
 	limits := spec.Limits
 	if limits.PidsMax > 0 {
 		limits.PidsMax += WorkerPidsReserve
+	}
+	if background {
+		limits.CPUWeight = cgroup.BackgroundCPUWeight
+		s.background = true
 	}
 	mark("prepare")
 	s.cg, err = cgroup.New(cfg.Cgroup, s.id, limits)

@@ -22,6 +22,12 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (*Sandbox, error) {
 	return nil, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }
 
+// StartInBackground is not supported off Linux.
+func StartInBackground(ctx context.Context, cfg *Config, spec Spec) (*Sandbox, error) {
+	return Start(ctx, cfg, spec)
+}
+
+func (s *Sandbox) Foreground() error  { return nil }
 func (s *Sandbox) ID() string         { return "" }
 func (s *Sandbox) HostUID() uint32    { return 0 }
 func (s *Sandbox) CgroupPath() string { return "" }

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/forkserver"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
@@ -279,5 +281,80 @@ func waitPoolReady(t *testing.T, in *instance, n int32) {
 			t.Fatalf("warm pool not ready (want %d ready): %v", n, h)
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+}
+
+// TestWarmSandboxesWaitAtBackgroundCPUWeight: ready sandboxes hold a
+// tenth of the default CPU weight; the one an execution takes runs at the
+// default.
+func TestWarmSandboxesWaitAtBackgroundCPUWeight(t *testing.T) {
+	requireSandbox(t)
+	in, err := startInstance("poolweight", poolSlot, 6, 1, 5*time.Second, func(cfg *supervisor.Config) { cfg.WarmPool = 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := in.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	waitPoolReady(t, in, 2)
+	// weights returns each sandbox cgroup's weight file's value, by
+	// sandbox id: cpu.weight on v2, cpu.shares on v1.
+	weights := func() map[string]string {
+		out := map[string]string{}
+		for _, parent := range host.cgParents {
+			for _, name := range []string{"cpu.weight", "cpu.shares"} {
+				files, _ := filepath.Glob(filepath.Join(parent, "sb-*", name))
+				for _, f := range files {
+					b, err := os.ReadFile(f)
+					if err == nil {
+						out[filepath.Base(filepath.Dir(f))] = strings.TrimSpace(string(b))
+					}
+				}
+			}
+		}
+		return out
+	}
+	low, normal := "10", "100"
+	if cgroup.Probe(host.cg).Mode == cgroup.V1 {
+		low, normal = "102", "1024"
+	}
+	ready := weights()
+	if len(ready) != 2 {
+		t.Fatalf("sandbox cgroups with a CPU weight: %v, want the 2 ready ones", ready)
+	}
+	for id, w := range ready {
+		if w != low {
+			t.Errorf("ready sandbox %s: CPU weight %s, want %s", id, w, low)
+		}
+	}
+	async, err := in.client.ExecuteAsync(callCtx(t), shellReq("sleep 30", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.client.CancelExecution(callCtx(t), &sandboxv1.CancelExecutionRequest{ExecutionId: async.GetExecutionId()})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := in.client.GetExecution(callCtx(t), &sandboxv1.GetExecutionRequest{ExecutionId: async.GetExecutionId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GetState() == sandboxv1.ExecutionState_EXECUTION_STATE_RUNNING {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("execution not running after 10 s: %v", r.GetState())
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+	running := 0
+	for id, w := range weights() {
+		if _, wasReady := ready[id]; wasReady && w == normal {
+			running++
+		}
+	}
+	if running != 1 {
+		t.Errorf("taken sandboxes at the default CPU weight: %d, want 1 (%v)", running, weights())
 	}
 }
