@@ -290,6 +290,10 @@ func (p *Pool) fill() {
 		wg.Wait()
 		close(p.done)
 	}()
+	// A start counts in p.starting until its result is read here, so at
+	// most parallel results are ever unread: they fit the buffer, and no
+	// start blocks on its send (or keeps Close waiting) while fill backs
+	// off or has returned.
 	results := make(chan error, p.parallel)
 	backoff := 50 * time.Millisecond
 	for {
@@ -301,6 +305,9 @@ func (p *Pool) fill() {
 		p.mu.Unlock()
 		select {
 		case err := <-results:
+			p.mu.Lock()
+			p.starting--
+			p.mu.Unlock()
 			if err == nil {
 				backoff = 50 * time.Millisecond
 				continue
@@ -332,7 +339,6 @@ func (p *Pool) startOne() error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.starting--
 	if err != nil {
 		p.failures++
 		return err

@@ -1,7 +1,11 @@
 package pool
 
 import (
+	"context"
+	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -36,5 +40,52 @@ func TestTakeOnlyMatchingSpec(t *testing.T) {
 	p.Discard(sb)
 	if s := p.Stats(); s.InUse != 0 {
 		t.Fatalf("after Discard: Stats = %+v, want none in use", s)
+	}
+}
+
+// TestCloseWhileStartsFail: with every start failing at once, the pool
+// backs off without piling up starts, and Close returns.
+func TestCloseWhileStartsFail(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, most, calls := 0, 0, 0
+	enough := make(chan struct{}) // closed at the 6th start: several back-off rounds
+	start := func(ctx context.Context) (*sandbox.Sandbox, error) {
+		mu.Lock()
+		inFlight++
+		calls++
+		most = max(most, inFlight)
+		if calls == 6 {
+			close(enough)
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+		}()
+		return nil, errors.New("no sandbox here")
+	}
+	p := New(4, 1, sandbox.Spec{}, start, func(context.Context, *sandbox.Sandbox) error { return nil }, hclog.NewNullLogger())
+	// Wake it again and again while it backs off: each wake must not
+	// start more than the pool's parallel starts.
+	for range 200 {
+		p.poke()
+	}
+	select {
+	case <-enough:
+	case <-time.After(30 * time.Second):
+		t.Fatal("fewer than 6 start attempts in 30 s")
+	}
+	closed := make(chan struct{})
+	go func() { p.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return while starts kept failing")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls == 0 || most > p.parallel {
+		t.Errorf("%d starts, at most %d at once; want some, at most %d", calls, most, p.parallel)
 	}
 }
