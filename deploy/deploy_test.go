@@ -229,3 +229,21 @@ func TestDaemonSetMetricsPort(t *testing.T) {
 		t.Errorf("metrics port %s is not declared as the container port named metrics", port)
 	}
 }
+
+// TestNetworkPolicyGuardsMetrics: the unauthenticated metrics port is
+// reachable only from selected namespaces, and the policy selects the
+// DaemonSet's pods.
+func TestNetworkPolicyGuardsMetrics(t *testing.T) {
+	np := docs(t, "networkpolicy.yaml")[0]
+	ds := docs(t, "daemonset.yaml")[0]
+	if fmt.Sprint(dig(np, "spec", "podSelector", "matchLabels")) != fmt.Sprint(dig(ds, "spec", "selector", "matchLabels")) {
+		t.Errorf("policy selects %v, DaemonSet pods are %v", dig(np, "spec", "podSelector", "matchLabels"), dig(ds, "spec", "selector", "matchLabels"))
+	}
+	for _, rule := range dig(np, "spec", "ingress").([]any) {
+		for _, p := range dig(rule, "ports").([]any) {
+			if dig(p, "port") == "metrics" && dig(rule, "from") == nil {
+				t.Error("the metrics port is open to every peer")
+			}
+		}
+	}
+}

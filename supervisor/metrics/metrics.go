@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 )
 
@@ -153,15 +154,27 @@ func (m *Metrics) SandboxStarted(path string, d time.Duration, err error) {
 	m.startSeconds.WithLabelValues(path).Observe(d.Seconds())
 }
 
+// Bounds of the metrics endpoint: a scraper needs one connection and one
+// request at a time, and the endpoint has no authentication, so whoever
+// reaches it must not be able to take the supervisor's descriptors or
+// memory. Past MaxScrapes requests at once the answer is 503; past
+// MaxConnections connections new ones wait to be accepted.
+const (
+	MaxScrapes     = 4
+	MaxConnections = 16
+)
+
 // Handler serves the metrics in Prometheus's text (or OpenMetrics)
-// format.
+// format, at most MaxScrapes at once.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true, MaxRequestsInFlight: MaxScrapes})
 }
 
 // Serve serves GET /metrics on lis until it is closed; it returns nil
 // then. Nothing else is served: the listener's address is the whole
-// surface, so bind it where only the scraper reaches.
+// surface, so bind it where only the scraper reaches. At most
+// MaxConnections connections are open at once (x/net/netutil), each idle
+// for at most 10 s.
 func (m *Metrics) Serve(lis net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
@@ -170,9 +183,10 @@ func (m *Metrics) Serve(lis net.Listener) error {
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
+		IdleTimeout:       10 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 	}
+	lis = netutil.LimitListener(lis, MaxConnections)
 	if err := srv.Serve(lis); err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}

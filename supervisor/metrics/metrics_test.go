@@ -157,3 +157,40 @@ func TestServeOnlyMetrics(t *testing.T) {
 		t.Errorf("Serve after the listener closed = %v, want nil", err)
 	}
 }
+
+// TestServeBoundsConnections: past MaxConnections open connections, a new
+// one is not served until one closes.
+func TestServeBoundsConnections(t *testing.T) {
+	m := New()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() { _ = m.Serve(lis) }()
+	addr := lis.Addr().String()
+	var idle []net.Conn
+	for range MaxConnections {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	get := func() error {
+		c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := c.Get("http://" + addr + "/metrics")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get(); err == nil {
+		t.Fatalf("a scrape was served with %d connections open", MaxConnections)
+	}
+	idle[0].Close()
+	if err := get(); err != nil {
+		t.Fatalf("scrape after a connection closed: %v", err)
+	}
+}
