@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
 
 // ErrHostShared is wrapped by LockHost when another supervisor holds one
@@ -54,7 +55,7 @@ func LockHost(cg cgroup.Config, uidBase uint32, stateDir, lockDir string) (relea
 	if err := ownDir(lockDir); err != nil {
 		return nil, fmt.Errorf("supervisor: lock: %w", err)
 	}
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+	if err := sandbox.MakeStateDir(stateDir); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	var held []*os.File

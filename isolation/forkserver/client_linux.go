@@ -397,7 +397,9 @@ func (p *Process) Release() error {
 		return p.c.gone()
 	case <-t.C:
 		p.c.mu.Lock()
-		delete(p.c.reaping, p.Pid)
+		if p.c.reaping[p.Pid] == reaped {
+			delete(p.c.reaping, p.Pid)
+		}
 		p.c.mu.Unlock()
 		return fmt.Errorf("forkserver: pid %d not reaped after %v", p.Pid, ReleaseTimeout)
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -110,13 +111,61 @@ func TestValidateStateDirSearchableByOthers(t *testing.T) {
 	}
 	c := Config{WorkerBinary: filepath.Join(bin, "w"), IDs: NewIDPool(1<<30, 0, 1), StateDir: filepath.Join(private, "state")}
 	err = c.Validate()
-	if err == nil || !strings.Contains(err.Error(), private+" (mode -rwx------) is not searchable") {
+	if err == nil || !strings.Contains(err.Error(), private+" (mode 0700) is not searchable") {
 		t.Fatalf("state dir under a 0700 directory: Validate = %v, want an error naming %s", err, private)
+	}
+	// Through a symlink whose target lies below the 0700 directory.
+	inner := filepath.Join(private, "inner")
+	if err := os.Mkdir(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := private + "-link"
+	if err := os.Symlink(inner, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(link) })
+	linked := c
+	linked.StateDir = filepath.Join(link, "state")
+	if err := linked.Validate(); err == nil || !strings.Contains(err.Error(), private+" (mode 0700)") {
+		t.Fatalf("state dir through a symlink into a 0700 directory: Validate = %v", err)
 	}
 	if err := os.Chmod(private, 0o711); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("after chmod 0711: Validate = %v", err)
+	}
+	if err := linked.Validate(); err != nil {
+		t.Fatalf("through the symlink after chmod 0711: Validate = %v", err)
+	}
+	relative := c
+	relative.StateDir = "state"
+	if err := relative.Validate(); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+		t.Fatalf("relative state dir: Validate = %v", err)
+	}
+}
+
+// TestMakeStateDirIgnoresUmask: directories it creates are 0711 under any
+// umask, so that sandbox workers pass through them.
+func TestMakeStateDirIgnoresUmask(t *testing.T) {
+	base, err := os.MkdirTemp("", "xf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	dir := filepath.Join(base, "a", "b", "state")
+	if err := MakeStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(base, "a"), filepath.Join(base, "a", "b"), dir} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm() != 0o711 {
+			t.Errorf("%s: mode %v, %v; want 0711", p, fi.Mode().Perm(), err)
+		}
+	}
+	if fi, _ := os.Stat(base); fi.Mode().Perm() != 0o700 {
+		t.Errorf("an existing directory's mode changed to %v", fi.Mode().Perm())
 	}
 }

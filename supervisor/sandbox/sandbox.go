@@ -126,8 +126,8 @@ func (c *Config) Validate() error {
 	if len(d) > socketPathBudget {
 		return fmt.Errorf("sandbox: state directory %q is %d bytes; at most %d fit in a unix socket path", d, len(d), socketPathBudget)
 	}
-	if err := os.MkdirAll(d, 0o711); err != nil {
-		return fmt.Errorf("sandbox: state directory: %w", err)
+	if err := MakeStateDir(d); err != nil {
+		return err
 	}
 	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 		return fmt.Errorf("sandbox: state directory %q is not a directory", d)
@@ -135,30 +135,60 @@ func (c *Config) Validate() error {
 	return searchableByOthers(d)
 }
 
+// MakeStateDir creates the state directory dir, which must be absolute
+// (sandboxes reach it by its host path), with every missing parent, as
+// mode 0711 whatever the umask: sandbox workers, running as unprivileged
+// uids, pass through them.
+func MakeStateDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("sandbox: state directory %q is not an absolute path", dir)
+	}
+	var missing []string
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil || p == filepath.Dir(p) {
+			break
+		}
+		missing = append(missing, p)
+	}
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("sandbox: state directory: %w", err)
+	}
+	for _, p := range missing {
+		if err := os.Chmod(p, 0o711); err != nil {
+			return fmt.Errorf("sandbox: state directory: %w", err)
+		}
+	}
+	return nil
+}
+
 // searchableByOthers checks that an unprivileged uid with no other right
-// may pass through each directory above dir (mode o+x): a sandbox's
-// worker, running as such a uid, reaches its plugin socket in the state
-// directory by its host path. (Start makes the state directory itself
-// 0711.) Without this check a state directory under, say, a 0700 mktemp
+// may pass through each directory above dir (mode o+x), both along dir as
+// written and along the path its symlinks resolve to: a sandbox's worker,
+// running as such a uid, reaches its plugin socket in the state directory
+// by its host path. (Start makes the state directory itself 0711.)
+// Without this check a state directory under, say, a 0700 mktemp
 // directory fails every sandbox start with a bare "permission denied"
 // from inside the worker.
 func searchableByOthers(dir string) error {
-	abs, err := filepath.Abs(dir)
+	resolved, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return fmt.Errorf("sandbox: state directory: %w", err)
 	}
-	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("sandbox: state directory: %w", err)
-		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("sandbox: state directory %q: %s (mode %v) is not searchable by other users (o+x); sandbox workers run as unprivileged uids and must pass through it to their sockets", dir, p, fi.Mode().Perm())
-		}
-		if p == filepath.Dir(p) {
-			return nil
+	for _, path := range []string{dir, resolved} {
+		for p := filepath.Dir(filepath.Clean(path)); ; p = filepath.Dir(p) {
+			fi, err := os.Stat(p)
+			if err != nil {
+				return fmt.Errorf("sandbox: state directory: %w", err)
+			}
+			if fi.Mode().Perm()&0o001 == 0 {
+				return fmt.Errorf("sandbox: state directory %q: %s (mode %#o) is not searchable by other users (o+x); sandbox workers run as unprivileged uids and must pass through it to their sockets", dir, p, fi.Mode().Perm())
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
 		}
 	}
+	return nil
 }
 
 // ValidateBinaries checks the worker binary is set and the goja runtime

@@ -326,8 +326,9 @@ func (s *Sandbox) Exited() bool {
 }
 
 // Close destroys the sandbox: kills its processes, ends the plugin client,
-// deletes the cgroup and the host directory, and frees the uid range.
-// Idempotent.
+// deletes the cgroup and the host directory, waits until the fork server
+// has reaped the worker, and frees the uid range (only once the cgroup is
+// gone; the error says so otherwise). Idempotent.
 func (s *Sandbox) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
@@ -361,8 +362,15 @@ func (s *Sandbox) Close() error {
 		if s.runner != nil {
 			errs = append(errs, s.runner.release())
 		}
-		if s.release != nil {
+		// The uid range goes back only once nothing of the sandbox can run:
+		// its cgroup is gone (rmdir succeeds only on an empty cgroup; a
+		// worker not yet reaped is a zombie, which runs nothing). Otherwise
+		// it stays taken, one slot fewer, rather than go to a new sandbox
+		// that could share uids with what is left.
+		if s.release != nil && (s.cg == nil || cgErr == nil) {
 			s.release()
+		} else if s.release != nil {
+			errs = append(errs, fmt.Errorf("sandbox: %s keeps its uid range %d: its cgroup could not be removed", s.id, s.ids.HostID))
 		}
 		s.closeErr = errors.Join(errs...)
 	})
