@@ -63,8 +63,9 @@ func pki(t *testing.T, dir string) (ca, srvCert, srvKey, cliCert, cliKey string)
 	return
 }
 
-// serveHealth serves grpc.health.v1 with c's security on a loopback port.
-func serveHealth(t *testing.T, c Config) string {
+// serveHealth serves grpc.health.v1, and what register adds, with c's
+// security on a loopback port, and returns its address.
+func serveHealth(t *testing.T, c Config, register ...func(*grpc.Server)) string {
 	t.Helper()
 	opts, err := c.ServerOptions()
 	if err != nil {
@@ -76,6 +77,9 @@ func serveHealth(t *testing.T, c Config) string {
 	}
 	g := grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(g, health.NewServer())
+	for _, r := range register {
+		r(g)
+	}
 	go func() { _ = g.Serve(lis) }()
 	t.Cleanup(g.Stop)
 	return lis.Addr().String()

@@ -12,8 +12,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
@@ -26,20 +24,10 @@ const goodToken = "0123456789abcdef0123456789abcdef"
 // with c's options on a loopback port, and returns a client Config for it.
 func serveWithToken(t *testing.T, c Config) Config {
 	t.Helper()
-	opts, err := c.ServerOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer(opts...)
-	healthpb.RegisterHealthServer(g, health.NewServer())
-	sandboxv1.RegisterSandboxServiceServer(g, sandboxv1.UnimplementedSandboxServiceServer{})
-	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
-	_, port, _ := net.SplitHostPort(lis.Addr().String())
+	addr := serveHealth(t, c, func(g *grpc.Server) {
+		sandboxv1.RegisterSandboxServiceServer(g, sandboxv1.UnimplementedSandboxServiceServer{})
+	})
+	_, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
 	return Config{UseTCP: true, TCPHost: "127.0.0.1", TCPPort: p}
 }

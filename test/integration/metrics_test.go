@@ -4,7 +4,6 @@ package integration
 
 import (
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
@@ -21,18 +20,7 @@ import (
 func TestMetricsCountWhatHappened(t *testing.T) {
 	requireSandbox(t)
 	m := metrics.New()
-	in, err := startInstance("metrics", poolSlot, 6, 1, 5*time.Second, func(cfg *supervisor.Config) {
-		cfg.WarmPool = 1
-		cfg.Metrics = m
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := in.stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
+	in := startPoolInstance(t, "metrics", 1, func(cfg *supervisor.Config) { cfg.Metrics = m })
 	// The pool's first start-up has ended (and been counted) once it has
 	// a ready sandbox.
 	waitPoolReady(t, in, 1)
@@ -42,7 +30,7 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	if resp := execute(t, in.client, gojaReq("process.exit(3)", 0)); resp.GetSuccess() {
 		t.Fatalf("goja exit 3 succeeded: %s", describe(resp))
 	}
-	_, err = in.client.Execute(callCtx(t), shellReq("", 0))
+	_, err := in.client.Execute(callCtx(t), shellReq("", 0))
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("Execute without code: %v, want InvalidArgument", err)
 	}

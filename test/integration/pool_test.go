@@ -76,15 +76,7 @@ func TestWarmPoolNeverSharesASandbox(t *testing.T) {
 // see nothing of the warm-up.
 func TestWarmPoolRunsGojaOnPreparedProcesses(t *testing.T) {
 	requireSandbox(t)
-	in, err := startInstance("poolgoja", poolSlot, 6, 1, 5*time.Second, func(cfg *supervisor.Config) { cfg.WarmPool = 2 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := in.stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
+	in := startPoolInstance(t, "poolgoja", 2)
 	cases := []struct {
 		code, out, errOut string
 		exit              int32
@@ -223,15 +215,7 @@ ls /proc | grep -c '^[0-9]'`
 // succeed.
 func TestWarmPoolDropsSandboxesWhoseWorkerDied(t *testing.T) {
 	requireSandbox(t)
-	in, err := startInstance("pooldead", poolSlot, 6, 1, 5*time.Second, func(cfg *supervisor.Config) { cfg.WarmPool = 2 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := in.stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
+	in := startPoolInstance(t, "pooldead", 2)
 	waitPoolReady(t, in, 2)
 	var fs int
 	for _, p := range hostscan.WithMarker(forkserver.Arg) {
@@ -289,15 +273,7 @@ func waitPoolReady(t *testing.T, in *instance, n int32) {
 // default.
 func TestWarmSandboxesWaitAtBackgroundCPUWeight(t *testing.T) {
 	requireSandbox(t)
-	in, err := startInstance("poolweight", poolSlot, 6, 1, 5*time.Second, func(cfg *supervisor.Config) { cfg.WarmPool = 2 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := in.stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
+	in := startPoolInstance(t, "poolweight", 2)
 	waitPoolReady(t, in, 2)
 	// weights returns each sandbox cgroup's weight file's value, by
 	// sandbox id: cpu.weight on v2, cpu.shares on v1.
@@ -357,4 +333,22 @@ func TestWarmSandboxesWaitAtBackgroundCPUWeight(t *testing.T) {
 	if running != 1 {
 		t.Errorf("taken sandboxes at the default CPU weight: %d, want 1 (%v)", running, weights())
 	}
+}
+
+// startPoolInstance starts a supervisor on the pool's uid slots, running
+// one execution at a time, with a warm pool of warm sandboxes and opts; it
+// is stopped at cleanup.
+func startPoolInstance(t *testing.T, name string, warm int, opts ...func(*supervisor.Config)) *instance {
+	t.Helper()
+	opts = append([]func(*supervisor.Config){func(cfg *supervisor.Config) { cfg.WarmPool = warm }}, opts...)
+	in, err := startInstance(name, poolSlot, 6, 1, 5*time.Second, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := in.stop(); err != nil {
+			t.Errorf("stop supervisor %s: %v", name, err)
+		}
+	})
+	return in
 }
