@@ -125,6 +125,12 @@ func HostAccess(cfg *Config, kubeconfig string, policy hostproxy.KubePolicy, pro
 // parent and temporary directory; the pid of its process follows.
 const embeddedPrefix = "execfarm-embedded-"
 
+// EmbeddedRoot holds embedded supervisors' directories (socket and
+// sandbox state): /tmp, not $TMPDIR, because sandbox workers pass through
+// it by host path as unprivileged uids (a per-user TMPDIR is often 0700)
+// and plugin socket paths must stay short.
+const EmbeddedRoot = "/tmp"
+
 // removeStaleEmbedded removes what embedded supervisors of processes that
 // are gone left behind (an `execfarm run` killed with SIGKILL runs no
 // clean-up): their cgroup parents next to the one this process would use
@@ -154,10 +160,10 @@ func removeStaleEmbedded(cg cgroup.Config) {
 			}
 		}
 	}
-	if entries, err := os.ReadDir(os.TempDir()); err == nil {
+	if entries, err := os.ReadDir(EmbeddedRoot); err == nil {
 		for _, e := range entries {
 			if e.IsDir() && strings.HasPrefix(e.Name(), embeddedPrefix) && !alive(e.Name()) {
-				_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+				_ = os.RemoveAll(filepath.Join(EmbeddedRoot, e.Name()))
 			}
 		}
 	}
@@ -173,9 +179,20 @@ func removeStaleEmbedded(cg cgroup.Config) {
 // created.
 func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc transport.Config, stop func() error, err error) {
 	removeStaleEmbedded(cfg.Sandbox.Cgroup)
-	dir, err := os.MkdirTemp("", embeddedPrefix+strconv.Itoa(os.Getpid())+"-")
+	dir, err := os.MkdirTemp(EmbeddedRoot, embeddedPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return tc, nil, fmt.Errorf("supervisor: %w", err)
+	}
+	// Its sandboxes' state lives here too, not in the default state
+	// directory that a serve owns (and cleans at start), so that a
+	// supervisor killed with SIGKILL leaves it where removeStaleEmbedded
+	// looks. Workers pass through it: 0711.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		os.RemoveAll(dir)
+		return tc, nil, fmt.Errorf("supervisor: %w", err)
+	}
+	if cfg.Sandbox.StateDir == "" {
+		cfg.Sandbox.StateDir = dir
 	}
 	if cfg.Sandbox.Cgroup.Parent == "" {
 		cfg.Sandbox.Cgroup.Parent = "/" + embeddedPrefix + strconv.Itoa(os.Getpid())

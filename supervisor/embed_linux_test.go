@@ -35,7 +35,7 @@ func TestRemoveStaleEmbedded(t *testing.T) {
 			_ = m.Delete()
 			_ = cgroup.RemoveParent(cfg)
 		})
-		dir := filepath.Join(os.TempDir(), name+"-test")
+		dir := filepath.Join(EmbeddedRoot, name+"-test")
 		if err := os.MkdirAll(filepath.Join(dir, "sb", "x"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestRemoveStaleEmbedded(t *testing.T) {
 	removeStaleEmbedded(cgroup.Config{})
 	for i, name := range []string{deadName, liveName} {
 		_, err := os.Stat(filepath.Dir(managers[i].Path())) // the parent
-		_, derr := os.Stat(filepath.Join(os.TempDir(), name+"-test"))
+		_, derr := os.Stat(filepath.Join(EmbeddedRoot, name+"-test"))
 		gone := os.IsNotExist(err) && os.IsNotExist(derr)
 		kept := err == nil && derr == nil
 		switch {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -21,6 +23,12 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
+	// A write to a closed stdout (execfarm run | head, an MCP host that
+	// went away) returns EPIPE instead of killing the process, so that an
+	// embedded supervisor is shut down and nothing is left behind. A
+	// handler, not SIG_IGN: ignored signals are inherited across exec, and
+	// sandboxed programs must get the default SIGPIPE.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	root := &cobra.Command{
 		Use:           "execfarm",
 		Short:         "Process-isolated code execution: every program in a fresh Linux sandbox",

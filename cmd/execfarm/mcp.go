@@ -34,8 +34,12 @@ stdout carries the protocol alone.`,
 			if err != nil {
 				return err
 			}
-			// Run returns when the client closes stdin or ctx ends.
-			return s.Run(ctx, &mcp.StdioTransport{})
+			// Run returns when the client closes stdin or ctx ends; a
+			// SIGTERM is a normal end.
+			if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
 		},
 	}
 }

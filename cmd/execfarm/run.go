@@ -141,11 +141,12 @@ func stream(ctx context.Context, client sandboxv1.SandboxServiceClient, req *san
 			}
 			return err
 		}
+		var werr error
 		switch c := chunk.GetChunk().(type) {
 		case *sandboxv1.ExecuteChunk_Output:
-			os.Stdout.WriteString(c.Output)
+			_, werr = os.Stdout.WriteString(c.Output)
 		case *sandboxv1.ExecuteChunk_ErrorOutput:
-			os.Stderr.WriteString(c.ErrorOutput)
+			_, werr = os.Stderr.WriteString(c.ErrorOutput)
 		case *sandboxv1.ExecuteChunk_Result:
 			res := c.Result
 			if verbose {
@@ -162,6 +163,12 @@ func stream(ctx context.Context, client sandboxv1.SandboxServiceClient, req *san
 				return exitError{code: code}
 			}
 			return nil
+		}
+		if errors.Is(werr, syscall.EPIPE) {
+			// Whoever reads our output has gone (| head): stop, and let
+			// the deferred clean-up cancel the execution and stop an
+			// embedded supervisor; 141 is a shell's status for SIGPIPE.
+			return exitError{code: 128 + int(syscall.SIGPIPE)}
 		}
 	}
 }

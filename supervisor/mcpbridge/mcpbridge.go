@@ -150,7 +150,6 @@ func inputSchema() (*jsonschema.Schema, error) {
 	}
 	p := s.Properties
 	p["mode"].Enum = anys(modes)
-	p["mode"].Default = []byte(`"execute"`)
 	p["runtime"].Enum = anys([]string{"goja", "node", "shell", "python"})
 	p["timeout"].Minimum, p["timeout"].Maximum = ptr(0.0), ptr(float64(MaxTimeoutMs))
 	p["limit"].Minimum, p["limit"].Maximum = ptr(0.0), ptr(float64(MaxListLimit))

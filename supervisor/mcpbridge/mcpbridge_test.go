@@ -1,8 +1,10 @@
 package mcpbridge
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -383,5 +385,54 @@ func TestOutputBudget(t *testing.T) {
 	out, _ = call(t, cs, map[string]any{"code": "x"}, nil)
 	if out.Output != "short\n" || out.OutputTruncated || *out.OutputTotalChars != 6 {
 		t.Errorf("short output: %+v", out)
+	}
+}
+
+// TestNullArgumentsAreAToolError: "arguments": null (or absent) is
+// refused like any incomplete call, and the session goes on. (With a
+// schema default the SDK once panicked on it and took the bridge down.)
+func TestNullArgumentsAreAToolError(t *testing.T) {
+	srv, err := NewServer(&fakeClient{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ss, err := srv.Connect(context.Background(), &mcp.IOTransport{Reader: inR, Writer: outW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inW.Close(); ss.Wait() })
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	send := func(line string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(line, `"id"`) {
+			return nil
+		}
+		if !lines.Scan() {
+			t.Fatalf("no answer to %s: %v", line, lines.Err())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i, args := range []string{`"arguments":null`, `"arguments":{}`, ``} {
+		params := `{"name":"runSandbox"` + map[bool]string{true: ",", false: ""}[args != ""] + args + `}`
+		m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, 10+i, params))
+		res, _ := m["result"].(map[string]any)
+		if res == nil || res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "INVALID_ARGUMENT: code (or cached) is required") {
+			t.Errorf("params %s: answer %v, want an INVALID_ARGUMENT tool error", params, m)
+		}
+	}
+	if m := send(`{"jsonrpc":"2.0","id":20,"method":"tools/list"}`); m["result"] == nil {
+		t.Errorf("tools/list after the refusals: %v", m)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/mcpbridge"
 	"github.com/execfarm/execfarm/supervisor/transport"
 	"github.com/execfarm/execfarm/test/testbin"
@@ -143,6 +144,20 @@ func TestMCPBridgeEmbedded(t *testing.T) {
 	}
 
 	long := callTool(t, cs, map[string]any{"mode": "async", "code": "sleep 60", "runtime": "shell"}, nil)
+	// Its sandbox's state is in the bridge's own directory, not in the
+	// default state directory that a serve owns.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if st := callTool(t, cs, map[string]any{"mode": "status", "executionId": long.ExecutionID}, nil); st.State == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sleep did not start in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval
+	}
+	if sb, _ := filepath.Glob(filepath.Join(supervisor.EmbeddedRoot, "execfarm-embedded-"+strconv.Itoa(pid)+"-*", "sb", "sb-*")); len(sb) != 1 {
+		t.Errorf("sandbox directories in the bridge's own state directory: %v, want the running one", sb)
+	}
 	if c := callTool(t, cs, map[string]any{"mode": "cancel", "executionId": long.ExecutionID}, nil); !*c.Success {
 		t.Errorf("cancel = %+v", c)
 	}
@@ -170,7 +185,7 @@ func TestMCPBridgeEmbedded(t *testing.T) {
 	if st := cmd.ProcessState; st == nil || !st.Success() {
 		t.Errorf("execfarm mcp exited with %v, want 0", st)
 	}
-	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "execfarm-embedded-"+strconv.Itoa(pid)+"-*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(supervisor.EmbeddedRoot, "execfarm-embedded-"+strconv.Itoa(pid)+"-*")); len(left) > 0 {
 		t.Errorf("embedded supervisor left %v", left)
 	}
 }
