@@ -52,7 +52,7 @@ default socket, run starts an embedded supervisor for the one execution.`,
 					return err
 				}
 			}
-			if timeoutMs > 0 || memory > 0 {
+			if timeoutMs != 0 || memory != 0 { // the server refuses negative ones
 				req.Limits = &sandboxv1.ResourceLimits{TimeoutMs: timeoutMs, MaxMemoryBytes: memory}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -119,12 +119,17 @@ func source(code string, args []string) (string, error) {
 		return code, nil
 	case len(args) == 0:
 		return "", errors.New("nothing to run: give a FILE, -e CODE, or - for stdin")
-	case args[0] == "-":
-		b, err := io.ReadAll(os.Stdin)
-		return string(b), err
 	}
-	b, err := os.ReadFile(args[0])
+	b, err := readSource(args[0])
 	return string(b), err
+}
+
+// readSource reads a program or test file, or standard input for "-".
+func readSource(path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(path)
 }
 
 // stream runs req with ExecuteStream and copies output as it arrives.

@@ -54,6 +54,9 @@ func serveCmd() *cobra.Command {
 			if tc, err = transport.FromEnv(tc, os.Getenv); err != nil {
 				return err
 			}
+			if err := tc.CheckToken(); err != nil {
+				return err
+			}
 			if cfg.Sandbox.WorkerBinary, err = supervisor.FindWorker(worker); err != nil {
 				return err
 			}

@@ -21,7 +21,7 @@ func testCmd(cf *clientFlags) *cobra.Command {
 		timeoutMs int32
 	)
 	cmd := &cobra.Command{
-		Use:   "test [flags] TESTS_FILE",
+		Use:   "test [flags] (TESTS_FILE | -)",
 		Short: "Run uvu tests (test, assert) against code in a fresh sandbox and report each test",
 		Long: `Run TESTS_FILE (uvu's test and assert are globals) after the code of
 --code FILE, in test mode (goja or node), and print one line per test.
@@ -29,7 +29,7 @@ The exit status is 0 when every test passed, 1 otherwise. Like run, it
 starts an embedded supervisor when none is configured.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tests, err := os.ReadFile(args[0])
+			tests, err := readSource(args[0])
 			if err != nil {
 				return err
 			}
@@ -45,7 +45,7 @@ starts an embedded supervisor when none is configured.`,
 				}
 				req.Code = new(string(b))
 			}
-			if timeoutMs > 0 {
+			if timeoutMs != 0 { // the server refuses a negative one
 				req.TimeoutMs = &timeoutMs
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

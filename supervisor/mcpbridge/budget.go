@@ -32,7 +32,12 @@ type Budgeted struct {
 // budget. budget below MinOutputChars is taken as MinOutputChars, which
 // leaves room for a marker in both streams.
 func Budget(stdout, stderr string, budget int) (Budgeted, Budgeted) {
-	budget = max(budget, MinOutputChars)
+	return split(stdout, stderr, max(budget, MinOutputChars))
+}
+
+// split is Budget without the minimum, for what is left of a budget.
+func split(stdout, stderr string, budget int) (Budgeted, Budgeted) {
+	budget = max(budget, 0)
 	lo, le := utf8.RuneCountInString(stdout), utf8.RuneCountInString(stderr)
 	ao, ae := budget/2, budget-budget/2
 	switch {
@@ -53,13 +58,18 @@ func fit(s string, n, allowance int) Budgeted {
 	}
 	// The most kept characters k with k + len(marker(n-k)) <= allowance;
 	// the marker only gets shorter as k grows.
-	k := max(0, allowance-markerLen(n))
+	r := []rune(s)
+	if allowance < markerLen(n) {
+		// No room for the marker (a budget's small remainder): the
+		// beginning only; Truncated says the rest is gone.
+		return Budgeted{Text: string(r[:allowance]), TotalChars: n, Truncated: true}
+	}
+	k := allowance - markerLen(n)
 	for k+1 < n && k+1+markerLen(n-k-1) <= allowance {
 		k++
 	}
 	head := k / 2
 	tail := k - head
-	r := []rune(s)
 	var b strings.Builder
 	b.WriteString(string(r[:head]))
 	b.WriteString(marker(n - k))
@@ -72,3 +82,33 @@ func marker(omitted int) string {
 }
 
 func markerLen(omitted int) int { return len(marker(omitted)) } // ASCII: bytes are code points
+
+// maxTestError bounds one test's error text in a result, characters.
+const maxTestError = 1000
+
+// budgetTests keeps test results within allowance characters (names and
+// errors, in code points), failed tests first, each error cut to
+// maxTestError around the omission marker. It returns the kept results,
+// the characters they use and how many were left out.
+func budgetTests(tests []TestResult, allowance int) (kept []TestResult, used, omitted int) {
+	ordered := make([]TestResult, 0, len(tests))
+	for _, failed := range []bool{true, false} {
+		for _, t := range tests {
+			if (!t.Passed && !t.Skipped) == failed {
+				ordered = append(ordered, t)
+			}
+		}
+	}
+	kept = []TestResult{}
+	for i, t := range ordered {
+		e := fit(t.Error, utf8.RuneCountInString(t.Error), maxTestError)
+		t.Error = e.Text
+		cost := utf8.RuneCountInString(t.Name) + utf8.RuneCountInString(t.Error)
+		if used+cost > allowance {
+			return kept, used, len(ordered) - i
+		}
+		used += cost
+		kept = append(kept, t)
+	}
+	return kept, used, 0
+}

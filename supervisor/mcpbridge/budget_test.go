@@ -79,3 +79,15 @@ func TestBudgetCountsCodePoints(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitWithoutRoomForAMarker: a remainder smaller than a marker keeps
+// the beginning only, and says it cut.
+func TestSplitWithoutRoomForAMarker(t *testing.T) {
+	o, e := split(strings.Repeat("a", 100), "", 10)
+	if o.Text != strings.Repeat("a", 10) || !o.Truncated || o.TotalChars != 100 || e.Text != "" {
+		t.Errorf("split into 10: %+v, %+v", o, e)
+	}
+	if o, _ := split("abc", "", 0); o.Text != "" || !o.Truncated {
+		t.Errorf("split into 0: %+v", o)
+	}
+}

@@ -65,7 +65,7 @@ type Input struct {
 	Limit                    int32    `json:"limit,omitempty" jsonschema:"list: at most this many, newest first (default 10, at most 100)"`
 	IncludeCompletedWithinMs int64    `json:"includeCompletedWithinMs,omitempty" jsonschema:"list: only finished executions that ended within this many milliseconds"`
 	Tests                    string   `json:"tests,omitempty" jsonschema:"test: test code using uvu's test and assert"`
-	MaxOutputChars           int      `json:"maxOutputChars,omitempty" jsonschema:"execute/stream/status/test: characters of output and errorOutput together in the result (default 30000, 128 to 300000); past it each stream keeps its beginning and end around an omission marker"`
+	MaxOutputChars           int      `json:"maxOutputChars,omitempty" jsonschema:"execute/stream/status/test: characters of output, errorOutput and test results together in the result (default 30000, 128 to 300000); past it each stream keeps its beginning and end around an omission marker, and test results (failed first) are left out"`
 }
 
 // Output is the tool's structured result; fields a mode does not set are
@@ -104,7 +104,10 @@ type Output struct {
 	Message               string          `json:"message,omitempty"`
 	Executions            []ExecutionInfo `json:"executions,omitempty"`
 	Summary               *TestSummary    `json:"summary,omitempty"`
-	Tests                 []TestResult    `json:"tests,omitempty"`
+	// Tests are the test results, failed ones first, within the output
+	// budget; TestsOmitted counts those left out (Summary counts all).
+	Tests        []TestResult `json:"tests,omitempty"`
+	TestsOmitted int          `json:"testsOmitted,omitempty"`
 }
 
 // ExecutionInfo is one execution in list mode.
@@ -229,7 +232,15 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 		if budget == 0 {
 			budget = DefaultOutputChars
 		}
-		o, e := Budget(out.Output, out.ErrorOutput, min(budget, MaxOutputChars))
+		budget = min(max(budget, MinOutputChars), MaxOutputChars)
+		// Test results take up to half, failed ones first; the output
+		// gets the rest.
+		var used int
+		out.Tests, used, out.TestsOmitted = budgetTests(out.Tests, budget/2)
+		if mode != "test" {
+			out.Tests = nil
+		}
+		o, e := split(out.Output, out.ErrorOutput, budget-used)
 		out.Output, out.OutputTotalChars, out.OutputTruncated = o.Text, &o.TotalChars, o.Truncated
 		out.ErrorOutput, out.ErrorOutputTotalChars, out.ErrorOutputTruncated = e.Text, &e.TotalChars, e.Truncated
 	}
@@ -247,9 +258,24 @@ func wireError(err error) error {
 	return err
 }
 
+// MaxCodeBytes bounds code plus tests in a call, bytes: the request must
+// fit the supervisor's 4 MiB message limit, which would otherwise refuse
+// it as RESOURCE_EXHAUSTED, a code that tells an agent to retry.
+const MaxCodeBytes = 3 << 20
+
+func checkSize(in Input) error {
+	if n := len(in.Code) + len(in.Tests); n > MaxCodeBytes {
+		return invalid("code and tests are %d bytes; at most %d", n, MaxCodeBytes)
+	}
+	return nil
+}
+
 // executeRequest builds the request of the execute, stream and async
 // modes: code or cached, not both.
 func executeRequest(in Input) (*sandboxv1.ExecuteRequest, error) {
+	if err := checkSize(in); err != nil {
+		return nil, err
+	}
 	rt, err := runtimeOf(in.Runtime)
 	if err != nil {
 		return nil, err
@@ -461,6 +487,9 @@ func (b *bridge) list(ctx context.Context, in Input) (Output, error) {
 func (b *bridge) test(ctx context.Context, in Input) (Output, error) {
 	if strings.TrimSpace(in.Tests) == "" {
 		return Output{}, invalid("tests is required")
+	}
+	if err := checkSize(in); err != nil {
+		return Output{}, err
 	}
 	rt, err := runtimeOf(in.Runtime)
 	if err != nil {

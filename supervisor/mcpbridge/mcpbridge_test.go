@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
@@ -243,6 +244,8 @@ func TestRefusals(t *testing.T) {
 		{map[string]any{"mode": "list", "states": []string{"done"}}, "enum"},
 		{map[string]any{"code": 5}, "code"},
 		{map[string]any{"code": "1", "maxOutputChars": 127}, "minimum"},
+		{map[string]any{"code": strings.Repeat("x", MaxCodeBytes+1)}, "INVALID_ARGUMENT: code and tests are"},
+		{map[string]any{"mode": "test", "code": strings.Repeat("x", MaxCodeBytes), "tests": "test('a', () => {})"}, "INVALID_ARGUMENT: code and tests are"},
 		{map[string]any{"code": "1", "maxOutputChars": 300001}, "maximum"},
 	} {
 		if _, errText := call(t, cs, c.args, nil); !strings.Contains(errText, c.want) {
@@ -360,7 +363,7 @@ func TestAsyncStatusCancelListTest(t *testing.T) {
 	if req := f.last().(*sandboxv1.ExecuteTestRequest); req.GetCode() != "const add=(a,b)=>a+b" || req.GetTimeoutMs() != DefaultTimeoutMs {
 		t.Errorf("test request = %v", req)
 	}
-	if out.Summary == nil || out.Summary.Failed != 1 || len(out.Tests) != 2 || out.Tests[1].Error != "Expected 1 to equal 2" || *out.Success {
+	if out.Summary == nil || out.Summary.Failed != 1 || len(out.Tests) != 2 || out.Tests[0].Error != "Expected 1 to equal 2" || out.Tests[1].Name != "adds" || *out.Success {
 		t.Errorf("test = %+v", out)
 	}
 }
@@ -434,5 +437,35 @@ func TestNullArgumentsAreAToolError(t *testing.T) {
 	}
 	if m := send(`{"jsonrpc":"2.0","id":20,"method":"tools/list"}`); m["result"] == nil {
 		t.Errorf("tools/list after the refusals: %v", m)
+	}
+}
+
+// TestTestResultsKeepToTheBudget: a thousand long failing tests fit the
+// budget with the output; the summary still counts them all.
+func TestTestResultsKeepToTheBudget(t *testing.T) {
+	resp := &sandboxv1.ExecuteTestResponse{Summary: &sandboxv1.TestSummary{Total: 1001, Passed: 1, Failed: 1000}, Output: strings.Repeat("o", 5000)}
+	resp.Tests = append(resp.Tests, &sandboxv1.TestResult{Name: "passes", Passed: true})
+	for i := range 1000 {
+		resp.Tests = append(resp.Tests, &sandboxv1.TestResult{Name: fmt.Sprintf("%03d-%s", i, strings.Repeat("n", 500)), Error: proto.String(strings.Repeat("é", 5000))})
+	}
+	cs := session(t, &fakeClient{test: resp}, nil)
+	for _, budget := range []int{MinOutputChars, 5000, DefaultOutputChars} {
+		out, errText := call(t, cs, map[string]any{"mode": "test", "tests": "x", "maxOutputChars": budget}, nil)
+		if errText != "" {
+			t.Fatal(errText)
+		}
+		n := utf8.RuneCountInString(out.Output) + utf8.RuneCountInString(out.ErrorOutput)
+		for _, r := range out.Tests {
+			n += utf8.RuneCountInString(r.Name) + utf8.RuneCountInString(r.Error)
+			if utf8.RuneCountInString(r.Error) > maxTestError {
+				t.Errorf("budget %d: a test error of %d characters", budget, utf8.RuneCountInString(r.Error))
+			}
+		}
+		if n > budget || out.TestsOmitted+len(out.Tests) != 1001 || out.Summary.Failed != 1000 || *out.OutputTotalChars != 5000 {
+			t.Errorf("budget %d: %d characters, %d tests kept, %d omitted, summary %+v", budget, n, len(out.Tests), out.TestsOmitted, out.Summary)
+		}
+		if len(out.Tests) > 0 && out.Tests[0].Passed {
+			t.Errorf("budget %d: a passed test first; failed ones go first", budget)
+		}
 	}
 }

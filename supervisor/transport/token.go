@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"google.golang.org/grpc"
@@ -21,16 +23,22 @@ const MinTokenLength = 16
 // serves, and probes (kubelet's gRPC probe) cannot send headers.
 const healthService = "/grpc.health.v1.Health/"
 
+// maxTokenFile bounds the token file, bytes: a token is short, and a
+// path naming /dev/zero or a huge file must not exhaust memory.
+const maxTokenFile = 4096
+
 // token returns the bearer token: TokenPath's contents (surrounding
 // whitespace trimmed), else Token; "" when neither is set. Errors: the
-// file cannot be read, or the token is shorter than MinTokenLength or
-// holds whitespace.
+// file is not a regular file, cannot be read or is over 4 KiB; the token
+// is shorter than MinTokenLength or holds a byte other than printable
+// ASCII without space (RFC 6750's token characters and more: what an
+// HTTP/2 header value carries as is).
 func (c Config) token() (string, error) {
 	t := c.Token
 	if c.TokenPath != "" {
-		b, err := os.ReadFile(c.TokenPath)
+		b, err := readTokenFile(c.TokenPath)
 		if err != nil {
-			return "", fmt.Errorf("transport: read token: %w", err)
+			return "", err
 		}
 		t = strings.TrimSpace(string(b))
 		if t == "" {
@@ -40,10 +48,42 @@ func (c Config) token() (string, error) {
 	if t == "" {
 		return "", nil
 	}
-	if len(t) < MinTokenLength || strings.ContainsAny(t, " \t\r\n") {
-		return "", fmt.Errorf("transport: the token must be at least %d bytes without whitespace (e.g. openssl rand -hex 32)", MinTokenLength)
+	if len(t) < MinTokenLength || strings.IndexFunc(t, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+		return "", fmt.Errorf("transport: the token must be at least %d printable ASCII characters without spaces (e.g. openssl rand -hex 32)", MinTokenLength)
 	}
 	return t, nil
+}
+
+// CheckToken reads and checks the token as the server and client will,
+// so that a bad one is refused before anything else starts.
+func (c Config) CheckToken() error {
+	_, err := c.token()
+	return err
+}
+
+// readTokenFile reads a regular file of at most maxTokenFile bytes,
+// without blocking on a FIFO.
+func readTokenFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("transport: read token: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("transport: read token: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("transport: token file %s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("transport: read token: %w", err)
+	}
+	if len(b) > maxTokenFile {
+		return nil, fmt.Errorf("transport: token file %s is over %d bytes", path, maxTokenFile)
+	}
+	return b, nil
 }
 
 // tokenOptions makes every call but grpc.health.v1's carry

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,11 +94,25 @@ func TestTokenRefusedWhenWeak(t *testing.T) {
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, []byte(strings.Repeat("a", maxTokenFile+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for name, c := range map[string]Config{
 		"short":        {Token: "abc"},
 		"whitespace":   {Token: "0123456789 abcdef0123"},
+		"vertical tab": {Token: "0123456789\vabcdef0123"},
+		"non-ASCII":    {Token: "0123456789éabcdef0123"},
 		"empty file":   {TokenPath: empty},
 		"missing file": {TokenPath: filepath.Join(dir, "missing")},
+		"over 4 KiB":   {TokenPath: big},
+		"a FIFO":       {TokenPath: fifo},
+		"a device":     {TokenPath: "/dev/zero"},
+		"a directory":  {TokenPath: dir},
 	} {
 		if _, err := c.ServerOptions(); err == nil {
 			t.Errorf("%s: server accepted the token", name)

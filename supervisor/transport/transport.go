@@ -19,6 +19,12 @@ import (
 // DefaultSocketPath is the supervisor's unix socket when none is configured.
 const DefaultSocketPath = "/run/execfarm/execfarm.sock"
 
+// MaxResponseBytes is the largest response a client accepts, bytes:
+// grpc-go's default of 4 MiB is less than one execution's output may be
+// (two streams up to the server's 64 MiB ceiling each, plus 8 MiB of test
+// results), and a response over it would be lost whole.
+const MaxResponseBytes = 256 << 20
+
 // DefaultTCPPort is the reference server's TCP port.
 const DefaultTCPPort = 50051
 
@@ -227,7 +233,7 @@ func (c Config) DialOptions() ([]grpc.DialOption, error) {
 	if err != nil {
 		return nil, err
 	}
-	var opts []grpc.DialOption
+	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxResponseBytes))}
 	if token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))
 	}

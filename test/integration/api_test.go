@@ -301,3 +301,21 @@ func TestExecuteLatency(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputOverFourMiBReachesTheClient: an execution allowed 6 MiB of
+// output returns 5 MiB whole, by Execute and by GetExecution, through
+// the project's client (grpc-go's default receive limit is 4 MiB).
+func TestOutputOverFourMiBReachesTheClient(t *testing.T) {
+	in := requireSandbox(t)
+	const size = 5 << 20
+	req := shellReq(fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", size), 0)
+	req.Limits = &sandboxv1.ResourceLimits{MaxOutputBytes: 6 << 20}
+	resp := execute(t, in.client, req)
+	if !resp.GetSuccess() || len(resp.GetOutput()) != size {
+		t.Fatalf("Execute: success %v, %d bytes of output, want %d", resp.GetSuccess(), len(resp.GetOutput()), size)
+	}
+	got, err := in.client.GetExecution(callCtx(t), &sandboxv1.GetExecutionRequest{ExecutionId: resp.GetOutcome().GetExecutionId()})
+	if err != nil || len(got.GetOutput()) != size {
+		t.Fatalf("GetExecution: %d bytes, %v; want %d", len(got.GetOutput()), err, size)
+	}
+}
