@@ -86,8 +86,13 @@ func markerLen(omitted int) int { return len(marker(omitted)) } // ASCII: bytes 
 // maxTestError bounds one test's error text in a result, characters.
 const maxTestError = 1000
 
+// testCost is what one test result costs besides its name and error, in
+// characters: about its JSON ({"name":"","passed":false,"durationMs":0}),
+// so that thousands of tests with empty names do not pass for free.
+const testCost = 40
+
 // budgetTests keeps test results within allowance characters (names and
-// errors, in code points), failed tests first, each error cut to
+// errors in code points, plus testCost each), failed tests first, each error cut to
 // maxTestError around the omission marker. It returns the kept results,
 // the characters they use and how many were left out.
 func budgetTests(tests []TestResult, allowance int) (kept []TestResult, used, omitted int) {
@@ -103,7 +108,7 @@ func budgetTests(tests []TestResult, allowance int) (kept []TestResult, used, om
 	for i, t := range ordered {
 		e := fit(t.Error, utf8.RuneCountInString(t.Error), maxTestError)
 		t.Error = e.Text
-		cost := utf8.RuneCountInString(t.Name) + utf8.RuneCountInString(t.Error)
+		cost := testCost + utf8.RuneCountInString(t.Name) + utf8.RuneCountInString(t.Error)
 		if used+cost > allowance {
 			return kept, used, len(ordered) - i
 		}

@@ -456,7 +456,7 @@ func TestTestResultsKeepToTheBudget(t *testing.T) {
 		}
 		n := utf8.RuneCountInString(out.Output) + utf8.RuneCountInString(out.ErrorOutput)
 		for _, r := range out.Tests {
-			n += utf8.RuneCountInString(r.Name) + utf8.RuneCountInString(r.Error)
+			n += testCost + utf8.RuneCountInString(r.Name) + utf8.RuneCountInString(r.Error)
 			if utf8.RuneCountInString(r.Error) > maxTestError {
 				t.Errorf("budget %d: a test error of %d characters", budget, utf8.RuneCountInString(r.Error))
 			}
@@ -467,5 +467,19 @@ func TestTestResultsKeepToTheBudget(t *testing.T) {
 		if len(out.Tests) > 0 && out.Tests[0].Passed {
 			t.Errorf("budget %d: a passed test first; failed ones go first", budget)
 		}
+	}
+}
+
+// TestNamelessTestsAreNotFree: ten thousand passing tests without names
+// still fit the budget: each costs testCost.
+func TestNamelessTestsAreNotFree(t *testing.T) {
+	resp := &sandboxv1.ExecuteTestResponse{Success: true, Summary: &sandboxv1.TestSummary{Total: 10000, Passed: 10000}}
+	for range 10000 {
+		resp.Tests = append(resp.Tests, &sandboxv1.TestResult{Passed: true})
+	}
+	cs := session(t, &fakeClient{test: resp}, nil)
+	out, _ := call(t, cs, map[string]any{"mode": "test", "tests": "x", "maxOutputChars": MinOutputChars}, nil)
+	if len(out.Tests)*testCost > MinOutputChars/2 || out.TestsOmitted != 10000-len(out.Tests) {
+		t.Errorf("%d nameless tests kept, %d omitted, at budget %d", len(out.Tests), out.TestsOmitted, MinOutputChars)
 	}
 }

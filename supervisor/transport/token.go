@@ -64,6 +64,12 @@ func (c Config) CheckToken() error {
 // readTokenFile reads a regular file of at most maxTokenFile bytes,
 // without blocking on a FIFO.
 func readTokenFile(path string) ([]byte, error) {
+	// Checked before the open too: opening some devices has effects.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("transport: read token: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("transport: token file %s is not a regular file", path)
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("transport: read token: %w", err)

@@ -259,9 +259,14 @@ func (c Config) DialOptions() ([]grpc.DialOption, error) {
 	return append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc))), nil
 }
 
-// Target returns the gRPC dial target for c.
+// Target returns the gRPC dial target for c: "unix:///abs/path",
+// "unix:rel/path" (grpc's form for a relative socket path), or
+// "dns:///host:port".
 func (c Config) Target() string {
 	if !c.UseTCP {
+		if p := c.socketPath(); !filepath.IsAbs(p) {
+			return "unix:" + p
+		}
 		return "unix://" + c.socketPath()
 	}
 	return "dns:///" + c.Address()

@@ -5,6 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -115,5 +119,26 @@ func TestTargets(t *testing.T) {
 	}
 	if (Config{}).Configured() || !(Config{UseTCP: true}).Configured() {
 		t.Error("Configured wrong")
+	}
+}
+
+// TestRelativeSocketPath: a relative --socket is listened on and dialled
+// from the working directory.
+func TestRelativeSocketPath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	c := Config{SocketPath: "s.sock"}
+	if got := c.Target(); got != "unix:s.sock" {
+		t.Errorf("Target = %q, want unix:s.sock", got)
+	}
+	lis, err := c.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	healthpb.RegisterHealthServer(g, health.NewServer())
+	go func() { _ = g.Serve(lis) }()
+	defer g.Stop()
+	if err := check(t, c); err != nil {
+		t.Fatalf("health check over a relative socket path: %v", err)
 	}
 }
