@@ -47,6 +47,12 @@ func (f *fakeClient) record(m proto.Message) {
 	f.reqs = append(f.reqs, m)
 }
 
+// answer records request r and returns resp with the error the test set.
+func answer[T any](f *fakeClient, r proto.Message, resp T) (T, error) {
+	f.record(r)
+	return resp, f.err
+}
+
 func (f *fakeClient) last() proto.Message {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -57,8 +63,7 @@ func (f *fakeClient) last() proto.Message {
 }
 
 func (f *fakeClient) Execute(_ context.Context, r *sandboxv1.ExecuteRequest, _ ...grpc.CallOption) (*sandboxv1.ExecuteResponse, error) {
-	f.record(r)
-	return f.execute, f.err
+	return answer(f, r, f.execute)
 }
 
 func (f *fakeClient) ExecuteStream(_ context.Context, r *sandboxv1.ExecuteRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[sandboxv1.ExecuteChunk], error) {
@@ -70,28 +75,23 @@ func (f *fakeClient) ExecuteStream(_ context.Context, r *sandboxv1.ExecuteReques
 }
 
 func (f *fakeClient) ExecuteAsync(_ context.Context, r *sandboxv1.ExecuteRequest, _ ...grpc.CallOption) (*sandboxv1.ExecuteAsyncResponse, error) {
-	f.record(r)
-	return f.async, f.err
+	return answer(f, r, f.async)
 }
 
 func (f *fakeClient) GetExecution(_ context.Context, r *sandboxv1.GetExecutionRequest, _ ...grpc.CallOption) (*sandboxv1.GetExecutionResponse, error) {
-	f.record(r)
-	return f.get, f.err
+	return answer(f, r, f.get)
 }
 
 func (f *fakeClient) CancelExecution(_ context.Context, r *sandboxv1.CancelExecutionRequest, _ ...grpc.CallOption) (*sandboxv1.CancelExecutionResponse, error) {
-	f.record(r)
-	return f.cancel, f.err
+	return answer(f, r, f.cancel)
 }
 
 func (f *fakeClient) ListExecutions(_ context.Context, r *sandboxv1.ListExecutionsRequest, _ ...grpc.CallOption) (*sandboxv1.ListExecutionsResponse, error) {
-	f.record(r)
-	return f.list, f.err
+	return answer(f, r, f.list)
 }
 
 func (f *fakeClient) ExecuteTest(_ context.Context, r *sandboxv1.ExecuteTestRequest, _ ...grpc.CallOption) (*sandboxv1.ExecuteTestResponse, error) {
-	f.record(r)
-	return f.test, f.err
+	return answer(f, r, f.test)
 }
 
 type fakeStream struct {
