@@ -319,12 +319,7 @@ func (r *run) execute() {
 	var sb *sandbox.Sandbox
 	var err error
 	if r.s.pool != nil {
-		if sb = r.s.pool.Take(spec); sb != nil {
-			// Its start-up ran at background CPU weight; its run must not.
-			if err := sb.Foreground(); err != nil {
-				r.s.log.Warn("warm sandbox keeps background CPU weight", "execution", r.e.ID(), "sandbox", sb.ID(), "error", err)
-			}
-		}
+		sb = r.s.pool.Take(spec)
 	}
 	if sb == nil {
 		sb, err = r.s.startSandbox(r.ctx, metrics.PathOnDemand, spec)

@@ -24,7 +24,8 @@
 //
 // A child is not reaped when it exits: the server reports the exit (the
 // waitid WNOWAIT status) and reaps only when the client releases the
-// process (Process.Release). Until then the pid cannot be reused, so the
+// process (Process.Release, which returns once the server answers that it
+// has reaped it). Until then the pid cannot be reused, so the
 // supervisor may name the process by pid (cgroup placement, /proc/PID)
 // for as long as its sandbox exists. Signals travel through a pidfd.
 package forkserver

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execfarm/execfarm/test/hostscan"
 )
 
 // serveEnv makes the test binary a fork server (TestMain).
@@ -229,14 +231,7 @@ func TestRefusesWhatItCannotCarry(t *testing.T) {
 		t.Errorf("Spawn in a missing directory = %v, want ENOENT", err)
 	}
 	// The server still serves.
-	p, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	p.Release()
+	runTrue(t, c, null)
 }
 
 // TestSpawnGivesUpWithItsContext: a Spawn whose context ends returns its
@@ -277,14 +272,7 @@ func TestSpawnGivesUpWithItsContext(t *testing.T) {
 	t.Logf("%d spawns gave up, %d started", gaveUp, started)
 	// A last spawn is answered after every earlier release and orphan
 	// kill was sent; the orphans' exits are then only a matter of time.
-	p, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	p.Release()
+	runTrue(t, c, null)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		kids := children(cmd.Process.Pid)
@@ -298,23 +286,12 @@ func TestSpawnGivesUpWithItsContext(t *testing.T) {
 	}
 }
 
-// children lists the pids whose parent is pid, zombies included.
-func children(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, n)
+// children lists the processes whose parent is pid, zombies included.
+func children(pid int) []hostscan.Proc {
+	var out []hostscan.Proc
+	for _, p := range hostscan.Procs() {
+		if p.PPID == pid {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -347,4 +324,18 @@ func TestReleaseOfARunningProcessWaitsForItsExit(t *testing.T) {
 	if st := procState(pid); st != "gone" {
 		t.Errorf("pid %d after Release returned: state %q, want reaped", pid, st)
 	}
+}
+
+// runTrue runs /bin/true in c and releases it: the server still serves,
+// and it has handled every request sent before.
+func runTrue(t *testing.T, c *Client, null *os.File) {
+	t.Helper()
+	p, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	p.Release()
 }

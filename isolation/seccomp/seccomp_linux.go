@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/execfarm/execfarm/isolation/seccomp/install"
 
@@ -102,15 +101,13 @@ func Supported() (bool, string) {
 	}
 	var names []string
 	for _, a := range requiredActions {
-		act := a.action
-		_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&act)))
-		switch errno {
-		case 0:
+		switch err := install.ActionAvailable(a.action); {
+		case err == nil:
 			names = append(names, a.name)
-		case unix.EOPNOTSUPP:
+		case errors.Is(err, unix.EOPNOTSUPP):
 			return false, "seccomp action " + a.name + " not available (kernel older than 4.14?)"
 		default:
-			return false, "seccomp(SECCOMP_GET_ACTION_AVAIL, " + a.name + "): " + errno.Error()
+			return false, "seccomp(SECCOMP_GET_ACTION_AVAIL, " + a.name + "): " + err.Error()
 		}
 	}
 	return true, fmt.Sprintf("seccomp filter mode available (current mode %s; actions %s)", modes[mode], strings.Join(names, " "))

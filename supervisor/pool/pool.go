@@ -44,7 +44,6 @@ type Pool struct {
 	// Discard; the value says whether it is lent: it may come back
 	// (Recycle) rather than be replaced, so the pool counts it as its own.
 	taken      map[*sandbox.Sandbox]bool
-	lent       int
 	recycling  sync.WaitGroup
 	recyclingN int // recycles in progress
 }
@@ -82,8 +81,9 @@ func (p *Pool) Spec() sandbox.Spec { return p.spec }
 
 // Take returns a ready sandbox for a request of spec, or nil when spec is
 // not the pool's or none is ready (the caller then starts its own). The
-// sandbox is the caller's alone; when done, the caller destroys it and
-// calls Discard, or resets it and calls Recycle.
+// sandbox is the caller's alone, at the default CPU weight
+// (Sandbox.Foreground); when done, the caller destroys it and calls
+// Discard, or resets it and calls Recycle.
 func (p *Pool) Take(spec sandbox.Spec) *sandbox.Sandbox {
 	if spec != p.spec {
 		return nil
@@ -122,11 +122,17 @@ func (p *Pool) Take(spec sandbox.Spec) *sandbox.Sandbox {
 	return nil
 }
 
-// live returns sb, just taken, if its worker is still running; otherwise
-// (its fork server died, say) it destroys sb, lets the pool replace it,
-// and returns nil.
+// live returns sb, just taken, if its worker is still running, at the
+// default CPU weight; otherwise (its fork server died, say) it destroys
+// sb, lets the pool replace it, and returns nil.
 func (p *Pool) live(sb *sandbox.Sandbox) *sandbox.Sandbox {
 	if !sb.Exited() {
+		// Its start-up ran at background CPU weight
+		// (sandbox.StartInBackground); the execution it now serves must
+		// not.
+		if err := sb.Foreground(); err != nil {
+			p.log.Warn("warm pool: sandbox keeps background CPU weight", "sandbox", sb.ID(), "error", err)
+		}
 		return sb
 	}
 	p.log.Warn("warm pool: worker of a ready sandbox has exited; destroying it", "sandbox", sb.ID())
@@ -153,9 +159,6 @@ func (p *Pool) took(sb *sandbox.Sandbox) *sandbox.Sandbox {
 	lend := sb.Uses()+1 < p.reuse
 	p.mu.Lock()
 	p.taken[sb] = lend
-	if lend {
-		p.lent++
-	}
 	p.mu.Unlock()
 	if !lend {
 		// The replacement starts when the execution that took sb ends
@@ -174,15 +177,21 @@ func (p *Pool) took(sb *sandbox.Sandbox) *sandbox.Sandbox {
 // release forgets a taken sandbox and reports whether it was lent. The
 // caller holds p.mu.
 func (p *Pool) release(sb *sandbox.Sandbox) (lent bool) {
-	lent, ok := p.taken[sb]
-	if !ok {
-		return false
-	}
+	lent = p.taken[sb]
 	delete(p.taken, sb)
-	if lent {
-		p.lent--
-	}
 	return lent
+}
+
+// lent counts the taken sandboxes that may come back. The caller holds
+// p.mu.
+func (p *Pool) lent() int {
+	n := 0
+	for _, lent := range p.taken {
+		if lent {
+			n++
+		}
+	}
+	return n
 }
 
 // Reusable reports whether sb, taken from the pool, may serve another
@@ -298,7 +307,7 @@ func (p *Pool) fill() {
 	backoff := 50 * time.Millisecond
 	for {
 		p.mu.Lock()
-		for p.ctx.Err() == nil && len(p.ready)+p.starting+p.lent < p.size && p.starting < p.parallel {
+		for p.ctx.Err() == nil && len(p.ready)+p.starting+p.lent() < p.size && p.starting < p.parallel {
 			p.starting++
 			wg.Go(func() { results <- p.startOne() })
 		}

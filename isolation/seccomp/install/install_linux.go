@@ -50,7 +50,7 @@ func Filter(prog []Instruction) error {
 		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(filter)
 	switch {
-	case errno == unix.ENOSYS || errno == unix.EINVAL && !FilterModeAvailable():
+	case errno == unix.ENOSYS || errno == unix.EINVAL && ActionAvailable(unix.SECCOMP_RET_ALLOW) != nil:
 		return fmt.Errorf("load seccomp filter: %w: %w", ErrNotSupported, os.NewSyscallError("seccomp", errno))
 	case errno != 0:
 		return fmt.Errorf("load seccomp filter: %w", os.NewSyscallError("seccomp", errno))
@@ -62,11 +62,17 @@ func Filter(prog []Instruction) error {
 	return nil
 }
 
-// FilterModeAvailable tells an EINVAL from seccomp(SET_MODE_FILTER) caused
-// by a kernel without CONFIG_SECCOMP_FILTER from one caused by a bad
-// program.
-func FilterModeAvailable() bool {
-	act := uint32(unix.SECCOMP_RET_ALLOW)
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&act)))
-	return errno == 0
+// ActionAvailable asks the kernel whether it offers the seccomp return
+// action (SECCOMP_GET_ACTION_AVAIL, the source of
+// /proc/sys/kernel/seccomp/actions_avail). It returns nil, EOPNOTSUPP for
+// an action the kernel lacks, or another errno (EINVAL: no filter mode).
+// For SECCOMP_RET_ALLOW it tells an EINVAL from seccomp(SET_MODE_FILTER)
+// caused by a kernel without CONFIG_SECCOMP_FILTER from one caused by a
+// bad program.
+func ActionAvailable(action uint32) error {
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&action)))
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
