@@ -7,6 +7,7 @@ import (
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
 
@@ -68,9 +69,9 @@ func outcomeToProto(id string, r registry.Result) *sandboxv1.ExecutionOutcome {
 		StdoutBytes:     r.StdoutBytes,
 		StderrBytes:     r.StderrBytes,
 	}
-	if x, ok := r.Extra.(extra); ok {
-		o.EffectiveLimits = x.limits.toProto()
-		o.Runtime = runtimeToProto(x.runtime)
+	if x, ok := r.Extra.(execution.Extra); ok {
+		o.EffectiveLimits = x.Limits.ToProto()
+		o.Runtime = runtimeToProto(x.Runtime)
 	}
 	return o
 }
@@ -142,8 +143,8 @@ func cacheEntryToProto(e cache.Entry) *sandboxv1.CacheEntry {
 
 // cachedToProto is ProDisco's `cached`: the entry a run created, or nil.
 func cachedToProto(r registry.Result) *sandboxv1.CacheEntry {
-	if x, ok := r.Extra.(extra); ok && x.cached != nil {
-		return cacheEntryToProto(*x.cached)
+	if x, ok := r.Extra.(execution.Extra); ok && x.Cached != nil {
+		return cacheEntryToProto(*x.Cached)
 	}
 	return nil
 }

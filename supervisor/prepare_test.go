@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/limits"
 )
 
 // FuzzPrepare feeds request validation arbitrary code, runtimes, env and
@@ -18,7 +19,7 @@ func FuzzPrepare(f *testing.F) {
 	f.Add("echo hi", int32(3), "A=B", "x\x00y", int64(1<<40), int32(1<<30), false)
 	f.Add("", int32(99), "PATH", "/bin", int64(64<<20), int32(100), true)
 	f.Add("await 1", int32(2), "", "", int64(0), int32(0), false)
-	s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: DefaultLimits, Ceilings: DefaultCeilings}}
+	s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: limits.Default(), Ceilings: limits.DefaultCeilings()}}
 	f.Fuzz(func(t *testing.T, code string, rt int32, k, v string, mem int64, timeout int32, tests bool) {
 		req := &sandboxv1.ExecuteRequest{
 			Source:  &sandboxv1.ExecuteRequest_Code{Code: code},

@@ -13,7 +13,7 @@ import (
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/testresult"
 	"github.com/execfarm/execfarm/supervisor/cache"
-	"github.com/execfarm/execfarm/supervisor/pool"
+	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
 
@@ -85,7 +85,7 @@ func (s *Server) ExecuteAsync(ctx context.Context, req *sandboxv1.ExecuteRequest
 	return &sandboxv1.ExecuteAsyncResponse{
 		ExecutionId:   e.ID(),
 		State:         stateToProto(e.State()),
-		QueuePosition: int32(s.queuePosition(e.ID())),
+		QueuePosition: int32(s.runner.QueuePosition(e.ID())),
 	}, nil
 }
 
@@ -127,7 +127,7 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 		ErrorOutput:       validUTF8(errOut),
 		OutputLength:      outNext,
 		ErrorOutputLength: errNext,
-		QueuePosition:     int32(s.queuePosition(e.ID())),
+		QueuePosition:     int32(s.runner.QueuePosition(e.ID())),
 	}
 	if terminal {
 		resp.State = stateToProto(res.State)
@@ -176,7 +176,7 @@ func (s *Server) ListExecutions(ctx context.Context, req *sandboxv1.ListExecutio
 	infos := s.reg.List(states, int(req.GetLimit()), time.Duration(req.GetIncludeCompletedWithinMs())*time.Millisecond)
 	resp := &sandboxv1.ListExecutionsResponse{}
 	for _, in := range infos {
-		resp.Executions = append(resp.Executions, infoToProto(in, s.queuePosition(in.ID)))
+		resp.Executions = append(resp.Executions, infoToProto(in, s.runner.QueuePosition(in.ID)))
 	}
 	return resp, nil
 }
@@ -184,18 +184,13 @@ func (s *Server) ListExecutions(ctx context.Context, req *sandboxv1.ListExecutio
 // HealthCheck reports whether the supervisor serves, its isolation layers
 // and its load.
 func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckRequest) (*sandboxv1.HealthCheckResponse, error) {
-	s.mu.Lock()
-	closing := s.closing
-	s.mu.Unlock()
+	closing := s.runner.Closing()
 	running, queued := s.sched.Counts()
 	kctx := ""
 	if s.cfg.Kube != nil {
 		kctx = s.cfg.Kube.Context()
 	}
-	var ps pool.Stats
-	if s.pool != nil {
-		ps = s.pool.Stats()
-	}
+	ps, _ := s.runner.PoolStats()
 	return &sandboxv1.HealthCheckResponse{
 		WarmPoolSize:      int32(ps.Size),
 		WarmPoolReady:     int32(ps.Ready),
@@ -241,8 +236,8 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 	}
 	stdout, _ := readAll(e, registry.Stdout)
 	stderr, _ := readAll(e, registry.Stderr)
-	x, _ := res.Extra.(extra)
-	summary, results, _ := testresult.Parse(bytes.NewReader(x.results))
+	x, _ := res.Extra.(execution.Extra)
+	summary, results, _ := testresult.Parse(bytes.NewReader(x.Results))
 	resp := &sandboxv1.ExecuteTestResponse{
 		Summary: &sandboxv1.TestSummary{
 			Total: int32(summary.Total), Passed: int32(summary.Passed),

@@ -13,6 +13,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
 
@@ -51,7 +52,7 @@ func doctorCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cgroupParent, "cgroup-parent", cgroup.DefaultParent, "parent cgroup of sandbox cgroups, as for serve")
-	f.Uint32Var(&uidBase, "uid-base", supervisor.DefaultUIDBase, "first host uid of the sandboxes' uid ranges, as for serve")
+	f.Uint32Var(&uidBase, "uid-base", host.DefaultUIDBase, "first host uid of the sandboxes' uid ranges, as for serve")
 	f.IntVar(&maxConcurrent, "max-concurrent", 0, "executions running at once, as for serve: sizes the uid window (default: number of CPUs)")
 	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "layers serve would be allowed to run without, as for serve")
 	f.StringVar(&worker, "worker", "", "execfarm-worker binary, as for serve (env EXECFARM_WORKER)")

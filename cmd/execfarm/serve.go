@@ -18,7 +18,9 @@ import (
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
+	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -76,7 +78,7 @@ func serveCmd() *cobra.Command {
 			cfg.Sandbox.IDs = sandbox.NewIDPool(uidBase, 0, uidSlots(cfg.MaxConcurrent+cfg.WarmPool))
 			cfg.Registry = registry.Config{RetentionMs: retention.Milliseconds()}
 			if defaultTimeout > 0 {
-				cfg.Defaults = supervisor.DefaultLimits
+				cfg.Defaults = limits.Default()
 				cfg.Defaults.TimeoutMs = defaultTimeout
 			}
 			allowed, err := probe.ParseAllowDegraded(allowDegraded)
@@ -90,7 +92,7 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			layers, err := supervisor.CheckHostConfig(pc, allowed)
+			layers, err := host.Check(pc, allowed)
 			if err != nil {
 				return err
 			}
@@ -107,7 +109,7 @@ func serveCmd() *cobra.Command {
 			}
 			// Before any clean-up: a second serve sharing the cgroup parent,
 			// uid window or state directory would kill the first's sandboxes.
-			release, err := supervisor.LockHost(cfg.Sandbox.Cgroup, uidBase, cfg.Sandbox.StateDir, supervisor.LockDir())
+			release, err := host.Lock(cfg.Sandbox.Cgroup, uidBase, cfg.Sandbox.StateDir, host.LockDir())
 			if err != nil {
 				return err
 			}
@@ -117,7 +119,7 @@ func serveCmd() *cobra.Command {
 			} else if n > 0 {
 				log.Info("removed leftover sandbox cgroups", "count", n)
 			}
-			if n, err := supervisor.CleanupStateDir(cfg.Sandbox.StateDir); err != nil {
+			if n, err := host.CleanupStateDir(cfg.Sandbox.StateDir); err != nil {
 				log.Warn("clean up leftover sandbox state", "error", err)
 			} else if n > 0 {
 				log.Info("removed leftover sandbox state directories", "count", n)
@@ -194,7 +196,7 @@ func serveCmd() *cobra.Command {
 	f.StringVar(&goja, "goja", "", "execfarm-goja binary, bound into every sandbox (env EXECFARM_GOJA; default: next to the worker binary)")
 	f.StringVar(&cfg.Sandbox.StateDir, "state-dir", "/run/execfarm", "directory for per-sandbox sockets and mountpoints")
 	f.StringVar(&cgroupParent, "cgroup-parent", cgroup.DefaultParent, "parent cgroup of sandbox cgroups (nested under the supervisor's own)")
-	f.Uint32Var(&uidBase, "uid-base", supervisor.DefaultUIDBase, "first host uid of the sandboxes' uid ranges (65536 ids each)")
+	f.Uint32Var(&uidBase, "uid-base", host.DefaultUIDBase, "first host uid of the sandboxes' uid ranges (65536 ids each)")
 	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "run without these isolation layers (only seccomp can be); never silently")
 	f.DurationVar(&grace, "grace", 10*time.Second, "on SIGTERM, how long running executions may finish before they are killed")
 	f.DurationVar(&retention, "retention", 5*time.Minute, "how long finished executions stay readable")

@@ -21,7 +21,7 @@ import (
 // supervisors' ([2^30, 2^31)) and the integration suite's.
 const startupUIDBase = 3 << 30
 
-// startupSpec is the default sandbox (supervisor.DefaultLimits).
+// startupSpec is the default sandbox (limits.Default()).
 var startupSpec = sandbox.Spec{
 	Limits:         cgroup.Limits{MemoryMaxBytes: 512 << 20, PidsMax: 256, CPUQuotaMicros: 100_000},
 	WorkspaceBytes: 64 << 20,

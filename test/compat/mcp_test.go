@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
-	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/mcpbridge"
 	"github.com/execfarm/execfarm/supervisor/transport"
 	"github.com/execfarm/execfarm/test/testbin"
@@ -155,7 +155,7 @@ func TestMCPBridgeEmbedded(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval
 	}
-	if sb, _ := filepath.Glob(filepath.Join(supervisor.EmbeddedRoot, "execfarm-embedded-"+strconv.Itoa(pid)+"-*", "sb", "sb-*")); len(sb) != 1 {
+	if sb, _ := filepath.Glob(filepath.Join(host.EmbeddedRoot, "execfarm-embedded-"+strconv.Itoa(pid)+"-*", "sb", "sb-*")); len(sb) != 1 {
 		t.Errorf("sandbox directories in the bridge's own state directory: %v, want the running one", sb)
 	}
 	if c := callTool(t, cs, map[string]any{"mode": "cancel", "executionId": long.ExecutionID}, nil); !*c.Success {
@@ -185,7 +185,7 @@ func TestMCPBridgeEmbedded(t *testing.T) {
 	if st := cmd.ProcessState; st == nil || !st.Success() {
 		t.Errorf("execfarm mcp exited with %v, want 0", st)
 	}
-	if left, _ := filepath.Glob(filepath.Join(supervisor.EmbeddedRoot, "execfarm-embedded-"+strconv.Itoa(pid)+"-*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(host.EmbeddedRoot, "execfarm-embedded-"+strconv.Itoa(pid)+"-*")); len(left) > 0 {
 		t.Errorf("embedded supervisor left %v", left)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
 	"github.com/execfarm/execfarm/test/hostscan"
@@ -102,7 +103,7 @@ func setup() (s *suite, teardown func() error, err error) {
 	s.uidEnd = s.uidBase + uidSlots*rangeSize
 	// The probe scans the suite's own uid window, not the default one
 	// (which a supervisor running on the host may be using).
-	layers, err := supervisor.CheckHostConfig(probe.Config{
+	layers, err := host.Check(probe.Config{
 		Cgroup: s.cg, UIDBase: s.uidBase, UIDRangeSize: rangeSize, UIDSlots: uidSlots,
 	}, nil)
 	if err != nil {

@@ -15,13 +15,14 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/limits"
 )
 
-// limitsWith returns the server's default limits (supervisor.DefaultLimits,
+// limitsWith returns the server's default limits (limits.Default(),
 // which the shared supervisor uses) with set applied: what
 // outcome.effective_limits must echo for a request that sets those fields.
 func limitsWith(set func(*sandboxv1.ResourceLimits)) *sandboxv1.ResourceLimits {
-	d := supervisor.DefaultLimits
+	d := limits.Default()
 	l := &sandboxv1.ResourceLimits{
 		MaxMemoryBytes: d.MemoryBytes, MaxCpuPercent: d.CPUPercent,
 		MaxFileDescriptors: d.FileDescriptors, MaxProcesses: d.Processes,
@@ -259,7 +260,7 @@ print(total, err, errno.ENOSPC)
 // server's ceiling, and negative: INVALID_ARGUMENT naming the field.
 func TestLimitsAboveTheCeilingAreRefused(t *testing.T) {
 	in := requireSandbox(t)
-	c := supervisor.DefaultCeilings
+	c := limits.DefaultCeilings()
 	tests := []struct {
 		field string
 		set   func(l *sandboxv1.ResourceLimits, above bool)

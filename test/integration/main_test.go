@@ -25,6 +25,7 @@ import (
 	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/cache"
+	svhost "github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
 	"github.com/execfarm/execfarm/test/hostscan"
@@ -34,7 +35,7 @@ import (
 // The suite's host uid window: uidSlots ranges of rangeSize ids, placed
 // from 2<<30 by the test process's pid so that the sandboxes of this run
 // never share a host uid with those of another supervisor on the host
-// (which start at supervisor.DefaultUIDBase, 1<<30). Scans for leftover
+// (which start at svhost.DefaultUIDBase, 1<<30). Scans for leftover
 // processes look at this window only.
 const (
 	rangeSize   = 65536
@@ -114,7 +115,7 @@ func setup() (teardown func() error) {
 	host.uidEnd = host.uidBase + uidSlots*rangeSize
 	// The probe scans the suite's own uid window, not the default one
 	// (which a supervisor running on the host may be using).
-	layers, err := supervisor.CheckHostConfig(probe.Config{
+	layers, err := svhost.Check(probe.Config{
 		Cgroup: host.cg, UIDBase: host.uidBase, UIDRangeSize: rangeSize, UIDSlots: uidSlots,
 	}, nil)
 	// A kernel without a layer is a reason to skip; processes left in the

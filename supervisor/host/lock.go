@@ -1,4 +1,4 @@
-package supervisor
+package host
 
 import (
 	"errors"
@@ -12,19 +12,10 @@ import (
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
 
-// ErrHostShared is wrapped by LockHost when another supervisor holds one
-// of the locks: two supervisors sharing a cgroup parent, a uid window or a
-// state directory would clean up (kill) each other's sandboxes at start
-// and could give two sandboxes one host uid.
-var ErrHostShared = errors.New("supervisor: another execfarm serve uses the same resources")
-
-// errLocked is wrapped by lockFile's error for a lock held elsewhere.
-var errLocked = errors.New("locked")
-
-// LockDir is where LockHost keeps the host-wide lock files:
+// LockDir is where Lock keeps the host-wide lock files:
 // /run/lock/execfarm when the host has /run/lock (a tmpfs), else
-// execfarm-locks in the temporary directory. LockHost creates it, owned
-// by the caller and not writable by others, and refuses one that is a
+// execfarm-locks in the temporary directory. Lock creates it, owned
+// by the caller and not writable by others, and Lock refuses one that is a
 // symbolic link or someone else's: the parents are world-writable.
 func LockDir() string {
 	if fi, err := os.Stat("/run/lock"); err == nil && fi.IsDir() {
@@ -33,16 +24,16 @@ func LockDir() string {
 	return filepath.Join(os.TempDir(), "execfarm-locks")
 }
 
-// LockHost takes, for the life of a supervisor, exclusive locks (flock) on
+// Lock takes, for the life of a supervisor, exclusive locks (flock) on
 // its cgroup parent and the first uid of its window (files in lockDir)
 // and on its state directory (a file in it, created if missing). release
 // drops them; the kernel drops them too when the process dies, so a
 // crashed supervisor never blocks the next. Each lock file holds the pid
-// of its holder. Errors: ErrHostShared (wrapped), naming the resource and
+// of its holder. Errors: ErrShared (wrapped), naming the resource and
 // the other supervisor's pid; failures to create or lock a file.
 // Overlapping uid windows with different first uids are caught by the
 // host probe's scan instead (live sandboxes only).
-func LockHost(cg cgroup.Config, uidBase uint32, stateDir, lockDir string) (release func(), err error) {
+func Lock(cg cgroup.Config, uidBase uint32, stateDir, lockDir string) (release func(), err error) {
 	parent := cg.Parent
 	if parent == "" {
 		parent = cgroup.DefaultParent
@@ -53,10 +44,10 @@ func LockHost(cg cgroup.Config, uidBase uint32, stateDir, lockDir string) (relea
 		{"state directory " + stateDir, filepath.Join(stateDir, ".execfarm.lock")},
 	}
 	if err := ownDir(lockDir); err != nil {
-		return nil, fmt.Errorf("supervisor: lock: %w", err)
+		return nil, fmt.Errorf("host: lock: %w", err)
 	}
 	if err := sandbox.MakeStateDir(stateDir); err != nil {
-		return nil, fmt.Errorf("supervisor: %w", err)
+		return nil, fmt.Errorf("host: %w", err)
 	}
 	var held []*os.File
 	release = func() {
@@ -69,9 +60,9 @@ func LockHost(cg cgroup.Config, uidBase uint32, stateDir, lockDir string) (relea
 		if err != nil {
 			release()
 			if errors.Is(err, errLocked) {
-				return nil, fmt.Errorf("%w: the %s is %v; give this one its own --cgroup-parent, --uid-base and --state-dir", ErrHostShared, l.what, err)
+				return nil, fmt.Errorf("%w: the %s is %v; give this one its own --cgroup-parent, --uid-base and --state-dir", ErrShared, l.what, err)
 			}
-			return nil, fmt.Errorf("supervisor: lock %s: %w", l.what, err)
+			return nil, fmt.Errorf("host: lock %s: %w", l.what, err)
 		}
 		held = append(held, f)
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package limits
 
 import (
 	"errors"
@@ -15,16 +15,16 @@ func TestResolveLimits(t *testing.T) {
 		name      string
 		req       *sandboxv1.ResourceLimits
 		timeout   *int32
-		want      func(Limits) Limits
+		want      func(Set) Set
 		wantField string
 	}{
-		{name: "nil is defaults", want: func(l Limits) Limits { return l }},
-		{name: "zero fields are defaults", req: &sandboxv1.ResourceLimits{}, want: func(l Limits) Limits { return l }},
-		{name: "prodisco timeout", timeout: i32(1500), want: func(l Limits) Limits { l.TimeoutMs = 1500; return l }},
-		{name: "limits timeout wins", req: &sandboxv1.ResourceLimits{TimeoutMs: 700}, timeout: i32(1500), want: func(l Limits) Limits { l.TimeoutMs = 700; return l }},
-		{name: "memory", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: 64 << 20}, want: func(l Limits) Limits { l.MemoryBytes = 64 << 20; return l }},
+		{name: "nil is defaults", want: func(l Set) Set { return l }},
+		{name: "zero fields are defaults", req: &sandboxv1.ResourceLimits{}, want: func(l Set) Set { return l }},
+		{name: "prodisco timeout", timeout: i32(1500), want: func(l Set) Set { l.TimeoutMs = 1500; return l }},
+		{name: "limits timeout wins", req: &sandboxv1.ResourceLimits{TimeoutMs: 700}, timeout: i32(1500), want: func(l Set) Set { l.TimeoutMs = 700; return l }},
+		{name: "memory", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: 64 << 20}, want: func(l Set) Set { l.MemoryBytes = 64 << 20; return l }},
 		{name: "all set", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: 1 << 30, MaxCpuPercent: 200, MaxFileDescriptors: 64, MaxProcesses: 32, MaxOutputBytes: 4096, CpuTimeMs: 900, WorkspaceBytes: 8 << 20},
-			want: func(l Limits) Limits {
+			want: func(l Set) Set {
 				l.MemoryBytes, l.CPUPercent, l.FileDescriptors, l.Processes, l.OutputBytes, l.CPUTimeMs, l.WorkspaceBytes = 1<<30, 200, 64, 32, 4096, 900, 8<<20
 				return l
 			}},
@@ -40,11 +40,11 @@ func TestResolveLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveLimits(tt.req, tt.timeout, DefaultLimits, DefaultCeilings)
+			got, err := Resolve(tt.req, tt.timeout, Default(), DefaultCeilings())
 			if tt.wantField != "" {
-				var le *LimitError
+				var le *FieldError
 				if !errors.As(err, &le) || le.Field != tt.wantField {
-					t.Fatalf("err = %v, want LimitError on %s", err, tt.wantField)
+					t.Fatalf("err = %v, want FieldError on %s", err, tt.wantField)
 				}
 				if !strings.Contains(err.Error(), tt.wantField) {
 					t.Fatalf("message %q does not name %s", err, tt.wantField)
@@ -54,7 +54,7 @@ func TestResolveLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := tt.want(DefaultLimits); got != want {
+			if want := tt.want(Default()); got != want {
 				t.Fatalf("got %+v, want %+v", got, want)
 			}
 		})
@@ -68,15 +68,15 @@ func FuzzResolveLimits(f *testing.F) {
 	f.Fuzz(func(t *testing.T, mem int64, cpu, fds, procs int32, out, timeout, cpuTime, ws int64, top int32) {
 		req := &sandboxv1.ResourceLimits{MaxMemoryBytes: mem, MaxCpuPercent: cpu, MaxFileDescriptors: fds, MaxProcesses: procs,
 			MaxOutputBytes: out, TimeoutMs: timeout, CpuTimeMs: cpuTime, WorkspaceBytes: ws}
-		got, err := resolveLimits(req, &top, DefaultLimits, DefaultCeilings)
+		got, err := Resolve(req, &top, Default(), DefaultCeilings())
 		if err != nil {
-			var le *LimitError
+			var le *FieldError
 			if !errors.As(err, &le) {
-				t.Fatalf("error %v is not a LimitError", err)
+				t.Fatalf("error %v is not a FieldError", err)
 			}
 			return
 		}
-		c := DefaultCeilings
+		c := DefaultCeilings()
 		if got.MemoryBytes <= 0 || got.MemoryBytes > c.MemoryBytes || got.CPUPercent <= 0 || got.CPUPercent > c.CPUPercent ||
 			got.FileDescriptors <= 0 || got.FileDescriptors > c.FileDescriptors || got.Processes <= 0 || got.Processes > c.Processes ||
 			got.OutputBytes <= 0 || got.OutputBytes > c.OutputBytes || got.TimeoutMs <= 0 || got.TimeoutMs > c.TimeoutMs ||
@@ -84,11 +84,4 @@ func FuzzResolveLimits(f *testing.F) {
 			t.Fatalf("accepted limits out of range: %+v", got)
 		}
 	})
-}
-
-func TestNewRejectsUnknownDefaultRuntime(t *testing.T) {
-	_, err := New(Config{DefaultRuntime: "cobol"})
-	if err == nil || !strings.Contains(err.Error(), "cobol") {
-		t.Fatalf("New(cobol) = %v", err)
-	}
 }

@@ -1,4 +1,4 @@
-package supervisor
+package host
 
 import (
 	"os"
@@ -21,8 +21,8 @@ func TestRemoveStaleEmbedded(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	deadName := embeddedPrefix + strconv.Itoa(dead.Process.Pid)
-	liveName := embeddedPrefix + "1"
+	deadName := EmbeddedPrefix + strconv.Itoa(dead.Process.Pid)
+	liveName := EmbeddedPrefix + "1"
 	var managers []*cgroup.Manager
 	for _, name := range []string{deadName, liveName} {
 		cfg := cgroup.Config{Parent: "/" + name}
@@ -41,7 +41,7 @@ func TestRemoveStaleEmbedded(t *testing.T) {
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 	}
-	removeStaleEmbedded(cgroup.Config{})
+	RemoveStaleEmbedded(cgroup.Config{})
 	for i, name := range []string{deadName, liveName} {
 		_, err := os.Stat(filepath.Dir(managers[i].Path())) // the parent
 		_, derr := os.Stat(filepath.Join(EmbeddedRoot, name+"-test"))

@@ -1,4 +1,4 @@
-package supervisor
+package execution
 
 import (
 	"context"
@@ -9,13 +9,6 @@ import (
 
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
-)
-
-// Endpoints of the credential-free proxies inside every sandbox (the
-// worker listens on them in the sandbox's network namespace).
-const (
-	SandboxKubeURL       = "http://127.0.0.1:8001"
-	SandboxPrometheusURL = "http://127.0.0.1:9090"
 )
 
 // proxyServer is the supervisor's HostProxy: it answers the worker's

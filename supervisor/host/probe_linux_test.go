@@ -1,4 +1,4 @@
-package supervisor
+package host
 
 import (
 	"errors"
@@ -21,9 +21,9 @@ func TestCheckHostUnusableCgroup(t *testing.T) {
 		t.Skip("needs root: the probe maps the sandbox uid range")
 	}
 	pc := probe.Config{Cgroup: cgroup.Config{Root: t.TempDir(), Parent: fmt.Sprintf("/execfarm-check-%d", os.Getpid())}}
-	layers, err := CheckHostConfig(pc, nil)
-	if !errors.Is(err, ErrHostCannotIsolate) {
-		t.Fatalf("CheckHostConfig = %v, want ErrHostCannotIsolate", err)
+	layers, err := Check(pc, nil)
+	if !errors.Is(err, ErrCannotIsolate) {
+		t.Fatalf("Check = %v, want ErrCannotIsolate", err)
 	}
 	if !strings.Contains(err.Error(), "missing cgroup (") {
 		t.Errorf("error %q does not name the cgroup layer", err)
@@ -40,12 +40,12 @@ func TestCheckHostUnusableCgroup(t *testing.T) {
 	if !found {
 		t.Error("no cgroup layer reported")
 	}
-	_, err = CheckHostConfig(pc, []string{"cgroup"})
+	_, err = Check(pc, []string{"cgroup"})
 	if !errors.Is(err, probe.ErrNotDegradable) || !strings.Contains(err.Error(), "--allow-degraded=cgroup") {
-		t.Errorf("CheckHostConfig(allow cgroup) = %v, want ErrNotDegradable naming cgroup", err)
+		t.Errorf("Check(allow cgroup) = %v, want ErrNotDegradable naming cgroup", err)
 	}
 	// The real host, with the real cgroup root, starts.
-	if _, err := CheckHostConfig(probe.Config{Cgroup: cgroup.Config{Parent: pc.Cgroup.Parent}, UIDBase: embeddedUIDBase(os.Getpid())}, nil); err != nil {
-		t.Errorf("CheckHostConfig on this host: %v", err)
+	if _, err := Check(probe.Config{Cgroup: cgroup.Config{Parent: pc.Cgroup.Parent}, UIDBase: EmbeddedUIDBase(os.Getpid())}, nil); err != nil {
+		t.Errorf("Check on this host: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package supervisor
+package host
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func fakeHost(missing ...string) probe.Report {
 	return r
 }
 
-func TestHostLayers(t *testing.T) {
+func TestLayers(t *testing.T) {
 	tests := []struct {
 		name     string
 		report   probe.Report
@@ -35,7 +35,7 @@ func TestHostLayers(t *testing.T) {
 		{name: "all there", report: fakeHost(), inactive: map[string]string{probe.Overlay: "fake"}},
 		{
 			name: "seccomp missing refuses, naming it", report: fakeHost(probe.Seccomp),
-			wantErr: ErrHostCannotIsolate, inErr: []string{"seccomp (fake: gone", "--allow-degraded=seccomp"},
+			wantErr: ErrCannotIsolate, inErr: []string{"seccomp (fake: gone", "--allow-degraded=seccomp"},
 			inactive: map[string]string{probe.Seccomp: "missing: fake: gone", probe.Overlay: "fake"},
 		},
 		{
@@ -48,7 +48,7 @@ func TestHostLayers(t *testing.T) {
 		},
 		{
 			name: "cgroup missing refuses", report: fakeHost(probe.Cgroup, "cgroup-memory"),
-			wantErr: ErrHostCannotIsolate, inErr: []string{"cgroup (fake: gone", "cgroup-memory (fake: gone", "cannot be degraded"},
+			wantErr: ErrCannotIsolate, inErr: []string{"cgroup (fake: gone", "cgroup-memory (fake: gone", "cannot be degraded"},
 		},
 		{
 			name: "cgroup cannot be allowed", report: fakeHost(probe.Cgroup), allow: []string{"cgroup"},
@@ -61,12 +61,12 @@ func TestHostLayers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			layers, err := hostLayers(tt.report, tt.allow)
+			layers, err := resolveLayers(tt.report, tt.allow)
 			if tt.wantErr == nil && err != nil {
-				t.Fatalf("hostLayers: %v", err)
+				t.Fatalf("resolveLayers: %v", err)
 			}
 			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
-				t.Fatalf("hostLayers error = %v, want %v", err, tt.wantErr)
+				t.Fatalf("resolveLayers error = %v, want %v", err, tt.wantErr)
 			}
 			for _, s := range tt.inErr {
 				if !strings.Contains(err.Error(), s) {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package supervisor
+package host
 
 import (
 	"errors"
@@ -13,13 +13,13 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 )
 
-// TestLockHost: a second supervisor with the same cgroup parent, uid
+// TestLock: a second supervisor with the same cgroup parent, uid
 // window or state directory is refused, naming the first one's pid; other
 // resources, or the same ones after release, are free.
-func TestLockHost(t *testing.T) {
+func TestLock(t *testing.T) {
 	lockDir, state, other := t.TempDir(), t.TempDir(), t.TempDir()
 	cg := cgroup.Config{Parent: "/execfarm-locktest"}
-	release, err := LockHost(cg, 1<<30, state, lockDir)
+	release, err := Lock(cg, 1<<30, state, lockDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,28 +34,28 @@ func TestLockHost(t *testing.T) {
 		{"same uid window", cgroup.Config{Parent: "/x"}, 1 << 30, other, "uid window"},
 		{"same state dir", cgroup.Config{Parent: "/x"}, 2 << 30, state, "state directory"},
 	} {
-		_, err := LockHost(tc.cg, tc.uid, tc.state, lockDir)
-		if !errors.Is(err, ErrHostShared) || !strings.Contains(err.Error(), tc.what) || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
-			t.Errorf("%s: LockHost = %v, want ErrHostShared naming the %s and pid %d", tc.name, err, tc.what, os.Getpid())
+		_, err := Lock(tc.cg, tc.uid, tc.state, lockDir)
+		if !errors.Is(err, ErrShared) || !strings.Contains(err.Error(), tc.what) || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
+			t.Errorf("%s: Lock = %v, want ErrShared naming the %s and pid %d", tc.name, err, tc.what, os.Getpid())
 		}
 	}
-	r2, err := LockHost(cgroup.Config{Parent: "/x"}, 2<<30, other, lockDir)
+	r2, err := Lock(cgroup.Config{Parent: "/x"}, 2<<30, other, lockDir)
 	if err != nil {
 		t.Fatalf("other resources: %v", err)
 	}
 	r2()
 	release()
-	r3, err := LockHost(cg, 1<<30, state, lockDir)
+	r3, err := Lock(cg, 1<<30, state, lockDir)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
 	r3()
 }
 
-// TestLockHostRefusesAnUnsafeLockDir: the lock directory's parents are
+// TestLockRefusesAnUnsafeLockDir: the lock directory's parents are
 // world-writable; a lock directory that is a symbolic link or writable by
 // others is refused rather than used.
-func TestLockHostRefusesAnUnsafeLockDir(t *testing.T) {
+func TestLockRefusesAnUnsafeLockDir(t *testing.T) {
 	base, state := t.TempDir(), t.TempDir()
 	link := filepath.Join(base, "link")
 	if err := os.Symlink(t.TempDir(), link); err != nil {
@@ -69,9 +69,9 @@ func TestLockHostRefusesAnUnsafeLockDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{link, open} {
-		if release, err := LockHost(cgroup.Config{}, 1<<30, state, dir); err == nil {
+		if release, err := Lock(cgroup.Config{}, 1<<30, state, dir); err == nil {
 			release()
-			t.Errorf("LockHost with lock directory %s succeeded, want refused", dir)
+			t.Errorf("Lock with lock directory %s succeeded, want refused", dir)
 		}
 	}
 }

@@ -1,0 +1,77 @@
+package execution
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/registry"
+)
+
+// classify turns how the run ended into a registry result. Precedence: an
+// explicit stop (timeout, cancel) first, then an OOM kill (it wins over
+// "killed by SIGKILL", DESIGN.md), then the worker's report.
+func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.Usage, l limits.Set) registry.Result {
+	// A stopped run was ended by SIGKILL to its whole sandbox (cgroup).
+	killed := registry.Result{ExitCode: -1, Signal: int(syscall.SIGKILL)}
+	switch stop {
+	case registry.ReasonTimeout:
+		killed.State, killed.Reason, killed.Error = registry.StateTimeout, registry.ReasonTimeout, fmt.Sprintf("timed out after %d ms", l.TimeoutMs)
+		return killed
+	case registry.ReasonCancelled:
+		killed.State, killed.Reason, killed.Error = registry.StateCancelled, registry.ReasonCancelled, "cancelled"
+		return killed
+	case registry.ReasonCPUTime:
+		killed.State, killed.Reason, killed.Error = registry.StateFailed, registry.ReasonCPUTime, fmt.Sprintf("killed: CPU time limit of %d ms exceeded", l.CPUTimeMs)
+		return killed
+	}
+	if u.OOMKills > 0 {
+		res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonMemory,
+			Error: fmt.Sprintf("killed: memory limit of %d bytes exceeded (OOM kill)", l.MemoryBytes)}
+		if exit != nil {
+			res.ExitCode, res.Signal = int(exit.GetExitCode()), int(exit.GetSignal())
+		}
+		return res
+	}
+	if runErr != nil || exit == nil {
+		msg := "worker lost"
+		if runErr != nil {
+			msg = "worker lost: " + runErr.Error()
+		}
+		return registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal, Error: msg}
+	}
+	if se := exit.GetStartError(); se != "" {
+		return registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal, Error: "start program: " + se}
+	}
+	if sig := syscall.Signal(exit.GetSignal()); sig != 0 {
+		res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonSignal, Signal: int(sig), ExitCode: -1,
+			Error: "killed by signal " + strings.ToUpper(sigName(sig))}
+		if sig == syscall.SIGXCPU {
+			res.Reason = registry.ReasonCPUTime
+			res.Error = fmt.Sprintf("killed: CPU time limit of %d ms exceeded", l.CPUTimeMs)
+		}
+		return res
+	}
+	code := int(exit.GetExitCode())
+	if code == 0 {
+		return registry.Result{State: registry.StateCompleted, Reason: registry.ReasonExited, Success: true}
+	}
+	return registry.Result{State: registry.StateFailed, Reason: registry.ReasonExited, ExitCode: code,
+		Error: fmt.Sprintf("exited with code %d", code)}
+}
+
+func sigName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGKILL: "sigkill", syscall.SIGSEGV: "sigsegv", syscall.SIGSYS: "sigsys",
+		syscall.SIGABRT: "sigabrt", syscall.SIGTERM: "sigterm", syscall.SIGXCPU: "sigxcpu",
+		syscall.SIGXFSZ: "sigxfsz", syscall.SIGBUS: "sigbus", syscall.SIGPIPE: "sigpipe",
+		syscall.SIGINT: "sigint", syscall.SIGHUP: "sighup",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("%d", int(s))
+}

@@ -1,0 +1,42 @@
+package execution
+
+import (
+	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/limits"
+)
+
+// Job is a validated request, ready to run.
+type Job struct {
+	// Runtime is the runtime's name (program.Goja, program.Node...).
+	Runtime string
+	// Request is what the worker runs; the Runner sets its proxy broker
+	// id when the host proxy is attached.
+	Request *workerv1.RunRequest
+	// Limits are the execution's resolved limits.
+	Limits limits.Set
+	// Code is the source as submitted (for the preview and the cache).
+	Code string
+	// CachedName is the cache entry the code came from, "" for new code.
+	CachedName string
+	// Cacheable marks new TypeScript/JavaScript code, saved in the cache
+	// after a success.
+	Cacheable bool
+}
+
+// Extra is what an execution keeps in registry.Result.Extra.
+type Extra struct {
+	// Limits are the limits the execution ran with.
+	Limits limits.Set
+	// Runtime is the runtime's name.
+	Runtime string
+	// Cached is the cache entry created by this execution, if any.
+	Cached *cache.Entry
+	// Results is what a test-mode program wrote on its results channel,
+	// at most MaxResultsBytes.
+	Results []byte
+}
+
+// MaxResultsBytes bounds a test run's results channel (JSON lines; the
+// parser caps the number of results and their strings too).
+const MaxResultsBytes = 8 << 20

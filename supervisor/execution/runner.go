@@ -1,0 +1,212 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/hostproxy"
+	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/metrics"
+	"github.com/execfarm/execfarm/supervisor/pool"
+	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/execfarm/execfarm/supervisor/scheduler"
+)
+
+// Config configures a Runner. Registry, Scheduler and Sandbox are
+// required; the rest may be zero.
+type Config struct {
+	// Sandbox configures every sandbox the Runner starts; it must stay
+	// unchanged while the Runner lives.
+	Sandbox *sandbox.Config
+	// WarmPool is how many sandboxes of Defaults.Spec() are kept started
+	// ahead of demand; 0 = none.
+	WarmPool int
+	// SandboxReuse is how many executions one warm sandbox may serve,
+	// reset in between; 0 or 1 = single-use (supervisor.Config).
+	SandboxReuse int
+	// Defaults are the server's default limits: the warm pool's shape.
+	Defaults limits.Set
+	// Registry holds the executions.
+	Registry *registry.Registry
+	// Scheduler admits them.
+	Scheduler *scheduler.Scheduler
+	// Cache receives successful new scripts of Jobs marked Cacheable.
+	Cache *cache.Cache
+	// Kube and Prometheus are the host proxy's targets; with either set,
+	// every run serves the proxy to its sandbox (Sandbox.Broker).
+	Kube       *hostproxy.Kube
+	Prometheus *hostproxy.Prometheus
+	// Metrics counts sandbox start-ups; nil = none.
+	Metrics *metrics.Metrics
+	// Logger receives the Runner's logs; nil = none.
+	Logger hclog.Logger
+}
+
+// Runner runs executions, each in a goroutine of its own, from admission
+// to its published result.
+type Runner struct {
+	cfg   Config
+	reg   *registry.Registry
+	sched *scheduler.Scheduler
+	log   hclog.Logger
+
+	runCtx  context.Context // cancelled when Shutdown's grace ends
+	killAll context.CancelFunc
+
+	runs sync.Map   // execution id -> *run, while in flight
+	pool *pool.Pool // nil without a warm pool
+
+	mu      sync.Mutex
+	closing bool
+	running sync.WaitGroup
+}
+
+// New returns a Runner. With a warm pool it starts filling it.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	r := &Runner{cfg: cfg, reg: cfg.Registry, sched: cfg.Scheduler, log: cfg.Logger}
+	r.runCtx, r.killAll = context.WithCancel(context.Background())
+	if cfg.WarmPool > 0 {
+		spec := cfg.Defaults.Spec()
+		// A warm sandbox also holds a prepared goja runtime process with
+		// the default limits, so that a default goja request starts no
+		// process at all.
+		shape, err := program.Build(program.Input{Runtime: program.Goja, Code: "0"})
+		if err != nil {
+			return nil, fmt.Errorf("execution: warm pool: %w", err)
+		}
+		shape.Program = nil
+		shape.Rlimits = cfg.Defaults.Rlimits()
+		r.pool = pool.New(cfg.WarmPool, cfg.SandboxReuse, spec,
+			func(ctx context.Context) (*sandbox.Sandbox, error) {
+				return r.startSandbox(ctx, metrics.PathWarmPool, spec)
+			},
+			func(ctx context.Context, sb *sandbox.Sandbox) error { return sb.Prepare(ctx, shape) },
+			cfg.Logger.Named("pool"))
+	}
+	return r, nil
+}
+
+// startSandbox starts a sandbox for path (metrics.PathWarmPool,
+// metrics.PathOnDemand) and counts the start-up. Warm-pool sandboxes start
+// in the background (sandbox.StartInBackground): a refill must not slow
+// the execution that took the sandbox it replaces.
+func (r *Runner) startSandbox(ctx context.Context, path string, spec sandbox.Spec) (*sandbox.Sandbox, error) {
+	t := time.Now()
+	start := sandbox.Start
+	if path == metrics.PathWarmPool {
+		start = sandbox.StartInBackground
+	}
+	sb, err := start(ctx, r.cfg.Sandbox, spec)
+	r.cfg.Metrics.SandboxStarted(path, time.Since(t), err)
+	return sb, err
+}
+
+// PoolStats returns the warm pool's state; ok is false without a pool.
+func (r *Runner) PoolStats() (s pool.Stats, ok bool) {
+	if r.pool == nil {
+		return s, false
+	}
+	return r.pool.Stats(), true
+}
+
+// Closing reports whether Shutdown has begun.
+func (r *Runner) Closing() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closing
+}
+
+// Submit admits j through the scheduler, registers it and starts it in the
+// background. The returned execution is PENDING or RUNNING. Errors:
+// ErrShuttingDown once Shutdown has begun; scheduler.ErrQueueFull
+// (wrapped) when the queue is full.
+func (r *Runner) Submit(j *Job) (*registry.Execution, error) {
+	if err := r.admit(); err != nil {
+		return nil, err
+	}
+	ticket, err := r.sched.Enqueue()
+	if err != nil {
+		r.running.Done()
+		return nil, fmt.Errorf("execution: %w", err)
+	}
+	e := r.reg.Create(registry.Meta{
+		CodePreview:    j.Code,
+		Runtime:        j.Runtime,
+		IsCached:       j.CachedName != "",
+		CachedName:     j.CachedName,
+		MaxOutputBytes: j.Limits.OutputBytes,
+	})
+	x := &run{runner: r, e: e, j: j, ticket: ticket, queued: time.Now()}
+	r.runs.Store(e.ID(), x)
+	x.ctx, x.cancel = context.WithCancel(r.runCtx)
+	e.SetCancel(func() { x.stop(registry.ReasonCancelled) })
+	go x.execute()
+	return e, nil
+}
+
+// admit registers the start of an execution goroutine unless closing.
+func (r *Runner) admit() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		return ErrShuttingDown
+	}
+	r.running.Add(1)
+	return nil
+}
+
+// QueuePosition returns the execution's place in the queue (1 = next),
+// 0 when it is not queued.
+func (r *Runner) QueuePosition(id string) int {
+	if v, ok := r.runs.Load(id); ok {
+		return v.(*run).ticket.Position()
+	}
+	return 0
+}
+
+// Shutdown refuses new executions, cancels queued ones, waits up to grace
+// for running ones, then kills the rest (they end CANCELLED) and waits for
+// their sandboxes to be destroyed; then it closes the warm pool. It
+// returns an error when executions had to be killed.
+func (r *Runner) Shutdown(grace time.Duration) error {
+	r.mu.Lock()
+	r.closing = true
+	r.mu.Unlock()
+	for _, info := range r.reg.List([]registry.State{registry.StatePending}, 0, 0) {
+		if e, err := r.reg.Get(info.ID); err == nil {
+			_, _ = e.Cancel()
+		}
+	}
+	done := make(chan struct{})
+	go func() { r.running.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-time.After(grace):
+		err = errors.New("execution: grace period over, running executions killed")
+		// Stop each run as cancelled (killing its sandbox) so that it
+		// ends CANCELLED rather than as a worker lost to the context.
+		r.runs.Range(func(_, v any) bool {
+			v.(*run).stop(registry.ReasonCancelled)
+			return true
+		})
+		r.killAll()
+		<-done
+	}
+	r.killAll()
+	if r.pool != nil {
+		r.pool.Close()
+	}
+	return err
+}

@@ -1,0 +1,162 @@
+package limits
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+)
+
+// Set is the resource limits of one execution, resolved from the request,
+// the server's defaults and its ceilings.
+type Set struct {
+	// MemoryBytes is the sandbox's memory limit (cgroup, swap 0), bytes.
+	MemoryBytes int64
+	// CPUPercent is CPU bandwidth in percent of one core (100 = one core).
+	CPUPercent int32
+	// FileDescriptors is RLIMIT_NOFILE of the program.
+	FileDescriptors int32
+	// Processes is the sandbox's pids limit (processes and threads).
+	Processes int32
+	// OutputBytes is the output kept per stream, bytes.
+	OutputBytes int64
+	// TimeoutMs is the wall-clock timeout, milliseconds.
+	TimeoutMs int64
+	// CPUTimeMs is the CPU-time limit of the program, milliseconds; 0 = none.
+	CPUTimeMs int64
+	// WorkspaceBytes sizes the workspace tmpfs, bytes.
+	WorkspaceBytes int64
+}
+
+// CPUTimeCheckInterval is how often a run checks its CPU-time limit: the
+// cgroup counts CPU time but signals nothing, so it is read. The limit is
+// thus exact to within one interval of the sandbox's CPUs.
+const CPUTimeCheckInterval = 20 * time.Millisecond
+
+// MinCPUTimeMs is the smallest CPU-time limit: it is enforced by reading
+// the cgroup every CPUTimeCheckInterval, so a smaller one could not be
+// exact.
+const MinCPUTimeMs = 100
+
+// Default returns the server defaults when no flag changes them.
+func Default() Set {
+	return Set{
+		MemoryBytes: 512 << 20, CPUPercent: 100, FileDescriptors: 1024, Processes: 256,
+		OutputBytes: 1 << 20, TimeoutMs: 30_000, CPUTimeMs: 0, WorkspaceBytes: 64 << 20,
+	}
+}
+
+// DefaultCeilings returns the largest values a request may ask for when
+// no flag changes them.
+func DefaultCeilings() Set {
+	return Set{
+		MemoryBytes: 8 << 30, CPUPercent: 800, FileDescriptors: 65536, Processes: 4096,
+		OutputBytes: 64 << 20, TimeoutMs: 600_000, CPUTimeMs: 600_000, WorkspaceBytes: 2 << 30,
+	}
+}
+
+// Resolve applies the request's limits over the defaults and checks them
+// against the ceilings. Zero in a request field means "default"; negative
+// values and values above the ceiling are a *FieldError naming the field.
+// The request's top-level timeout_ms (ProDisco's) applies unless
+// limits.timeout_ms is set.
+func Resolve(req *sandboxv1.ResourceLimits, timeoutMs *int32, def, ceil Set) (Set, error) {
+	out := def
+	pick := func(field string, v, ceiling int64, dst *int64) error {
+		switch {
+		case v < 0:
+			return &FieldError{Field: field, Value: v, Reason: "must not be negative"}
+		case v == 0:
+			return nil
+		case v > ceiling:
+			return &FieldError{Field: field, Value: v, Reason: fmt.Sprintf("above the server's ceiling %d", ceiling)}
+		}
+		*dst = v
+		return nil
+	}
+	if timeoutMs != nil {
+		if *timeoutMs <= 0 {
+			return out, &FieldError{Field: "timeout_ms", Value: int64(*timeoutMs), Reason: "must be positive"}
+		}
+		if err := pick("timeout_ms", int64(*timeoutMs), ceil.TimeoutMs, &out.TimeoutMs); err != nil {
+			return out, err
+		}
+	}
+	if req == nil {
+		return out, nil
+	}
+	var cpu, fds, procs int64 = int64(out.CPUPercent), int64(out.FileDescriptors), int64(out.Processes)
+	steps := []struct {
+		field   string
+		v, ceil int64
+		dst     *int64
+	}{
+		{"limits.max_memory_bytes", req.GetMaxMemoryBytes(), ceil.MemoryBytes, &out.MemoryBytes},
+		{"limits.max_cpu_percent", int64(req.GetMaxCpuPercent()), int64(ceil.CPUPercent), &cpu},
+		{"limits.max_file_descriptors", int64(req.GetMaxFileDescriptors()), int64(ceil.FileDescriptors), &fds},
+		{"limits.max_processes", int64(req.GetMaxProcesses()), int64(ceil.Processes), &procs},
+		{"limits.max_output_bytes", req.GetMaxOutputBytes(), ceil.OutputBytes, &out.OutputBytes},
+		{"limits.timeout_ms", req.GetTimeoutMs(), ceil.TimeoutMs, &out.TimeoutMs},
+		{"limits.cpu_time_ms", req.GetCpuTimeMs(), ceil.CPUTimeMs, &out.CPUTimeMs},
+		{"limits.workspace_bytes", req.GetWorkspaceBytes(), ceil.WorkspaceBytes, &out.WorkspaceBytes},
+	}
+	for _, s := range steps {
+		if err := pick(s.field, s.v, s.ceil, s.dst); err != nil {
+			return out, err
+		}
+	}
+	out.CPUPercent, out.FileDescriptors, out.Processes = int32(cpu), int32(fds), int32(procs)
+	// Below these the program cannot start at all: say so instead of
+	// failing obscurely inside the sandbox.
+	minimums := []struct {
+		field string
+		v     int64
+		min   int64
+	}{
+		{"limits.max_memory_bytes", out.MemoryBytes, 16 << 20},
+		// The worker's own start-up runs under the sandbox's CPU quota.
+		{"limits.max_cpu_percent", int64(out.CPUPercent), 10},
+		{"limits.max_file_descriptors", int64(out.FileDescriptors), 16},
+		{"limits.max_processes", int64(out.Processes), 8},
+		{"limits.workspace_bytes", out.WorkspaceBytes, 1 << 20},
+	}
+	if out.CPUTimeMs > 0 && out.CPUTimeMs < MinCPUTimeMs {
+		return out, &FieldError{Field: "limits.cpu_time_ms", Value: out.CPUTimeMs, Reason: fmt.Sprintf("below the minimum %d (the limit is checked every %s)", MinCPUTimeMs, CPUTimeCheckInterval)}
+	}
+	for _, m := range minimums {
+		if m.v < m.min {
+			return out, &FieldError{Field: m.field, Value: m.v, Reason: fmt.Sprintf("below the minimum %d", m.min)}
+		}
+	}
+	return out, nil
+}
+
+// Rlimits returns the rlimits of a runtime process with limits l.
+func (l Set) Rlimits() []*workerv1.Rlimit {
+	var out []*workerv1.Rlimit
+	if l.FileDescriptors > 0 {
+		n := uint64(l.FileDescriptors)
+		out = append(out, &workerv1.Rlimit{Resource: "NOFILE", Soft: n, Hard: n})
+	}
+	// Files written by the program are bounded by the workspace anyway;
+	// RLIMIT_FSIZE makes a single runaway write fail early and clearly.
+	fsz := uint64(l.WorkspaceBytes)
+	return append(out, &workerv1.Rlimit{Resource: "FSIZE", Soft: fsz, Hard: fsz})
+}
+
+// Spec is the sandbox a run with limits l needs; the warm pool holds
+// sandboxes of the server defaults' Spec.
+func (l Set) Spec() sandbox.Spec {
+	return sandbox.Spec{
+		Limits: cgroup.Limits{
+			MemoryMaxBytes: l.MemoryBytes,
+			PidsMax:        int64(l.Processes),
+			CPUQuotaMicros: int64(l.CPUPercent) * 1000,
+		},
+		WorkspaceBytes:  l.WorkspaceBytes,
+		FileDescriptors: int64(l.FileDescriptors),
+	}
+}
