@@ -100,7 +100,11 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 	case Shell:
 		req.Argv = []string{"/bin/sh", "-c", in.Code}
 	case Python:
-		req.Argv = []string{"/usr/bin/python3", "-c", in.Code}
+		// -u: stdout and stderr are pipes, which python block-buffers;
+		// a timeout or kill (SIGKILL through the cgroup) leaves no chance
+		// to flush, and what the program printed would be lost. A
+		// caller's PYTHONUNBUFFERED cannot undo a command-line flag.
+		req.Argv = []string{"/usr/bin/python3", "-u", "-c", in.Code}
 	case Node:
 		if in.Node == nil {
 			return nil, fmt.Errorf("%w: node (no runtime bundle installed: make bundle)", ErrUnavailable)

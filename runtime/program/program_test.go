@@ -25,3 +25,15 @@ func TestEnvReservedPrefix(t *testing.T) {
 		t.Fatalf("env %q lacks MY_EXECFARM_X=1", req.GetEnv())
 	}
 }
+
+// TestPythonUnbuffered: python runs with -u, so what it printed before a
+// timeout or kill reaches the pipe (hostile case output_before_timeout.py).
+func TestPythonUnbuffered(t *testing.T) {
+	req, err := Build(Input{Runtime: Python, Code: "print(1)", Env: map[string]string{"PYTHONUNBUFFERED": ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := req.GetArgv(); len(got) != 4 || got[1] != "-u" || got[2] != "-c" || got[3] != "print(1)" {
+		t.Fatalf("argv %q, want python3 -u -c CODE", got)
+	}
+}

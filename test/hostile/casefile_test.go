@@ -54,6 +54,7 @@ var (
 		"shell":  sandboxv1.Runtime_RUNTIME_SHELL,
 		"python": sandboxv1.Runtime_RUNTIME_PYTHON,
 		"goja":   sandboxv1.Runtime_RUNTIME_GOJA,
+		"node":   sandboxv1.Runtime_RUNTIME_NODE,
 	}
 	// knownLimits maps limits: keys to ResourceLimits fields.
 	knownLimits = map[string]func(*sandboxv1.ResourceLimits, int64){
@@ -174,7 +175,7 @@ func parseStep(c *caseFile, lines []string, first int, fail func(int, string, ..
 		return nil, fail(first, "missing `expect-state:` in the step's header")
 	}
 	want := "#"
-	if st.runtime == "goja" {
+	if st.runtime == "goja" || st.runtime == "node" {
 		want = "//"
 	}
 	if prefix != want {

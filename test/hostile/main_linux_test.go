@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -150,7 +152,7 @@ func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
 	if err := os.Mkdir(s.stateDir, 0o755); err != nil {
 		return err
 	}
-	s.srv, err = supervisor.New(supervisor.Config{
+	cfg := supervisor.Config{
 		MaxConcurrent: maxConcurrent,
 		Layers:        layers,
 		Version:       "hostile",
@@ -162,7 +164,13 @@ func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
 			IDs:          sandbox.NewIDPool(s.uidBase, rangeSize, uidSlots),
 			Logger:       log,
 		},
-	})
+	}
+	// The node runtime, from the repository's bundle (make bundle); when
+	// it is not installed, node cases fail (UNIMPLEMENTED) saying so.
+	if _, err := supervisor.NodeRuntime(&cfg, repoBundle(), os.Getenv); err != nil && !errors.Is(err, node.ErrNoBundle) {
+		return fmt.Errorf("node runtime: %w", err)
+	}
+	s.srv, err = supervisor.New(cfg)
 	if err != nil {
 		return fmt.Errorf("new supervisor: %w", err)
 	}
@@ -186,6 +194,12 @@ func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
 	}
 	s.client = sandboxv1.NewSandboxServiceClient(s.conn)
 	return nil
+}
+
+// repoBundle is the repository's node runtime bundle (runtime/node/bundle).
+func repoBundle() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "runtime", "node", "bundle")
 }
 
 // logAbout returns the supervisor's log lines that name the sandbox id
