@@ -1,15 +1,21 @@
 // Package execution runs executions: a validated request (a Job) waits for
-// a scheduler slot, gets a sandbox (from the warm pool, or started on
-// demand), attaches the Kubernetes/Prometheus proxy when configured, runs
-// the program with its output written into the registry, reads the
-// sandbox's usage, classifies how the run ended, and releases the sandbox
-// (destroyed, or reset and given back to the pool) before the result is
-// published. Cancel, timeout and the CPU-time limit all go through one
-// stop, which records the reason and kills the sandbox's processes.
+// a scheduler slot, gets a sandbox from its Placement, attaches the
+// Kubernetes/Prometheus proxy when configured, runs the program with its
+// output written into the registry, reads the sandbox's usage, classifies
+// how the run ended, and releases the sandbox before the result is
+// published (run.go draws the steps). Cancel, timeout and the CPU-time
+// limit all go through one stop, which records the first reason and kills
+// the run's processes through the Placement.
+//
+// Where the sandbox comes from is the Placement's business. Submit uses
+// the Runner's own: a warm sandbox or one started on demand, destroyed
+// after the run or, with SandboxReuse, reset and given back to the warm
+// pool. SubmitIn takes another, such as a sandbox held across many
+// executions, which it neither takes from the pool nor destroys.
 //
 // Lifetimes: a Runner's executions run until Shutdown, which refuses new
 // ones, cancels queued ones, waits up to its grace for running ones and
 // kills the rest. A result is published only once nothing of the
-// execution can run any more and its sandbox is gone or reset. The
-// package knows no gRPC: callers map its errors (errors.go) to statuses.
+// execution can run any more. The package knows no gRPC: callers map its
+// errors (errors.go) to statuses.
 package execution

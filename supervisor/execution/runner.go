@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
@@ -63,6 +64,9 @@ type Runner struct {
 
 	runs sync.Map   // execution id -> *run, while in flight
 	pool *pool.Pool // nil without a warm pool
+	// warmShape is the warm pool's prepared process: the default limits,
+	// goja, no program yet.
+	warmShape *workerv1.RunRequest
 
 	mu      sync.Mutex
 	closing bool
@@ -77,39 +81,16 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{cfg: cfg, reg: cfg.Registry, sched: cfg.Scheduler, log: cfg.Logger}
 	r.runCtx, r.killAll = context.WithCancel(context.Background())
 	if cfg.WarmPool > 0 {
-		spec := cfg.Defaults.Spec()
-		// A warm sandbox also holds a prepared goja runtime process with
-		// the default limits, so that a default goja request starts no
-		// process at all.
 		shape, err := program.Build(program.Input{Runtime: program.Goja, Code: "0"})
 		if err != nil {
 			return nil, fmt.Errorf("execution: warm pool: %w", err)
 		}
 		shape.Program = nil
 		shape.Rlimits = cfg.Defaults.Rlimits()
-		r.pool = pool.New(cfg.WarmPool, cfg.SandboxReuse, spec,
-			func(ctx context.Context) (*sandbox.Sandbox, error) {
-				return r.startSandbox(ctx, metrics.PathWarmPool, spec)
-			},
-			func(ctx context.Context, sb *sandbox.Sandbox) error { return sb.Prepare(ctx, shape) },
-			cfg.Logger.Named("pool"))
+		r.warmShape = shape
+		r.pool = r.newPool()
 	}
 	return r, nil
-}
-
-// startSandbox starts a sandbox for path (metrics.PathWarmPool,
-// metrics.PathOnDemand) and counts the start-up. Warm-pool sandboxes start
-// in the background (sandbox.StartInBackground): a refill must not slow
-// the execution that took the sandbox it replaces.
-func (r *Runner) startSandbox(ctx context.Context, path string, spec sandbox.Spec) (*sandbox.Sandbox, error) {
-	t := time.Now()
-	start := sandbox.Start
-	if path == metrics.PathWarmPool {
-		start = sandbox.StartInBackground
-	}
-	sb, err := start(ctx, r.cfg.Sandbox, spec)
-	r.cfg.Metrics.SandboxStarted(path, time.Since(t), err)
-	return sb, err
 }
 
 // PoolStats returns the warm pool's state; ok is false without a pool.
@@ -128,10 +109,17 @@ func (r *Runner) Closing() bool {
 }
 
 // Submit admits j through the scheduler, registers it and starts it in the
-// background. The returned execution is PENDING or RUNNING. Errors:
-// ErrShuttingDown once Shutdown has begun; scheduler.ErrQueueFull
-// (wrapped) when the queue is full.
+// background in a fresh sandbox: a warm one, or one started on demand,
+// destroyed (or reset for the warm pool) after the run. The returned
+// execution is PENDING or RUNNING. Errors: ErrShuttingDown once Shutdown
+// has begun; scheduler.ErrQueueFull (wrapped) when the queue is full.
 func (r *Runner) Submit(j *Job) (*registry.Execution, error) {
+	return r.SubmitIn(fresh{r}, j)
+}
+
+// SubmitIn is Submit with the run's sandbox from p, which must stay usable
+// until the execution has ended.
+func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
 	if err := r.admit(); err != nil {
 		return nil, err
 	}
@@ -147,7 +135,7 @@ func (r *Runner) Submit(j *Job) (*registry.Execution, error) {
 		CachedName:     j.CachedName,
 		MaxOutputBytes: j.Limits.OutputBytes,
 	})
-	x := &run{runner: r, e: e, j: j, ticket: ticket, queued: time.Now()}
+	x := &run{runner: r, place: p, e: e, j: j, ticket: ticket, queued: time.Now()}
 	r.runs.Store(e.ID(), x)
 	x.ctx, x.cancel = context.WithCancel(r.runCtx)
 	e.SetCancel(func() { x.stop(registry.ReasonCancelled) })

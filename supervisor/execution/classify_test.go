@@ -1,0 +1,76 @@
+package execution
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/registry"
+)
+
+func TestClassify(t *testing.T) {
+	l := limits.Default()
+	l.CPUTimeMs = 500
+	exit := func(code, sig int32) *workerv1.Exit { return &workerv1.Exit{ExitCode: code, Signal: sig} }
+	tests := []struct {
+		name    string
+		stop    registry.Reason
+		exit    *workerv1.Exit
+		runErr  error
+		oom     int64
+		state   registry.State
+		reason  registry.Reason
+		code    int
+		signal  int
+		errText string
+		success bool
+	}{
+		{name: "exit 0", exit: exit(0, 0), state: registry.StateCompleted, reason: registry.ReasonExited, success: true},
+		{name: "exit 3", exit: exit(3, 0), state: registry.StateFailed, reason: registry.ReasonExited, code: 3, errText: "exited with code 3"},
+		{name: "timeout wins over exit", stop: registry.ReasonTimeout, exit: exit(0, 0), state: registry.StateTimeout, reason: registry.ReasonTimeout,
+			code: -1, signal: int(syscall.SIGKILL), errText: "timed out after 30000 ms"},
+		{name: "cancel", stop: registry.ReasonCancelled, runErr: errors.New("ctx"), state: registry.StateCancelled, reason: registry.ReasonCancelled,
+			code: -1, signal: int(syscall.SIGKILL), errText: "cancelled"},
+		{name: "cpu time stop", stop: registry.ReasonCPUTime, state: registry.StateFailed, reason: registry.ReasonCPUTime,
+			code: -1, signal: int(syscall.SIGKILL), errText: "killed: CPU time limit of 500 ms exceeded"},
+		{name: "stop wins over OOM", stop: registry.ReasonTimeout, oom: 1, state: registry.StateTimeout, reason: registry.ReasonTimeout,
+			code: -1, signal: int(syscall.SIGKILL), errText: "timed out after 30000 ms"},
+		{name: "OOM wins over SIGKILL", exit: exit(-1, int32(syscall.SIGKILL)), oom: 1, state: registry.StateFailed, reason: registry.ReasonMemory,
+			code: -1, signal: int(syscall.SIGKILL), errText: "killed: memory limit of 536870912 bytes exceeded (OOM kill)"},
+		{name: "OOM with the worker lost", runErr: errors.New("eof"), oom: 2, state: registry.StateFailed, reason: registry.ReasonMemory,
+			errText: "killed: memory limit of 536870912 bytes exceeded (OOM kill)"},
+		{name: "worker lost", runErr: errors.New("eof"), state: registry.StateFailed, reason: registry.ReasonInternal, errText: "worker lost: eof"},
+		{name: "no exit, no error", state: registry.StateFailed, reason: registry.ReasonInternal, errText: "worker lost"},
+		{name: "start error", exit: &workerv1.Exit{StartError: "exec: no such file"}, state: registry.StateFailed, reason: registry.ReasonInternal,
+			errText: "start program: exec: no such file"},
+		{name: "signal", exit: exit(-1, int32(syscall.SIGSEGV)), state: registry.StateFailed, reason: registry.ReasonSignal,
+			code: -1, signal: int(syscall.SIGSEGV), errText: "killed by signal SIGSEGV"},
+		{name: "unnamed signal", exit: exit(-1, 40), state: registry.StateFailed, reason: registry.ReasonSignal,
+			code: -1, signal: 40, errText: "killed by signal 40"},
+		{name: "SIGXCPU is the CPU-time limit", exit: exit(-1, int32(syscall.SIGXCPU)), state: registry.StateFailed, reason: registry.ReasonCPUTime,
+			code: -1, signal: int(syscall.SIGXCPU), errText: "killed: CPU time limit of 500 ms exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := classify(tt.stop, tt.exit, tt.runErr, cgroup.Usage{OOMKills: tt.oom}, l)
+			if got.State != tt.state || got.Reason != tt.reason || got.ExitCode != tt.code || got.Signal != tt.signal ||
+				got.Error != tt.errText || got.Success != tt.success {
+				t.Fatalf("classify = %+v\nwant state %v reason %v code %d signal %d error %q success %v",
+					got, tt.state, tt.reason, tt.code, tt.signal, tt.errText, tt.success)
+			}
+		})
+	}
+}
+
+func TestSince(t *testing.T) {
+	base := cgroup.Usage{CPUUserMicros: 100, CPUSystemMicros: 50, OOMKills: 1, PeakMemoryBytes: 7}
+	u := cgroup.Usage{CPUUserMicros: 300, CPUSystemMicros: 40, OOMKills: 1, PeakMemoryBytes: 9, PidsPeak: 3}
+	got := since(u, base)
+	want := cgroup.Usage{CPUUserMicros: 200, CPUSystemMicros: 0, OOMKills: 0, PeakMemoryBytes: 9, PidsPeak: 3}
+	if got != want {
+		t.Fatalf("since = %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,114 @@
+package execution
+
+import (
+	"context"
+	"time"
+
+	"github.com/execfarm/execfarm/supervisor/metrics"
+	"github.com/execfarm/execfarm/supervisor/pool"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+)
+
+// Placement is where a run gets its sandbox, how a stop reaches the run's
+// processes, and what becomes of the sandbox after the run. The Runner's
+// own placement (Submit) takes a warm sandbox or starts one and destroys
+// it after the run, or resets it for the warm pool (Config.SandboxReuse).
+// A sandbox held across many executions (a session) is another placement
+// (SubmitIn): it hands out the sandbox it holds, and keeps it.
+//
+// A run calls Acquire once; if it returns a sandbox, Release exactly once
+// and, in between, Kill any number of times from any goroutine (a
+// cancel, the wall-clock timer, the CPU-time watch). Kill is never called
+// after Release has begun.
+type Placement interface {
+	// Acquire returns a started sandbox for spec, the caller's for the
+	// run. ctx ends when the run is stopped (then an error is expected).
+	// id is the execution's, for logs (as in Release).
+	Acquire(ctx context.Context, id string, spec sandbox.Spec) (*sandbox.Sandbox, error)
+	// Kill kills every process the run started in sb. It must not wait
+	// for the run: Sandbox.Run then returns.
+	Kill(sb *sandbox.Sandbox) error
+	// Release ends the run's hold on sb, and calls publish (which
+	// publishes the run's result) once no process of the run can run any
+	// more: the result must never be seen while some of it still runs.
+	// reusable is true when the run ended by its program's own exit,
+	// without a stop and without the host proxy: only then may sb serve
+	// another execution.
+	Release(id string, sb *sandbox.Sandbox, reusable bool, publish func())
+}
+
+// fresh is the Runner's own placement: a sandbox of the warm pool when
+// one of the run's Spec is ready, else one started on demand; after the
+// run it is destroyed, or reset and recycled into the pool.
+type fresh struct{ r *Runner }
+
+// Acquire takes a ready warm sandbox for spec, or starts one.
+func (f fresh) Acquire(ctx context.Context, id string, spec sandbox.Spec) (*sandbox.Sandbox, error) {
+	r := f.r
+	if r.pool != nil {
+		if sb := r.pool.Take(spec); sb != nil {
+			return sb, nil
+		}
+	}
+	sb, err := r.startSandbox(ctx, metrics.PathOnDemand, spec)
+	if err == nil && r.log.IsDebug() {
+		r.log.Debug("sandbox started", append([]any{"execution", id, "sandbox", sb.ID()}, sandbox.LogFields(sb.StartPhases())...)...)
+	}
+	return sb, err
+}
+
+// Kill kills the whole sandbox (its cgroup): it serves this run alone.
+func (fresh) Kill(sb *sandbox.Sandbox) error { return sb.Kill() }
+
+// Release publishes the result once sb is destroyed (no process, cgroup,
+// mount or socket left) or, when reusable and the pool lent it, reset (no
+// process, file or IPC object of the run left); a reset sandbox goes back
+// to the pool after the result is out.
+func (f fresh) Release(id string, sb *sandbox.Sandbox, reusable bool, publish func()) {
+	r := f.r
+	if reusable && r.pool != nil && r.pool.Reusable(sb) {
+		err := sb.Reset(r.runCtx)
+		if err == nil {
+			publish()
+			r.pool.Recycle(sb)
+			return
+		}
+		r.log.Warn("reset sandbox for reuse; destroying it", "execution", id, "sandbox", sb.ID(), "error", err)
+	}
+	if err := sb.Close(); err != nil {
+		r.log.Warn("destroy sandbox", "execution", id, "sandbox", sb.ID(), "error", err)
+	}
+	if r.pool != nil {
+		r.pool.Discard(sb)
+	}
+	publish()
+}
+
+// newPool returns the warm pool of cfg.WarmPool sandboxes of
+// Defaults.Spec(), each holding a prepared goja runtime process with the
+// default limits (so that a default goja request starts no process at
+// all). It starts filling at once.
+func (r *Runner) newPool() *pool.Pool {
+	spec := r.cfg.Defaults.Spec()
+	return pool.New(r.cfg.WarmPool, r.cfg.SandboxReuse, spec,
+		func(ctx context.Context) (*sandbox.Sandbox, error) {
+			return r.startSandbox(ctx, metrics.PathWarmPool, spec)
+		},
+		func(ctx context.Context, sb *sandbox.Sandbox) error { return sb.Prepare(ctx, r.warmShape) },
+		r.log.Named("pool"))
+}
+
+// startSandbox starts a sandbox for path (metrics.PathWarmPool,
+// metrics.PathOnDemand) and counts the start-up. Warm-pool sandboxes start
+// in the background (sandbox.StartInBackground): a refill must not slow
+// the execution that took the sandbox it replaces.
+func (r *Runner) startSandbox(ctx context.Context, path string, spec sandbox.Spec) (*sandbox.Sandbox, error) {
+	t := time.Now()
+	start := sandbox.Start
+	if path == metrics.PathWarmPool {
+		start = sandbox.StartInBackground
+	}
+	sb, err := start(ctx, r.cfg.Sandbox, spec)
+	r.cfg.Metrics.SandboxStarted(path, time.Since(t), err)
+	return sb, err
+}
