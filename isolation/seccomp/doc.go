@@ -33,6 +33,10 @@
 //     capabilities over a fresh namespace, the main road to netfilter and
 //     overlayfs LPEs), eBPF verifier bugs, userfaultfd-assisted races, the
 //     unnamespaced keyring (CVE-2016-0728), open_by_handle_at ("shocker").
+//   - Host-wide pools without a per-sandbox bound: legacy AIO contexts
+//     (io_setup & co.) all come from fs.aio-max-nr, so they get ENOSYS, as
+//     on a kernel without AIO; one sandbox could otherwise make io_setup
+//     fail for the whole host.
 //   - New syscalls: numbers above the reviewed table get ENOSYS, not EPERM,
 //     so C libraries take their fallbacks (the 2020 faccessat2 breakage).
 //

@@ -246,6 +246,19 @@ var enosysSyscalls = []string{
 	// and fall back to clone on ENOSYS; the kernel's own answer when clone3
 	// does not exist. Docker does the same.
 	"clone3",
+	// Legacy Linux AIO: every context comes from fs.aio-max-nr, a pool
+	// shared by the whole host with no per-user, per-namespace or
+	// per-cgroup bound, so one sandbox could take all of it and make
+	// io_setup fail (EAGAIN) for the host until it ends. Docker allows it.
+	// ENOSYS is what a kernel built without AIO answers: libaio users take
+	// it as "no kernel AIO"; glibc's POSIX aio_* uses threads, and
+	// neither libuv, python nor the Go runtime calls it.
+	"io_cancel",
+	"io_destroy",
+	"io_getevents",
+	"io_pgetevents",
+	"io_setup",
+	"io_submit",
 	// io_uring runs syscalls from kernel threads that seccomp never sees, and
 	// has been the largest source of kernel LPEs since 2021 (Google disabled
 	// it on ChromeOS, Android and its servers for this reason). libuv (node)
@@ -359,12 +372,7 @@ var allowedSyscalls = []string{
 	"inotify_init",
 	"inotify_init1",
 	"inotify_rm_watch",
-	"io_cancel", // Legacy Linux AIO (io_setup & co.): bounded by fs.aio-max-nr, used by some databases' clients.
-	"io_destroy",
-	"io_getevents",
-	"io_pgetevents",
-	"io_setup",
-	"io_submit",
+	// io_setup & co.: ENOSYS, see enosysSyscalls.
 	// ioctl: filtered on its request in argumentFilters.
 	"ioprio_get",
 	"ioprio_set",

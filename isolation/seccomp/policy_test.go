@@ -166,6 +166,8 @@ func TestProgramTable(t *testing.T) {
 		{"clone newns high bits", native(t, "clone", 0x1_0000_0000|cloneNewns), actEPERM},
 		{"clone3", native(t, "clone3"), actENOSYS},
 		{"io_uring_setup", native(t, "io_uring_setup", 8, 0), actENOSYS},
+		{"io_setup", native(t, "io_setup", 1, 0), actENOSYS},
+		{"io_submit", native(t, "io_submit"), actENOSYS},
 
 		{"personality linux", native(t, "personality", 0), actAllow},
 		{"personality linux32", native(t, "personality", 8), actAllow},
@@ -255,6 +257,8 @@ func TestPolicyLists(t *testing.T) {
 		"nfsservctl", "uselib", "ustat", "sysfs", "_sysctl", "create_module",
 		"get_kernel_syms", "query_module", "fanotify_init", "pidfd_getfd", "kcmp",
 		"move_pages", "mbind", "set_mempolicy",
+		// Host-wide pools with no per-sandbox bound (fs.aio-max-nr).
+		"io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy",
 	}
 	for _, n := range mustBlock {
 		if l := seen[n]; l != "denied" && l != "enosys" {
