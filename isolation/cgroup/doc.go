@@ -26,7 +26,10 @@
 //
 // v2: memory.max, memory.swap.max=0, memory.oom.group=1, pids.max,
 // cpu.max. v1: memory.limit_in_bytes and memory.memsw.limit_in_bytes (the
-// same value, so swap is 0), pids.max, cpu.cfs_period_us/cfs_quota_us.
+// same value, so swap is 0), memory.kmem.tcp.limit_in_bytes (the same
+// value: v1 keeps TCP socket buffers out of memory.usage_in_bytes, in a
+// counter of their own, while v2 charges them to memory.max), pids.max,
+// cpu.cfs_period_us/cfs_quota_us.
 // When swap accounting is off, v1 has no memory.memsw.* files and v2 no
 // memory.swap.max: the limit is then skipped and Warnings says so; swap use
 // is still 0 as long as the host has no active swap device (the warning

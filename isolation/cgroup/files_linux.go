@@ -189,3 +189,6 @@ func swapWarning(file string) string {
 	}
 	return fmt.Sprintf("%s is absent (swap accounting off); no swap device is active, so sandbox swap use is still 0", file)
 }
+
+// tcpWarning explains a missing v1 memory.kmem.tcp.limit_in_bytes.
+const tcpWarning = "memory.kmem.tcp.limit_in_bytes is absent: on cgroup v1 TCP socket buffers are not charged to memory.usage_in_bytes and stay unbounded per sandbox (only the host-wide net.ipv4.tcp_mem bounds them)"

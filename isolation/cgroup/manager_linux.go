@@ -138,6 +138,14 @@ func (m *Manager) createV1(lay layout, l Limits) error {
 		} else {
 			m.warnings = append(m.warnings, swapWarning("memory.memsw.limit_in_bytes"))
 		}
+		// v1 does not charge TCP socket buffers to memory.usage_in_bytes;
+		// they have their own counter, unlimited unless this is set. v2
+		// charges them to memory.max itself.
+		if exists(filepath.Join(lay.root, "memory", "memory.kmem.tcp.limit_in_bytes")) {
+			spec.Memory.KernelTCP = &l.MemoryMaxBytes
+		} else {
+			m.warnings = append(m.warnings, tcpWarning)
+		}
 	}
 	path := func(n cgroup1.Name) (string, error) {
 		if _, ok := lay.parents[string(n)]; !ok {

@@ -106,6 +106,12 @@ func TestRealNewWritesLimits(t *testing.T) {
 			{"cpu", "cpu.cfs_quota_us", "50000"},
 			{"cpu", "cpu.cfs_period_us", "200000"},
 		}
+		if exists(filepath.Join(m.Paths()["memory"], "memory.kmem.tcp.limit_in_bytes")) {
+			// TCP socket buffers have their own counter on v1.
+			files = append(files, file{"memory", "memory.kmem.tcp.limit_in_bytes", "67108864"})
+		} else if !slices.Contains(m.Warnings(), tcpWarning) {
+			t.Error("no memory.kmem.tcp.limit_in_bytes and no warning")
+		}
 		if exists(filepath.Join(m.Paths()["memory"], "memory.memsw.limit_in_bytes")) {
 			files = append(files, file{"memory", "memory.memsw.limit_in_bytes", "67108864"})
 		} else if len(m.Warnings()) == 0 {
