@@ -9,7 +9,8 @@
 // New, ListenAndServe, Embedded and the handlers. What an execution does
 // lives in supervisor/execution, its limits in supervisor/limits, and
 // what the supervisor does to the host at start (probe, locks, clean-up)
-// in supervisor/host; none of them imports this package.
+// in supervisor/host; none of them imports this package. Their errors
+// reach callers through one map, rpcError (errors.go).
 //
 // Lifetimes: New returns a Server whose executions run until Shutdown.
 // Shutdown refuses new work, lets running executions finish within the

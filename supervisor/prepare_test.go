@@ -7,19 +7,40 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
 
+// preparingServer returns a Server that can prepare requests (default
+// limits, goja by default, no cache, no node) and runs nothing: it starts
+// no goroutine.
+func preparingServer(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: limits.Default(), Ceilings: limits.DefaultCeilings()}, reg: registry.New(registry.Config{})}
+	sched, err := scheduler.New(scheduler.Config{MaxConcurrent: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.runner, err = execution.New(execution.Config{Sandbox: &s.cfg.Sandbox, Defaults: s.cfg.Defaults, Registry: s.reg, Scheduler: sched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // FuzzPrepare feeds request validation arbitrary code, runtimes, env and
-// limits: it must never panic, and every refusal must be a gRPC status
-// with a client-side code (never INTERNAL, never UNKNOWN).
+// limits: it must never panic; every refusal, mapped by rpcError, must be
+// a client-side code (never INTERNAL, never UNKNOWN); and every
+// INVALID_ARGUMENT must name the request field at fault.
 func FuzzPrepare(f *testing.F) {
 	f.Add("console.log(1)", int32(0), "K", "v", int64(0), int32(0), false)
 	f.Add("const x = ;", int32(1), "", "", int64(-1), int32(-5), true)
 	f.Add("echo hi", int32(3), "A=B", "x\x00y", int64(1<<40), int32(1<<30), false)
 	f.Add("", int32(99), "PATH", "/bin", int64(64<<20), int32(100), true)
 	f.Add("await 1", int32(2), "", "", int64(0), int32(0), false)
-	s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: limits.Default(), Ceilings: limits.DefaultCeilings()}}
+	s := preparingServer(f)
 	f.Fuzz(func(t *testing.T, code string, rt int32, k, v string, mem int64, timeout int32, tests bool) {
 		req := &sandboxv1.ExecuteRequest{
 			Source:  &sandboxv1.ExecuteRequest_Code{Code: code},
@@ -34,12 +55,16 @@ func FuzzPrepare(f *testing.F) {
 		if err == nil {
 			return
 		}
-		st, ok := status.FromError(err)
+		st, ok := status.FromError(rpcError(err))
 		if !ok {
-			t.Fatalf("error %v is not a gRPC status", err)
+			t.Fatalf("rpcError(%v) is not a gRPC status", err)
 		}
 		switch st.Code() {
-		case codes.InvalidArgument, codes.NotFound, codes.Unimplemented:
+		case codes.InvalidArgument:
+			if f := faultOf(err); f.field == "" || f.reason == "" {
+				t.Fatalf("INVALID_ARGUMENT %v names no field or reason: %+v", err, f)
+			}
+		case codes.NotFound, codes.Unimplemented:
 		default:
 			t.Fatalf("code %s for %q: %v", st.Code(), code, err)
 		}

@@ -7,12 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/testresult"
-	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
@@ -22,12 +18,12 @@ import (
 func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*sandboxv1.ExecuteResponse, error) {
 	e, err := s.submit(req)
 	if err != nil {
-		return nil, err
+		return nil, rpcError(err)
 	}
 	res, err := e.Wait(ctx)
 	if err != nil {
 		_, _ = e.Cancel()
-		return nil, status.FromContextError(err).Err()
+		return nil, rpcError(err)
 	}
 	stdout, _ := readAll(e, registry.Stdout)
 	stderr, _ := readAll(e, registry.Stderr)
@@ -48,13 +44,13 @@ func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*s
 func (s *Server) ExecuteStream(req *sandboxv1.ExecuteRequest, stream sandboxv1.SandboxService_ExecuteStreamServer) error {
 	e, err := s.submit(req)
 	if err != nil {
-		return err
+		return rpcError(err)
 	}
 	ctx := stream.Context()
 	for ev, err := range e.Subscribe(ctx) {
 		if err != nil {
 			_, _ = e.Cancel()
-			return status.FromContextError(err).Err()
+			return rpcError(err)
 		}
 		chunk := &sandboxv1.ExecuteChunk{ExecutionId: e.ID(), TimestampMs: time.Now().UnixMilli()}
 		if ev.Result != nil {
@@ -73,14 +69,14 @@ func (s *Server) ExecuteStream(req *sandboxv1.ExecuteRequest, stream sandboxv1.S
 			return err
 		}
 	}
-	return status.Error(codes.Internal, "output subscription ended without a result")
+	return rpcError(errors.New("output subscription ended without a result"))
 }
 
 // ExecuteAsync starts the execution and answers at once with its id.
 func (s *Server) ExecuteAsync(ctx context.Context, req *sandboxv1.ExecuteRequest) (*sandboxv1.ExecuteAsyncResponse, error) {
 	e, err := s.submit(req)
 	if err != nil {
-		return nil, err
+		return nil, rpcError(err)
 	}
 	return &sandboxv1.ExecuteAsyncResponse{
 		ExecutionId:   e.ID(),
@@ -95,10 +91,13 @@ func (s *Server) ExecuteAsync(ctx context.Context, req *sandboxv1.ExecuteRequest
 func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRequest) (*sandboxv1.GetExecutionResponse, error) {
 	e, err := s.lookup(req.GetExecutionId())
 	if err != nil {
-		return nil, err
+		return nil, rpcError(err)
 	}
-	if req.GetOutputOffset() < 0 || req.GetErrorOutputOffset() < 0 {
-		return nil, status.Error(codes.InvalidArgument, "output offsets must not be negative")
+	switch {
+	case req.GetOutputOffset() < 0:
+		return nil, rpcError(badRequest("output_offset", "output offsets must not be negative"))
+	case req.GetErrorOutputOffset() < 0:
+		return nil, rpcError(badRequest("error_output_offset", "output offsets must not be negative"))
 	}
 	if req.GetWait() {
 		wctx := ctx
@@ -114,11 +113,11 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 	res, terminal := e.Result()
 	out, outNext, _, err := e.Read(registry.Stdout, req.GetOutputOffset())
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return nil, rpcError(err)
 	}
 	errOut, errNext, _, err := e.Read(registry.Stderr, req.GetErrorOutputOffset())
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return nil, rpcError(err)
 	}
 	resp := &sandboxv1.GetExecutionResponse{
 		ExecutionId:       e.ID(),
@@ -142,13 +141,13 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 func (s *Server) CancelExecution(ctx context.Context, req *sandboxv1.CancelExecutionRequest) (*sandboxv1.CancelExecutionResponse, error) {
 	e, err := s.lookup(req.GetExecutionId())
 	if err != nil {
-		return nil, err
+		return nil, rpcError(err)
 	}
 	if _, err := e.Cancel(); err != nil {
 		if errors.Is(err, registry.ErrTerminal) {
-			return nil, status.Errorf(codes.FailedPrecondition, "execution %s already ended (%s)", e.ID(), e.State())
+			err = describe(err, "execution %s already ended (%s)", e.ID(), e.State())
 		}
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, rpcError(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -162,14 +161,17 @@ func (s *Server) CancelExecution(ctx context.Context, req *sandboxv1.CancelExecu
 // ListExecutions lists executions newest first, filtered by state and
 // age, then limited.
 func (s *Server) ListExecutions(ctx context.Context, req *sandboxv1.ListExecutionsRequest) (*sandboxv1.ListExecutionsResponse, error) {
-	if req.GetLimit() < 0 || req.GetIncludeCompletedWithinMs() < 0 {
-		return nil, status.Error(codes.InvalidArgument, "limit and include_completed_within_ms must not be negative")
+	switch {
+	case req.GetLimit() < 0:
+		return nil, rpcError(badRequest("limit", "limit and include_completed_within_ms must not be negative"))
+	case req.GetIncludeCompletedWithinMs() < 0:
+		return nil, rpcError(badRequest("include_completed_within_ms", "limit and include_completed_within_ms must not be negative"))
 	}
 	var states []registry.State
 	for _, st := range req.GetStates() {
 		rs, ok := stateFromProto(st)
 		if !ok {
-			return nil, status.Errorf(codes.InvalidArgument, "unknown execution state %d", int32(st))
+			return nil, rpcError(badRequest("states", "unknown execution state %d", int32(st)))
 		}
 		states = append(states, rs)
 	}
@@ -214,7 +216,7 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 // away cancels it.
 func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequest) (*sandboxv1.ExecuteTestResponse, error) {
 	if strings.TrimSpace(req.GetTests()) == "" {
-		return nil, status.Error(codes.InvalidArgument, "tests is empty")
+		return nil, rpcError(badRequest("tests", "tests is empty"))
 	}
 	code := req.GetTests()
 	if req.GetCode() != "" {
@@ -227,12 +229,12 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 		Limits:    req.GetLimits(),
 	}, true)
 	if err != nil {
-		return nil, err
+		return nil, rpcError(err)
 	}
 	res, err := e.Wait(ctx)
 	if err != nil {
 		_, _ = e.Cancel()
-		return nil, status.FromContextError(err).Err()
+		return nil, rpcError(err)
 	}
 	stdout, _ := readAll(e, registry.Stdout)
 	stderr, _ := readAll(e, registry.Stderr)
@@ -278,10 +280,7 @@ func (s *Server) ListCache(_ context.Context, req *sandboxv1.ListCacheRequest) (
 	}
 	entries, err := s.cfg.Cache.List(req.GetFilter())
 	if err != nil {
-		if errors.Is(err, cache.ErrInvalidFilter) {
-			return nil, status.Error(codes.InvalidArgument, err.Error())
-		}
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, rpcError(err)
 	}
 	for _, e := range entries {
 		resp.Entries = append(resp.Entries, cacheEntryToProto(e))
@@ -296,23 +295,21 @@ func (s *Server) ClearCache(context.Context, *sandboxv1.ClearCacheRequest) (*san
 	}
 	n, err := s.cfg.Cache.Clear()
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, rpcError(err)
 	}
 	return &sandboxv1.ClearCacheResponse{DeletedCount: int64(n)}, nil
 }
 
+// lookup returns the execution named by a request's execution_id.
 func (s *Server) lookup(id string) (*registry.Execution, error) {
 	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "execution_id is empty")
+		return nil, badRequest("execution_id", "execution_id is empty")
 	}
 	e, err := s.reg.Get(id)
-	if err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
-			return nil, status.Errorf(codes.NotFound, "execution %q not found", id)
-		}
-		return nil, status.Error(codes.Internal, err.Error())
+	if errors.Is(err, registry.ErrNotFound) {
+		return nil, describe(err, "execution %q not found", id)
 	}
-	return e, nil
+	return e, err
 }
 
 // readAll returns everything kept of one stream.

@@ -99,7 +99,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.runner, err = execution.New(execution.Config{
 		Sandbox: &s.cfg.Sandbox, WarmPool: cfg.WarmPool, SandboxReuse: cfg.SandboxReuse, Defaults: cfg.Defaults,
-		Registry: s.reg, Scheduler: sched, Cache: cfg.Cache, Kube: cfg.Kube, Prometheus: cfg.Prometheus,
+		Registry: s.reg, Scheduler: sched, Cache: cfg.Cache, Node: cfg.Node, Kube: cfg.Kube, Prometheus: cfg.Prometheus,
 		Metrics: cfg.Metrics, Logger: cfg.Logger,
 	})
 	if err != nil {

@@ -1,6 +1,38 @@
 package execution
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/execfarm/execfarm/supervisor/cache"
+)
 
 // ErrShuttingDown is returned by Submit once Shutdown has begun.
 var ErrShuttingDown = errors.New("execution: supervisor is shutting down")
+
+// CachedError is a cached script a request names that cannot be run. It
+// wraps cache.ErrNotFound (no such script, or the script cache is
+// disabled), a *cache.AmbiguousError (cache.ErrAmbiguous), or the cache's
+// own failure.
+type CachedError struct {
+	// Name is the name the request gave.
+	Name string
+	// Err is the cache's error.
+	Err error
+}
+
+func (e *CachedError) Error() string {
+	switch {
+	case errors.Is(e.Err, errCacheDisabled):
+		return fmt.Sprintf("cached script %q not found: the script cache is disabled", e.Name)
+	case errors.Is(e.Err, cache.ErrNotFound):
+		return fmt.Sprintf("cached script %q not found", e.Name)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the cache's error.
+func (e *CachedError) Unwrap() error { return e.Err }
+
+// errCacheDisabled is a CachedError's Err when the server has no cache.
+var errCacheDisabled = fmt.Errorf("execution: the script cache is disabled: %w", cache.ErrNotFound)

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
@@ -39,8 +40,12 @@ type Config struct {
 	Registry *registry.Registry
 	// Scheduler admits them.
 	Scheduler *scheduler.Scheduler
-	// Cache receives successful new scripts of Jobs marked Cacheable.
+	// Cache serves Input.Cached and receives successful new scripts of
+	// Jobs marked Cacheable; nil = no cache.
 	Cache *cache.Cache
+	// Node configures the node runtime; nil = none (Prepare refuses node
+	// with program.ErrUnavailable).
+	Node *node.Config
 	// Kube and Prometheus are the host proxy's targets; with either set,
 	// every run serves the proxy to its sandbox (Sandbox.Broker).
 	Kube       *hostproxy.Kube

@@ -43,7 +43,7 @@ func TestResolveLimits(t *testing.T) {
 			got, err := Resolve(tt.req, tt.timeout, Default(), DefaultCeilings())
 			if tt.wantField != "" {
 				var le *FieldError
-				if !errors.As(err, &le) || le.Field != tt.wantField {
+				if !errors.As(err, &le) || le.Field != tt.wantField || !errors.Is(err, ErrInvalid) {
 					t.Fatalf("err = %v, want FieldError on %s", err, tt.wantField)
 				}
 				if !strings.Contains(err.Error(), tt.wantField) {

@@ -1,0 +1,143 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/runtime/transform"
+	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/execution"
+	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/scheduler"
+)
+
+// Every error a handler returns goes through rpcError, the one map from
+// the packages' errors (their errors.go: sentinels and typed errors) to
+// gRPC statuses. Packages below know no gRPC; handlers build no status
+// themselves.
+//
+// To add an error: define it where it arises (a sentinel in the package's
+// errors.go, or a typed error carrying what a caller needs, with Unwrap),
+// and add its case to faultOf with its code, a stable reason and, for
+// INVALID_ARGUMENT, the request field at fault. rpcError turns a fault
+// into a status; it is the one place that will attach the fault's
+// details (google.rpc.ErrorInfo from reason and execfarm's domain,
+// google.rpc.BadRequest from field, google.rpc.RetryInfo when retry).
+
+// fault is how an error reaches a gRPC caller.
+type fault struct {
+	code codes.Code
+	// reason is the ErrorInfo reason: UPPER_SNAKE_CASE, stable, one per
+	// cause ("LIMIT_OUT_OF_RANGE", "QUEUE_FULL").
+	reason string
+	// field is the request field at fault, as the proto names it with its
+	// message path ("limits.max_memory_bytes"): a BadRequest field
+	// violation. Every INVALID_ARGUMENT names one.
+	field string
+	// retry marks a refusal that the same request may overcome later (a
+	// full queue): a RetryInfo detail.
+	retry bool
+	// msg is the status message; "" = the error's own text.
+	msg string
+}
+
+// rpcError returns err as a gRPC status error: err itself when it already
+// is one (nil stays nil), else the status of faultOf(err).
+func rpcError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	f := faultOf(err)
+	msg := f.msg
+	if msg == "" {
+		msg = err.Error()
+	}
+	return status.New(f.code, msg).Err()
+}
+
+// faultOf is the map: the first case that matches err decides.
+func faultOf(err error) fault {
+	var (
+		req *requestError
+		lim *limits.FieldError
+		syn *transform.SyntaxError
+	)
+	switch {
+	// Requests refused before anything ran.
+	case errors.As(err, &req):
+		return fault{code: codes.InvalidArgument, reason: "INVALID_REQUEST", field: req.field}
+	case errors.As(err, &lim):
+		return fault{code: codes.InvalidArgument, reason: "LIMIT_OUT_OF_RANGE", field: lim.Field}
+	case errors.As(err, &syn):
+		return fault{code: codes.InvalidArgument, reason: "SYNTAX_ERROR", field: "code", msg: syn.Error()}
+	case errors.Is(err, transform.ErrEmptyCode):
+		return fault{code: codes.InvalidArgument, reason: "EMPTY_CODE", field: "code", msg: "code is empty"}
+	case errors.Is(err, program.ErrUnknownRuntime):
+		return fault{code: codes.InvalidArgument, reason: "UNKNOWN_RUNTIME", field: "runtime"}
+	case errors.Is(err, program.ErrNoTestMode):
+		return fault{code: codes.InvalidArgument, reason: "NO_TEST_MODE", field: "runtime"}
+	case errors.Is(err, program.ErrBadEnv):
+		return fault{code: codes.InvalidArgument, reason: "INVALID_ENV", field: "env"}
+	case errors.Is(err, program.ErrUnavailable):
+		return fault{code: codes.Unimplemented, reason: "RUNTIME_UNAVAILABLE"}
+	case errors.Is(err, cache.ErrAmbiguous):
+		return fault{code: codes.InvalidArgument, reason: "CACHED_SCRIPT_AMBIGUOUS", field: "cached"}
+	case errors.Is(err, cache.ErrInvalidFilter):
+		return fault{code: codes.InvalidArgument, reason: "INVALID_FILTER", field: "filter"}
+	case errors.Is(err, cache.ErrNotFound):
+		return fault{code: codes.NotFound, reason: "CACHED_SCRIPT_NOT_FOUND"}
+	case errors.Is(err, registry.ErrNotFound):
+		return fault{code: codes.NotFound, reason: "EXECUTION_NOT_FOUND"}
+	// Requests that came at the wrong time.
+	case errors.Is(err, registry.ErrTerminal):
+		return fault{code: codes.FailedPrecondition, reason: "EXECUTION_ENDED"}
+	case errors.Is(err, scheduler.ErrQueueFull):
+		return fault{code: codes.ResourceExhausted, reason: "QUEUE_FULL", retry: true}
+	case errors.Is(err, execution.ErrShuttingDown):
+		return fault{code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"}
+	// The caller went away or ran out of time.
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		st := status.FromContextError(err)
+		return fault{code: st.Code(), msg: st.Message()}
+	}
+	return fault{code: codes.Internal, reason: "INTERNAL"}
+}
+
+// requestError is a request field a handler refuses by itself (empty,
+// negative, unknown enum value): INVALID_ARGUMENT naming the field.
+type requestError struct {
+	field string // as faultOf's field
+	msg   string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+// badRequest returns a *requestError for field.
+func badRequest(field, format string, args ...any) error {
+	return &requestError{field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+// described is err with the message a caller sees instead of err's own:
+// what the handler knows and the package did not say ("execution \"x\"
+// not found"). faultOf sees through it.
+type described struct {
+	msg string
+	err error
+}
+
+func (e *described) Error() string { return e.msg }
+func (e *described) Unwrap() error { return e.err }
+
+// describe wraps err with the message format, args.
+func describe(err error, format string, args ...any) error {
+	return &described{msg: fmt.Sprintf(format, args...), err: err}
+}

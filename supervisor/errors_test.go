@@ -1,0 +1,115 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/runtime/transform"
+	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/execution"
+	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/scheduler"
+)
+
+// TestRPCError is the map's table: each package's error, as the package
+// returns it, gives its code, reason, field and message.
+func TestRPCError(t *testing.T) {
+	_, syntax := transform.TypeScript("const x = ;")
+	var se *transform.SyntaxError
+	if !errors.As(syntax, &se) {
+		t.Fatalf("transform gave %v, want a *SyntaxError", syntax)
+	}
+	_, limit := limits.Resolve(&sandboxv1.ResourceLimits{MaxMemoryBytes: -1}, nil, limits.Default(), limits.DefaultCeilings())
+	_, badEnv := program.Build(program.Input{Runtime: program.Shell, Code: "true", Env: map[string]string{"A=B": "x"}})
+	_, noNode := program.Build(program.Input{Runtime: program.Node, Code: "1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name   string
+		err    error
+		code   codes.Code
+		reason string
+		field  string
+		msg    string // "" = the error's text
+		retry  bool
+	}{
+		{name: "request field", err: badRequest("execution_id", "execution_id is empty"), code: codes.InvalidArgument, reason: "INVALID_REQUEST", field: "execution_id"},
+		{name: "limit", err: limit, code: codes.InvalidArgument, reason: "LIMIT_OUT_OF_RANGE", field: "limits.max_memory_bytes",
+			msg: "invalid limits.max_memory_bytes -1: must not be negative"},
+		{name: "syntax, wrapped", err: fmt.Errorf("build: %w", syntax), code: codes.InvalidArgument, reason: "SYNTAX_ERROR", field: "code", msg: se.Error()},
+		{name: "empty code", err: transform.ErrEmptyCode, code: codes.InvalidArgument, reason: "EMPTY_CODE", field: "code", msg: "code is empty"},
+		{name: "unknown runtime", err: fmt.Errorf("%w: %q", program.ErrUnknownRuntime, "ruby"), code: codes.InvalidArgument, reason: "UNKNOWN_RUNTIME", field: "runtime"},
+		{name: "no test mode", err: program.ErrNoTestMode, code: codes.InvalidArgument, reason: "NO_TEST_MODE", field: "runtime"},
+		{name: "bad env", err: badEnv, code: codes.InvalidArgument, reason: "INVALID_ENV", field: "env"},
+		{name: "runtime unavailable", err: noNode, code: codes.Unimplemented, reason: "RUNTIME_UNAVAILABLE"},
+		{name: "cached not found", err: &execution.CachedError{Name: "x", Err: cache.ErrNotFound}, code: codes.NotFound, reason: "CACHED_SCRIPT_NOT_FOUND",
+			msg: `cached script "x" not found`},
+		{name: "cached ambiguous", err: &execution.CachedError{Name: "x", Err: &cache.AmbiguousError{Name: "x", Matches: []string{"x1", "x2"}}},
+			code: codes.InvalidArgument, reason: "CACHED_SCRIPT_AMBIGUOUS", field: "cached"},
+		{name: "cache broken", err: &execution.CachedError{Name: "x", Err: errors.New("disk on fire")}, code: codes.Internal, reason: "INTERNAL", msg: "disk on fire"},
+		{name: "invalid filter", err: fmt.Errorf("list: %w", cache.ErrInvalidFilter), code: codes.InvalidArgument, reason: "INVALID_FILTER", field: "filter"},
+		{name: "execution not found", err: describe(fmt.Errorf("get: %w", registry.ErrNotFound), "execution %q not found", "abc"),
+			code: codes.NotFound, reason: "EXECUTION_NOT_FOUND", msg: `execution "abc" not found`},
+		{name: "terminal", err: describe(registry.ErrTerminal, "execution abc already ended (COMPLETED)"), code: codes.FailedPrecondition, reason: "EXECUTION_ENDED"},
+		{name: "queue full", err: describe(fmt.Errorf("execution: %w", scheduler.ErrQueueFull), "execution queue full (3 waiting)"),
+			code: codes.ResourceExhausted, reason: "QUEUE_FULL", msg: "execution queue full (3 waiting)", retry: true},
+		{name: "shutting down", err: execution.ErrShuttingDown, code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"},
+		{name: "caller gone", err: ctx.Err(), code: codes.Canceled},
+		{name: "caller's deadline", err: context.DeadlineExceeded, code: codes.DeadlineExceeded},
+		{name: "anything else", err: errors.New("output subscription ended without a result"), code: codes.Internal, reason: "INTERNAL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := faultOf(tt.err)
+			if f.code != tt.code || f.reason != tt.reason || f.field != tt.field || f.retry != tt.retry {
+				t.Errorf("faultOf = %+v, want code %s reason %q field %q retry %v", f, tt.code, tt.reason, tt.field, tt.retry)
+			}
+			st := status.Convert(rpcError(tt.err))
+			want := tt.msg
+			if want == "" && tt.code != codes.Canceled && tt.code != codes.DeadlineExceeded {
+				want = tt.err.Error()
+			}
+			if st.Code() != tt.code || (want != "" && st.Message() != want) {
+				t.Errorf("rpcError = %s %q, want %s %q", st.Code(), st.Message(), tt.code, want)
+			}
+		})
+	}
+	if rpcError(nil) != nil {
+		t.Error("rpcError(nil) != nil")
+	}
+	already := status.Error(codes.Aborted, "as is")
+	if got := rpcError(already); got != already {
+		t.Errorf("rpcError(status) = %v, want it unchanged", got)
+	}
+}
+
+// TestHandlersMapErrors: handlers return the map's statuses, with the
+// messages the handler knows.
+func TestHandlersMapErrors(t *testing.T) {
+	s := preparingServer(t)
+	ctx := context.Background()
+	_, err := s.GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: "nope"})
+	if st := status.Convert(err); st.Code() != codes.NotFound || st.Message() != `execution "nope" not found` {
+		t.Errorf("GetExecution(unknown) = %v", err)
+	}
+	_, err = s.CancelExecution(ctx, &sandboxv1.CancelExecutionRequest{})
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != "execution_id is empty" {
+		t.Errorf("CancelExecution(no id) = %v", err)
+	}
+	_, err = s.ListExecutions(ctx, &sandboxv1.ListExecutionsRequest{Limit: -1})
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument {
+		t.Errorf("ListExecutions(limit -1) = %v", err)
+	}
+	_, err = s.ExecuteAsync(ctx, &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Cached{Cached: "x"}})
+	if st := status.Convert(err); st.Code() != codes.NotFound || st.Message() != `cached script "x" not found: the script cache is disabled` {
+		t.Errorf("ExecuteAsync(cached, no cache) = %v", err)
+	}
+}

@@ -1,0 +1,63 @@
+package execution
+
+import (
+	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/limits"
+)
+
+// Input is a request to run, as its caller read it off the wire: the
+// runtime by name, the limits already resolved (limits.Resolve).
+type Input struct {
+	// Runtime is program.Goja, program.Node, program.Shell or
+	// program.Python.
+	Runtime string
+	// Code is the program text; ignored when Cached is set.
+	Code string
+	// Cached names a cached script to run instead of Code; nil = Code.
+	Cached *string
+	// Stdin is given to the program on standard input.
+	Stdin []byte
+	// Env is added to the program's base environment.
+	Env map[string]string
+	// Tests runs the code in test mode (results on a channel of their
+	// own, Extra.Results).
+	Tests bool
+	// Limits are the execution's limits.
+	Limits limits.Set
+}
+
+// Prepare validates in and builds its Job: the code (or the cached script
+// it names) turned into the worker's request for the runtime, with the
+// runtime process's rlimits. Errors, none of them wrapped further:
+// *CachedError; *transform.SyntaxError; transform.ErrEmptyCode;
+// program.ErrUnknownRuntime, ErrBadEnv, ErrNoTestMode (wrapped) for a
+// request that cannot run anywhere; program.ErrUnavailable (wrapped) for a
+// runtime this server lacks.
+func (r *Runner) Prepare(in Input) (*Job, error) {
+	code, cachedName := in.Code, ""
+	if in.Cached != nil {
+		var err error
+		if code, cachedName, err = r.cached(*in.Cached); err != nil {
+			return nil, err
+		}
+	}
+	req, err := program.Build(program.Input{Runtime: in.Runtime, Code: code, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, Node: r.cfg.Node})
+	if err != nil {
+		return nil, err
+	}
+	req.Rlimits = in.Limits.Rlimits()
+	return &Job{Runtime: in.Runtime, Request: req, Limits: in.Limits, Code: code, CachedName: cachedName,
+		Cacheable: !in.Tests && cachedName == "" && r.cfg.Cache != nil && (in.Runtime == program.Goja || in.Runtime == program.Node)}, nil
+}
+
+// cached returns the code of the cached script name and its full name.
+func (r *Runner) cached(name string) (code, fullName string, err error) {
+	if r.cfg.Cache == nil {
+		return "", "", &CachedError{Name: name, Err: errCacheDisabled}
+	}
+	e, code, err := r.cfg.Cache.Find(name)
+	if err != nil {
+		return "", "", &CachedError{Name: name, Err: err}
+	}
+	return code, e.Name, nil
+}
