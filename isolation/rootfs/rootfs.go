@@ -51,12 +51,17 @@ var ScratchDirs = []string{WorkspaceDir, "/tmp", "/dev/shm", MqueueDir}
 const GojaPath = "/.execfarm/goja"
 
 // maskedPaths are /proc entries hidden behind /dev/null (files) or an empty
-// read-only tmpfs (directories); the list is runc's and Docker's default.
+// read-only tmpfs (directories): runc's and Docker's default list, then
+// entries that describe the host rather than the sandbox: /proc/pressure
+// (the host's CPU, memory and I/O stall figures, which follow what other
+// sandboxes do), /proc/config.gz (the kernel's build configuration) and the
+// boot's identity, the same in every sandbox of a boot.
 var maskedPaths = []string{
 	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
 	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
 	"/proc/sched_debug", "/proc/scsi", "/proc/sysrq-trigger",
 	"/proc/interrupts", "/proc/kallsyms", "/proc/kmsg",
+	"/proc/pressure", "/proc/config.gz", "/proc/sys/kernel/random/boot_id",
 }
 
 // readOnlyPaths are /proc entries remounted read-only (runc's default).

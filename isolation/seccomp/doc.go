@@ -14,7 +14,9 @@
 // lists: the mount family, unshare/setns and clone with CLONE_NEW* flags,
 // ptrace and process_vm_*, bpf, perf_event_open, userfaultfd, io_uring,
 // the keyring, kexec and module loading, TIOCSTI/TIOCLINUX, and AF_VSOCK,
-// AF_PACKET and raw sockets. Unlisted syscalls fail with EPERM.
+// AF_PACKET and raw sockets; then what sandboxes sharing one host must not
+// reach: legacy AIO, inotify/dnotify, socket protocols beyond TCP and UDP.
+// Unlisted syscalls fail with EPERM.
 //
 // # Bug classes it answers
 //
@@ -33,6 +35,14 @@
 //     capabilities over a fresh namespace, the main road to netfilter and
 //     overlayfs LPEs), eBPF verifier bugs, userfaultfd-assisted races, the
 //     unnamespaced keyring (CVE-2016-0728), open_by_handle_at ("shocker").
+//   - Kernel code reached through a socket's protocol or family: socket is
+//     allowed by family, type and protocol (TCP, UDP, unix, route netlink;
+//     not MPTCP, UDP-Lite, SCTP, ping), and socketpair for AF_UNIX only,
+//     since the kernel creates (and may load the module of) another
+//     family's socket before it refuses the pair.
+//   - Side channels through the host files every sandbox binds read-only:
+//     inotify gets ENOSYS and dnotify (fcntl F_NOTIFY) EINVAL, as on a
+//     kernel without them, so no watch sees another sandbox's program start.
 //   - Host-wide pools without a per-sandbox bound: legacy AIO contexts
 //     (io_setup & co.) all come from fs.aio-max-nr, so they get ENOSYS, as
 //     on a kernel without AIO; one sandbox could otherwise make io_setup

@@ -15,7 +15,7 @@ package seccomp
 //  1. arch != AUDIT_ARCH_X86_64            -> KILL_PROCESS        (header)
 //  2. nr >= x32SyscallBit (x32 ABI, junk)  -> ERRNO(ENOSYS)       (header)
 //  3. nr > lastKnownSyscall (newer kernel) -> ERRNO(ENOSYS)       (header)
-//  4. ioctl, socket                        -> argument filters    (argumentFilters)
+//  4. ioctl, socket, socketpair, fcntl     -> argument filters    (argumentFilters)
 //  5. deniedSyscalls                       -> ERRNO(EPERM)
 //  6. enosysSyscalls                       -> ERRNO(ENOSYS)
 //  7. allowedSyscalls, clone and personality with argument conditions -> ALLOW
@@ -51,10 +51,16 @@ const (
 	lastKnownSyscall = 467
 
 	errnoEPERM  = 1  // EPERM
+	errnoEINVAL = 22 // EINVAL
 	errnoENOSYS = 38 // ENOSYS
 
 	sysIoctl  = 16 // ioctl on x86_64
 	sysSocket = 41 // socket on x86_64
+	sysFcntl  = 72 // fcntl on x86_64
+
+	// fcntlFNotify is F_NOTIFY (F_LINUX_SPECIFIC_BASE + 2): dnotify, a
+	// directory watch that signals accesses to the files in it.
+	fcntlFNotify = 1026
 
 	// TIOCSTI pushes bytes into a terminal's input queue: a sandboxed process
 	// sharing a tty with a shell outside can type commands into it
@@ -64,6 +70,8 @@ const (
 	ioctlTIOCSTI   = 0x5412
 	ioctlTIOCLINUX = 0x541C
 
+	sysSocketpair = 53 // socketpair on x86_64
+
 	afUnix    = 1  // AF_UNIX
 	afInet    = 2  // AF_INET
 	afInet6   = 10 // AF_INET6
@@ -71,7 +79,11 @@ const (
 
 	sockTypeMask = 0xf // SOCK_TYPE_MASK: strips SOCK_NONBLOCK|SOCK_CLOEXEC
 	sockStream   = 1   // SOCK_STREAM
-	sockDgram    = 2   // SOCK_DGRAM (includes unprivileged ICMP "ping" sockets)
+	sockDgram    = 2   // SOCK_DGRAM
+
+	ipprotoDefault = 0  // the family's default protocol for the type
+	ipprotoTCP     = 6  // IPPROTO_TCP
+	ipprotoUDP     = 17 // IPPROTO_UDP
 
 	netlinkRoute = 0 // NETLINK_ROUTE
 
@@ -90,7 +102,8 @@ const (
 // 0x1_0000_5412 is TIOCSTI for both.
 //
 // The accumulator holds the syscall number on entry. Every block ends in a
-// return, so a syscall other than ioctl and socket falls through unchanged.
+// return, so a syscall other than ioctl, socket, socketpair and fcntl falls
+// through unchanged.
 func argumentFilters() ([]bpf.Instruction, error) {
 	allow := ret(seccompbpf.ActionAllow)
 	deny := retErrno(errnoEPERM)
@@ -102,15 +115,23 @@ func argumentFilters() ([]bpf.Instruction, error) {
 		allow,
 	)
 
-	// socket(AF_INET[6], type): stream and datagram only. SOCK_RAW needs
-	// CAP_NET_RAW and is the usual way into packet-parsing kernel bugs;
-	// SOCK_PACKET with AF_INET is silently turned into an AF_PACKET socket
-	// by the kernel (net/socket.c), so an allow-list of types is required.
+	// socket(AF_INET[6], type, protocol): TCP and UDP only, by type and
+	// protocol. SOCK_RAW needs CAP_NET_RAW and is the usual way into
+	// packet-parsing kernel bugs; SOCK_PACKET with AF_INET is silently
+	// turned into an AF_PACKET socket by the kernel (net/socket.c), so an
+	// allow-list of types is required. The protocol picks the code that
+	// runs: SOCK_STREAM with IPPROTO_MPTCP or IPPROTO_SCTP, SOCK_DGRAM with
+	// IPPROTO_UDPLITE or IPPROTO_ICMP (ping) are other protocols (some
+	// loaded as modules on first use) that no runtime needs, so the
+	// protocol must be the type's default (0) or TCP, respectively UDP.
+	protocol := func(p uint32) []bpf.Instruction {
+		return concat(ldArgLow(2), ifEqual(ipprotoDefault, allow), ifEqual(p, allow), deny)
+	}
 	inetType := concat(
 		ldArgLow(1),
 		[]bpf.Instruction{bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask}},
-		ifEqual(sockStream, allow),
-		ifEqual(sockDgram, allow),
+		ifEqual(sockStream, protocol(ipprotoTCP)),
+		ifEqual(sockDgram, protocol(ipprotoUDP)),
 		deny,
 	)
 	socket := concat(
@@ -132,7 +153,18 @@ func argumentFilters() ([]bpf.Instruction, error) {
 		deny,
 	)
 
-	prog := concat(ifEqual(sysIoctl, ioctl), ifEqual(sysSocket, socket))
+	// socketpair: AF_UNIX only. The kernel creates the family's socket
+	// before it finds that the family has no pairs (EOPNOTSUPP), so any
+	// other family would reach socket creation, module loading included
+	// (AF_VSOCK, SCTP), around the filter above.
+	socketpair := concat(ldArgLow(0), ifEqual(afUnix, allow), deny)
+
+	// fcntl(F_NOTIFY): dnotify, the older file-change notification (see
+	// inotify in enosysSyscalls). EINVAL is what a kernel without dnotify
+	// answers; every other command is allowed.
+	fcntl := concat(ldArgLow(1), ifEqual(fcntlFNotify, retErrno(errnoEINVAL)), allow)
+
+	prog := concat(ifEqual(sysIoctl, ioctl), ifEqual(sysSocket, socket), ifEqual(sysSocketpair, socketpair), ifEqual(sysFcntl, fcntl))
 	// Every jump above skips forward inside prog, so a prog shorter than a
 	// conditional jump's 8-bit reach cannot have had a skip truncated.
 	if len(prog) > maxShortJump {
@@ -246,6 +278,20 @@ var enosysSyscalls = []string{
 	// and fall back to clone on ENOSYS; the kernel's own answer when clone3
 	// does not exist. Docker does the same.
 	"clone3",
+	// File-change notification. Every sandbox binds the same host files
+	// read-only (/usr, the goja binary, /etc/ld.so.cache), and a watch is
+	// on the inode, so a watch there would see other sandboxes open and
+	// run their programs: a side channel between sandboxes (dnotify, its
+	// older form, is fcntl F_NOTIFY: see argumentFilters). No runtime
+	// needs it: node's permission model refuses fs.watch outside the
+	// bundle anyway, and Docker allows it only because containers do not
+	// share their root. ENOSYS is what a kernel without inotify answers,
+	// and what libraries with a polling fallback fall back on. It also
+	// keeps a sandbox off the per-user inotify counters.
+	"inotify_add_watch",
+	"inotify_init",
+	"inotify_init1",
+	"inotify_rm_watch",
 	// Legacy Linux AIO: every context comes from fs.aio-max-nr, a pool
 	// shared by the whole host with no per-user, per-namespace or
 	// per-cgroup bound, so one sandbox could take all of it and make
@@ -321,7 +367,7 @@ var allowedSyscalls = []string{
 	"fchmodat2", // Added: Linux 6.6; glibc >= 2.39 lchmod/fchmodat(AT_SYMLINK_NOFOLLOW) and it falls back only on ENOSYS.
 	"fchown",
 	"fchownat",
-	"fcntl",
+	// fcntl: F_NOTIFY is filtered in argumentFilters.
 	"fdatasync",
 	"fgetxattr",
 	"flistxattr",
@@ -368,10 +414,7 @@ var allowedSyscalls = []string{
 	"gettimeofday",
 	"getuid",
 	"getxattr",
-	"inotify_add_watch",
-	"inotify_init",
-	"inotify_init1",
-	"inotify_rm_watch",
+	// inotify_*: ENOSYS, see enosysSyscalls.
 	// io_setup & co.: ENOSYS, see enosysSyscalls.
 	// ioctl: filtered on its request in argumentFilters.
 	"ioprio_get",
@@ -520,8 +563,7 @@ var allowedSyscalls = []string{
 	"sigaltstack",
 	"signalfd",
 	"signalfd4",
-	"socketpair",
-	// socket: filtered on domain/type/protocol in argumentFilters.
+	// socket, socketpair: filtered on domain/type/protocol in argumentFilters.
 	"splice",
 	"stat",
 	"statfs",

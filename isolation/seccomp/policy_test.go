@@ -17,6 +17,7 @@ const (
 	actKill    = uint32(seccompbpf.ActionKillProcess)
 	actEPERM   = uint32(seccompbpf.ActionErrno) | errnoEPERM
 	actENOSYS  = uint32(seccompbpf.ActionErrno) | errnoENOSYS
+	actEINVAL  = uint32(seccompbpf.ActionErrno) | errnoEINVAL
 	auditArchA = 0xc00000b7 // AUDIT_ARCH_AARCH64
 )
 
@@ -91,6 +92,8 @@ func actionName(a uint32) string {
 		return "ERRNO(EPERM)"
 	case actENOSYS:
 		return "ERRNO(ENOSYS)"
+	case actEINVAL:
+		return "ERRNO(EINVAL)"
 	}
 	return "unexpected action"
 }
@@ -134,8 +137,28 @@ func TestProgramTable(t *testing.T) {
 		{"socket unix", native(t, "socket", afUnix, sockStream|sockCloexec), actAllow},
 		{"socket unix dgram", native(t, "socket", afUnix, sockDgram), actAllow},
 		{"socket inet stream", native(t, "socket", afInet, sockStream|sockNonblock|sockCloexec, 6), actAllow},
-		{"socket inet dgram (ping)", native(t, "socket", afInet, sockDgram, 1), actAllow},
+		{"socket inet dgram", native(t, "socket", afInet, sockDgram|sockCloexec), actAllow},
+		{"socket inet dgram udp", native(t, "socket", afInet, sockDgram, ipprotoUDP), actAllow},
+		{"socket inet dgram icmp (ping)", native(t, "socket", afInet, sockDgram, 1), actEPERM},
+		{"socket inet6 dgram icmpv6 (ping)", native(t, "socket", afInet6, sockDgram, 58), actEPERM},
 		{"socket inet6 stream", native(t, "socket", afInet6, sockStream), actAllow},
+		{"socket inet6 stream tcp", native(t, "socket", afInet6, sockStream, ipprotoTCP), actAllow},
+		{"socket inet stream mptcp", native(t, "socket", afInet, sockStream, 262), actEPERM},
+		{"socket inet6 stream mptcp", native(t, "socket", afInet6, sockStream|sockCloexec, 262), actEPERM},
+		{"socket inet stream mptcp high bits", native(t, "socket", afInet, sockStream, 0x1_0000_0000|262), actEPERM},
+		{"socket inet stream sctp", native(t, "socket", afInet, sockStream, 132), actEPERM},
+		{"socket inet stream udp", native(t, "socket", afInet, sockStream, ipprotoUDP), actEPERM},
+		{"socket inet dgram udplite", native(t, "socket", afInet, sockDgram, 136), actEPERM},
+		{"socket inet6 dgram udplite", native(t, "socket", afInet6, sockDgram, 136), actEPERM},
+		{"socket inet dgram tcp", native(t, "socket", afInet, sockDgram, ipprotoTCP), actEPERM},
+		{"socket inet tcp with high bits (kernel sees TCP)", native(t, "socket", afInet, sockStream, 0x1_0000_0000|ipprotoTCP), actAllow},
+		{"socketpair unix", native(t, "socketpair", afUnix, sockStream|sockCloexec), actAllow},
+		{"socketpair unix dgram", native(t, "socketpair", afUnix, sockDgram), actAllow},
+		{"socketpair inet", native(t, "socketpair", afInet, sockStream), actEPERM},
+		{"socketpair inet sctp", native(t, "socketpair", afInet, sockStream, 132), actEPERM},
+		{"socketpair vsock", native(t, "socketpair", afVsock, sockStream), actEPERM},
+		{"socketpair netlink", native(t, "socketpair", afNetlink, sockRaw), actEPERM},
+		{"socketpair vsock disguised with high bits", native(t, "socketpair", 0x1_0000_0000|afVsock, sockStream), actEPERM},
 		{"socket inet raw", native(t, "socket", afInet, sockRaw, 1), actEPERM},
 		{"socket inet raw cloexec", native(t, "socket", afInet, sockRaw|sockCloexec), actEPERM},
 		{"socket inet raw high bits", native(t, "socket", afInet, 0x1_0000_0000|sockRaw), actEPERM},
@@ -167,6 +190,14 @@ func TestProgramTable(t *testing.T) {
 		{"clone3", native(t, "clone3"), actENOSYS},
 		{"io_uring_setup", native(t, "io_uring_setup", 8, 0), actENOSYS},
 		{"io_setup", native(t, "io_setup", 1, 0), actENOSYS},
+		{"inotify_init1", native(t, "inotify_init1", 0), actENOSYS},
+		{"inotify_add_watch", native(t, "inotify_add_watch", 3, 0, 0x20), actENOSYS},
+
+		{"fcntl F_GETFD", native(t, "fcntl", 3, 1), actAllow},
+		{"fcntl F_SETFL", native(t, "fcntl", 3, 4, 0x800), actAllow},
+		{"fcntl F_SETLK", native(t, "fcntl", 3, 6, 0), actAllow},
+		{"fcntl F_NOTIFY", native(t, "fcntl", 3, fcntlFNotify, 0x80000001), actEINVAL},
+		{"fcntl F_NOTIFY high bits", native(t, "fcntl", 3, 0x1_0000_0000|fcntlFNotify, 1), actEINVAL},
 		{"io_submit", native(t, "io_submit"), actENOSYS},
 
 		{"personality linux", native(t, "personality", 0), actAllow},
@@ -239,7 +270,7 @@ func TestPolicyLists(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []string{"ioctl", "socket", "clone", "personality"} {
+	for _, n := range []string{"ioctl", "socket", "socketpair", "fcntl", "clone", "personality"} {
 		if l, ok := seen[n]; ok {
 			t.Errorf("%s is filtered on its arguments but also in the %s list", n, l)
 		}
@@ -257,6 +288,8 @@ func TestPolicyLists(t *testing.T) {
 		"nfsservctl", "uselib", "ustat", "sysfs", "_sysctl", "create_module",
 		"get_kernel_syms", "query_module", "fanotify_init", "pidfd_getfd", "kcmp",
 		"move_pages", "mbind", "set_mempolicy",
+		// Watches on the host files every sandbox shares.
+		"inotify_init", "inotify_init1", "inotify_add_watch",
 		// Host-wide pools with no per-sandbox bound (fs.aio-max-nr).
 		"io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy",
 	}
