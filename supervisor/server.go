@@ -36,67 +36,77 @@ type Server struct {
 	stopSweep context.CancelFunc
 }
 
-// New returns a Server ready to Register. It starts the registry's
-// retention sweeper; Shutdown stops it.
+// New returns a Server ready to Register: cfg checked and completed with
+// its defaults, the scheduler, registry and execution runner built, and,
+// last, once nothing can fail any more, its goroutines started (the
+// registry's retention sweeper, the warm pool's refill). Shutdown stops
+// them. On error nothing is left running.
 func New(cfg Config) (*Server, error) {
-	switch cfg.DefaultRuntime {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
+	s, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.start()
+	return s, nil
+}
+
+// complete checks c and fills in its defaults. It starts nothing.
+func (c *Config) complete() error {
+	switch c.DefaultRuntime {
 	case "":
-		cfg.DefaultRuntime = program.Goja
+		c.DefaultRuntime = program.Goja
 	case program.Goja, program.Node, program.Shell, program.Python:
 	default:
-		return nil, fmt.Errorf("supervisor: unknown default runtime %q (goja, node, shell, python)", cfg.DefaultRuntime)
+		return fmt.Errorf("supervisor: unknown default runtime %q (goja, node, shell, python)", c.DefaultRuntime)
 	}
-	if cfg.QueueSize == 0 {
-		cfg.QueueSize = 1000
+	if c.QueueSize == 0 {
+		c.QueueSize = 1000
 	}
-	if cfg.MaxConcurrent == 0 {
-		cfg.MaxConcurrent = runtime.NumCPU()
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = runtime.NumCPU()
 	}
-	if cfg.Defaults == (limits.Set{}) {
-		cfg.Defaults = limits.Default()
+	if c.Defaults == (limits.Set{}) {
+		c.Defaults = limits.Default()
 	}
-	if cfg.Ceilings == (limits.Set{}) {
-		cfg.Ceilings = limits.DefaultCeilings()
+	if c.Ceilings == (limits.Set{}) {
+		c.Ceilings = limits.DefaultCeilings()
 	}
-	if (cfg.Kube != nil || cfg.Prometheus != nil) && !cfg.Sandbox.Broker {
-		return nil, errors.New("supervisor: Kube/Prometheus need Sandbox.Broker")
+	if (c.Kube != nil || c.Prometheus != nil) && !c.Sandbox.Broker {
+		return errors.New("supervisor: Kube/Prometheus need Sandbox.Broker")
 	}
-	if cfg.MaxLongPoll <= 0 {
-		cfg.MaxLongPoll = 60 * time.Second
+	if c.MaxLongPoll <= 0 {
+		c.MaxLongPoll = 60 * time.Second
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Info})
+	if c.Logger == nil {
+		c.Logger = hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Info})
 	}
-	if err := cfg.Sandbox.Validate(); err != nil {
-		return nil, fmt.Errorf("supervisor: %w", err)
+	if c.SandboxReuse < 0 {
+		return fmt.Errorf("supervisor: sandbox reuse %d: want 1 (single-use) or more", c.SandboxReuse)
 	}
-	if _, err := limits.Resolve(nil, nil, cfg.Defaults, cfg.Ceilings); err != nil {
-		return nil, fmt.Errorf("supervisor: default limits: %w", err)
+	if c.SandboxReuse > 1 && c.WarmPool <= 0 {
+		return errors.New("supervisor: sandbox reuse needs a warm pool (--warm-pool): reset sandboxes go back to it")
 	}
+	if err := c.Sandbox.Validate(); err != nil {
+		return fmt.Errorf("supervisor: %w", err)
+	}
+	if _, err := limits.Resolve(nil, nil, c.Defaults, c.Ceilings); err != nil {
+		return fmt.Errorf("supervisor: default limits: %w", err)
+	}
+	return nil
+}
+
+// build makes a Server's parts from a completed cfg and registers its
+// load with the metrics. It starts no goroutine.
+func build(cfg Config) (*Server, error) {
 	sched, err := scheduler.New(scheduler.Config{MaxConcurrent: cfg.MaxConcurrent, QueueSize: cfg.QueueSize})
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
-	if m := cfg.Metrics; m != nil {
-		next := cfg.Registry.OnFinish
-		cfg.Registry.OnFinish = func(meta registry.Meta, res registry.Result) {
-			m.ExecutionFinished(meta.Runtime, res.State.String(), res.Reason.String(),
-				time.Duration(res.QueueWaitMs)*time.Millisecond, time.Duration(res.Usage.WallMs)*time.Millisecond)
-			if next != nil {
-				next(meta, res)
-			}
-		}
-	}
+	cfg.Registry.OnFinish = countFinished(cfg.Metrics, cfg.Registry.OnFinish)
 	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger}
-	var sweepCtx context.Context
-	sweepCtx, s.stopSweep = context.WithCancel(context.Background())
-	go func() { _ = s.reg.Run(sweepCtx) }()
-	if cfg.SandboxReuse < 0 {
-		return nil, fmt.Errorf("supervisor: sandbox reuse %d: want 1 (single-use) or more", cfg.SandboxReuse)
-	}
-	if cfg.SandboxReuse > 1 && cfg.WarmPool <= 0 {
-		return nil, errors.New("supervisor: sandbox reuse needs a warm pool (--warm-pool): reset sandboxes go back to it")
-	}
 	s.runner, err = execution.New(execution.Config{
 		Sandbox: &s.cfg.Sandbox, WarmPool: cfg.WarmPool, SandboxReuse: cfg.SandboxReuse, Defaults: cfg.Defaults,
 		Registry: s.reg, Scheduler: sched, Cache: cfg.Cache, Node: cfg.Node, Kube: cfg.Kube, Prometheus: cfg.Prometheus,
@@ -108,9 +118,33 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Metrics.RegisterLoad(s.load); err != nil {
 		return nil, fmt.Errorf("supervisor: metrics: %w", err)
 	}
+	return s, nil
+}
+
+// countFinished returns the registry's OnFinish that counts every finished
+// execution in m, then calls next; next itself when m is nil.
+func countFinished(m *metrics.Metrics, next func(registry.Meta, registry.Result)) func(registry.Meta, registry.Result) {
+	if m == nil {
+		return next
+	}
+	return func(meta registry.Meta, res registry.Result) {
+		m.ExecutionFinished(meta.Runtime, res.State.String(), res.Reason.String(),
+			time.Duration(res.QueueWaitMs)*time.Millisecond, time.Duration(res.Usage.WallMs)*time.Millisecond)
+		if next != nil {
+			next(meta, res)
+		}
+	}
+}
+
+// start starts the Server's goroutines, the registry's retention sweeper
+// and the warm pool's refill, and reports it SERVING.
+func (s *Server) start() {
+	var sweepCtx context.Context
+	sweepCtx, s.stopSweep = context.WithCancel(context.Background())
+	go func() { _ = s.reg.Run(sweepCtx) }()
+	s.runner.Start()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(sandboxv1.SandboxService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	return s, nil
 }
 
 // load is what a metrics scrape reads: the queue, the warm pool and the

@@ -45,8 +45,8 @@ type fresh struct{ r *Runner }
 // Acquire takes a ready warm sandbox for spec, or starts one.
 func (f fresh) Acquire(ctx context.Context, id string, spec sandbox.Spec) (*sandbox.Sandbox, error) {
 	r := f.r
-	if r.pool != nil {
-		if sb := r.pool.Take(spec); sb != nil {
+	if p := r.pool.Load(); p != nil {
+		if sb := p.Take(spec); sb != nil {
 			return sb, nil
 		}
 	}
@@ -66,11 +66,12 @@ func (fresh) Kill(sb *sandbox.Sandbox) error { return sb.Kill() }
 // to the pool after the result is out.
 func (f fresh) Release(id string, sb *sandbox.Sandbox, reusable bool, publish func()) {
 	r := f.r
-	if reusable && r.pool != nil && r.pool.Reusable(sb) {
+	p := r.pool.Load()
+	if reusable && p != nil && p.Reusable(sb) {
 		err := sb.Reset(r.runCtx)
 		if err == nil {
 			publish()
-			r.pool.Recycle(sb)
+			p.Recycle(sb)
 			return
 		}
 		r.log.Warn("reset sandbox for reuse; destroying it", "execution", id, "sandbox", sb.ID(), "error", err)
@@ -78,8 +79,8 @@ func (f fresh) Release(id string, sb *sandbox.Sandbox, reusable bool, publish fu
 	if err := sb.Close(); err != nil {
 		r.log.Warn("destroy sandbox", "execution", id, "sandbox", sb.ID(), "error", err)
 	}
-	if r.pool != nil {
-		r.pool.Discard(sb)
+	if p != nil {
+		p.Discard(sb)
 	}
 	publish()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -67,8 +68,8 @@ type Runner struct {
 	runCtx  context.Context // cancelled when Shutdown's grace ends
 	killAll context.CancelFunc
 
-	runs sync.Map   // execution id -> *run, while in flight
-	pool *pool.Pool // nil without a warm pool
+	runs sync.Map                  // execution id -> *run, while in flight
+	pool atomic.Pointer[pool.Pool] // nil without a warm pool, or before Start
 	// warmShape is the warm pool's prepared process: the default limits,
 	// goja, no program yet.
 	warmShape *workerv1.RunRequest
@@ -78,7 +79,8 @@ type Runner struct {
 	running sync.WaitGroup
 }
 
-// New returns a Runner. With a warm pool it starts filling it.
+// New returns a Runner. It starts no goroutine: Start starts the warm
+// pool, and each Submit its run's.
 func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -93,17 +95,25 @@ func New(cfg Config) (*Runner, error) {
 		shape.Program = nil
 		shape.Rlimits = cfg.Defaults.Rlimits()
 		r.warmShape = shape
-		r.pool = r.newPool()
 	}
 	return r, nil
 }
 
+// Start starts filling the warm pool, if the Runner has one (Config.WarmPool).
+// Call it once, before Submit; Shutdown closes the pool.
+func (r *Runner) Start() {
+	if r.cfg.WarmPool > 0 {
+		r.pool.Store(r.newPool())
+	}
+}
+
 // PoolStats returns the warm pool's state; ok is false without a pool.
 func (r *Runner) PoolStats() (s pool.Stats, ok bool) {
-	if r.pool == nil {
+	p := r.pool.Load()
+	if p == nil {
 		return s, false
 	}
-	return r.pool.Stats(), true
+	return p.Stats(), true
 }
 
 // Closing reports whether Shutdown has begun.
@@ -198,8 +208,8 @@ func (r *Runner) Shutdown(grace time.Duration) error {
 		<-done
 	}
 	r.killAll()
-	if r.pool != nil {
-		r.pool.Close()
+	if p := r.pool.Load(); p != nil {
+		p.Close()
 	}
 	return err
 }
