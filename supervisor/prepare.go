@@ -1,12 +1,14 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/principal"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
@@ -54,19 +56,31 @@ func (s *Server) prepare(req *sandboxv1.ExecuteRequest, tests bool) (*execution.
 // limits or env; NOT_FOUND for an unknown cached script; UNIMPLEMENTED
 // for a runtime this server cannot run; RESOURCE_EXHAUSTED for a full
 // queue; UNAVAILABLE while shutting down.
-func (s *Server) submit(req *sandboxv1.ExecuteRequest) (*registry.Execution, error) {
-	return s.submitMode(req, false)
+func (s *Server) submit(ctx context.Context, req *sandboxv1.ExecuteRequest) (*registry.Execution, error) {
+	return s.submitMode(ctx, req, false)
 }
 
-// submitMode is submit; tests runs the code in test mode.
-func (s *Server) submitMode(req *sandboxv1.ExecuteRequest, tests bool) (*registry.Execution, error) {
+// submitMode is submit; tests runs the code in test mode. The execution
+// belongs to the caller's principal.
+func (s *Server) submitMode(ctx context.Context, req *sandboxv1.ExecuteRequest, tests bool) (*registry.Execution, error) {
 	j, err := s.prepare(req, tests)
 	if err != nil {
 		return nil, err
 	}
+	j.Owner = caller(ctx).String()
 	e, err := s.runner.Submit(j)
 	if errors.Is(err, scheduler.ErrQueueFull) {
 		err = describe(err, "execution queue full (%d waiting)", s.cfg.QueueSize)
 	}
 	return e, err
+}
+
+// caller returns the principal of the call: the one the transport put in
+// its context (every call served by ListenAndServe has one), else the
+// local principal, which is what a caller authenticated by nothing is.
+func caller(ctx context.Context) principal.Principal {
+	if p, ok := principal.FromContext(ctx); ok {
+		return p
+	}
+	return principal.Local()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 // Execute runs the request and answers when it has ended. A caller that
 // goes away cancels the execution.
 func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*sandboxv1.ExecuteResponse, error) {
-	e, err := s.submit(req)
+	e, err := s.submit(ctx, req)
 	if err != nil {
 		return nil, rpcError(err)
 	}
@@ -42,11 +43,11 @@ func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*s
 // ExecuteStream streams output chunks as they are written, then the result
 // as the last chunk. Closing the call before the end cancels the execution.
 func (s *Server) ExecuteStream(req *sandboxv1.ExecuteRequest, stream sandboxv1.SandboxService_ExecuteStreamServer) error {
-	e, err := s.submit(req)
+	ctx := stream.Context()
+	e, err := s.submit(ctx, req)
 	if err != nil {
 		return rpcError(err)
 	}
-	ctx := stream.Context()
 	for ev, err := range e.Subscribe(ctx) {
 		if err != nil {
 			_, _ = e.Cancel()
@@ -74,7 +75,7 @@ func (s *Server) ExecuteStream(req *sandboxv1.ExecuteRequest, stream sandboxv1.S
 
 // ExecuteAsync starts the execution and answers at once with its id.
 func (s *Server) ExecuteAsync(ctx context.Context, req *sandboxv1.ExecuteRequest) (*sandboxv1.ExecuteAsyncResponse, error) {
-	e, err := s.submit(req)
+	e, err := s.submit(ctx, req)
 	if err != nil {
 		return nil, rpcError(err)
 	}
@@ -89,7 +90,7 @@ func (s *Server) ExecuteAsync(ctx context.Context, req *sandboxv1.ExecuteRequest
 // offsets. With wait it long-polls until the execution ends, bounded by
 // the call's deadline or, without one, by Config.MaxLongPoll.
 func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRequest) (*sandboxv1.GetExecutionResponse, error) {
-	e, err := s.lookup(req.GetExecutionId())
+	e, err := s.lookup(ctx, req.GetExecutionId())
 	if err != nil {
 		return nil, rpcError(err)
 	}
@@ -139,7 +140,7 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 // (bounded by the call) until it has ended. Cancelling a terminal
 // execution is FAILED_PRECONDITION.
 func (s *Server) CancelExecution(ctx context.Context, req *sandboxv1.CancelExecutionRequest) (*sandboxv1.CancelExecutionResponse, error) {
-	e, err := s.lookup(req.GetExecutionId())
+	e, err := s.lookup(ctx, req.GetExecutionId())
 	if err != nil {
 		return nil, rpcError(err)
 	}
@@ -175,7 +176,7 @@ func (s *Server) ListExecutions(ctx context.Context, req *sandboxv1.ListExecutio
 		}
 		states = append(states, rs)
 	}
-	infos := s.reg.List(states, int(req.GetLimit()), time.Duration(req.GetIncludeCompletedWithinMs())*time.Millisecond)
+	infos := s.reg.ListOwned(caller(ctx).String(), states, int(req.GetLimit()), time.Duration(req.GetIncludeCompletedWithinMs())*time.Millisecond)
 	resp := &sandboxv1.ListExecutionsResponse{}
 	for _, in := range infos {
 		resp.Executions = append(resp.Executions, infoToProto(in, s.runner.QueuePosition(in.ID)))
@@ -222,7 +223,7 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 	if req.GetCode() != "" {
 		code = req.GetCode() + "\n" + code
 	}
-	e, err := s.submitMode(&sandboxv1.ExecuteRequest{
+	e, err := s.submitMode(ctx, &sandboxv1.ExecuteRequest{
 		Source:    &sandboxv1.ExecuteRequest_Code{Code: code},
 		TimeoutMs: req.TimeoutMs,
 		Runtime:   req.GetRuntime(),
@@ -300,12 +301,17 @@ func (s *Server) ClearCache(context.Context, *sandboxv1.ClearCacheRequest) (*san
 	return &sandboxv1.ClearCacheResponse{DeletedCount: int64(n)}, nil
 }
 
-// lookup returns the execution named by a request's execution_id.
-func (s *Server) lookup(id string) (*registry.Execution, error) {
+// lookup returns the execution named by a request's execution_id, if
+// it belongs to the caller: another principal's execution is not found,
+// with the same message as one that does not exist.
+func (s *Server) lookup(ctx context.Context, id string) (*registry.Execution, error) {
 	if id == "" {
 		return nil, badRequest("execution_id", "execution_id is empty")
 	}
 	e, err := s.reg.Get(id)
+	if err == nil && e.Meta().Owner != caller(ctx).String() {
+		err = fmt.Errorf("execution %q of another principal: %w", id, registry.ErrNotFound)
+	}
 	if errors.Is(err, registry.ErrNotFound) {
 		return nil, describe(err, "execution %q not found", id)
 	}

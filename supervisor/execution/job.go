@@ -22,6 +22,12 @@ type Job struct {
 	// Cacheable marks new TypeScript/JavaScript code, saved in the cache
 	// after a success.
 	Cacheable bool
+	// Owner is the registry's Meta.Owner: the key of the principal that
+	// submitted it (principal.Principal.String).
+	Owner string
+	// SandboxID is the registry's Meta.SandboxID: the session sandbox the
+	// job runs in, "" for a sandbox of its own.
+	SandboxID string
 }
 
 // Extra is what an execution keeps in registry.Result.Extra.

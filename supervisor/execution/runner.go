@@ -149,6 +149,8 @@ func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
 		IsCached:       j.CachedName != "",
 		CachedName:     j.CachedName,
 		MaxOutputBytes: j.Limits.OutputBytes,
+		Owner:          j.Owner,
+		SandboxID:      j.SandboxID,
 	})
 	x := &run{runner: r, place: p, e: e, j: j, ticket: ticket, queued: time.Now()}
 	r.runs.Store(e.ID(), x)

@@ -34,6 +34,13 @@ type Meta struct {
 	// first half and the last half of the cap are kept and the middle is
 	// dropped. Zero or negative => DefaultMaxOutputBytes.
 	MaxOutputBytes int64
+	// Owner names who may see the execution (the supervisor puts the
+	// creating principal's key here); opaque to the registry, which only
+	// filters listings by it (ListOwned). "" = nobody in particular.
+	Owner string
+	// SandboxID names the session sandbox the execution runs in; "" for
+	// an execution in a sandbox of its own. Opaque to the registry.
+	SandboxID string
 	// OnOutputLimit, if set, is called once per stream, from the writing
 	// goroutine and without any registry lock held, when that stream first
 	// exceeds MaxOutputBytes. The runner uses it to stop an execution whose
@@ -53,7 +60,9 @@ type Info struct {
 	Reason        Reason    // why it ended; zero if not terminal
 	IsCached      bool
 	CachedName    string
-	QueuePosition int // 1 = next to run, 0 = not queued
+	QueuePosition int    // 1 = next to run, 0 = not queued
+	Owner         string // as given in Meta
+	SandboxID     string // as given in Meta
 }
 
 // Execution is one run of code or a command. All methods are safe for
@@ -114,6 +123,8 @@ func (e *Execution) infoLocked() Info {
 		IsCached:      e.meta.IsCached,
 		CachedName:    e.meta.CachedName,
 		QueuePosition: e.queuePos,
+		Owner:         e.meta.Owner,
+		SandboxID:     e.meta.SandboxID,
 	}
 }
 

@@ -127,6 +127,12 @@ func (r *Registry) Get(id string) (*Execution, error) {
 // completedWithin > 0, terminal executions that ended longer ago than
 // completedWithin are left out; non-terminal ones are always included.
 func (r *Registry) List(states []State, limit int, completedWithin time.Duration) []Info {
+	return r.ListOwned("", states, limit, completedWithin)
+}
+
+// ListOwned is List of the executions whose Meta.Owner is owner ("" =
+// every execution), filtered before the limit applies.
+func (r *Registry) ListOwned(owner string, states []State, limit int, completedWithin time.Duration) []Info {
 	r.mu.Lock()
 	execs := make([]*Execution, 0, len(r.entries))
 	for _, en := range r.entries {
@@ -138,6 +144,9 @@ func (r *Registry) List(states []State, limit int, completedWithin time.Duration
 	now := r.now()
 	var out []Info
 	for _, e := range execs {
+		if owner != "" && e.meta.Owner != owner {
+			continue
+		}
 		in := e.Info()
 		if len(states) > 0 && !slices.Contains(states, in.State) {
 			continue

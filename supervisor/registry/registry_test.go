@@ -88,7 +88,23 @@ func TestList(t *testing.T) {
 			}
 		})
 	}
-	info := r.List(nil, 1, 0)[0]
+	// ListOwned filters by owner before the limit.
+	owned := r.Create(Meta{CodePreview: "a's", Owner: "token:a", SandboxID: "sb-1"})
+	r.Create(Meta{CodePreview: "b's", Owner: "token:b"})
+	clock.Advance(time.Second)
+	if got := ids(r.ListOwned("token:a", nil, 1, 0)); len(got) != 1 || got[0] != owned.ID() {
+		t.Errorf("ListOwned(token:a, limit 1) = %v, want [%s]", got, owned.ID())
+	}
+	if in := r.ListOwned("token:a", nil, 0, 0)[0]; in.Owner != "token:a" || in.SandboxID != "sb-1" {
+		t.Errorf("owned info = %+v", in)
+	}
+	if got := r.ListOwned("token:c", nil, 0, 0); len(got) != 0 {
+		t.Errorf("ListOwned of an owner of nothing = %v", ids(got))
+	}
+	if got := r.ListOwned("", nil, 0, 0); len(got) != 12 {
+		t.Errorf("ListOwned(\"\") listed %d executions, want all 12", len(got))
+	}
+	info := r.List([]State{StatePending}, 3, 0)[2]
 	if info.State != StatePending || info.CodePreview != "code" || !info.StartedAt.IsZero() || !info.FinishedAt.IsZero() {
 		t.Errorf("info = %+v", info)
 	}

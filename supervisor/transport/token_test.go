@@ -109,7 +109,7 @@ func TestTokenRefusedWhenWeak(t *testing.T) {
 		"non-ASCII":    {Token: "0123456789éabcdef0123"},
 		"empty file":   {TokenPath: empty},
 		"missing file": {TokenPath: filepath.Join(dir, "missing")},
-		"over 4 KiB":   {TokenPath: big},
+		"over 64 KiB":  {TokenPath: big},
 		"a FIFO":       {TokenPath: fifo},
 		"a device":     {TokenPath: "/dev/zero"},
 		"a directory":  {TokenPath: dir},

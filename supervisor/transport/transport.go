@@ -64,9 +64,12 @@ type Config struct {
 	ServerName string
 	// AllowInsecureRemote permits insecure TCP on non-loopback addresses.
 	AllowInsecureRemote bool
-	// TokenPath is a file holding a bearer token, Token the token itself
-	// (TokenPath wins). A server with a token refuses calls without it
-	// (UNAUTHENTICATED; grpc.health.v1 excepted); a client sends it.
+	// TokenPath is a file of bearer tokens, each with the name of its
+	// principal (format: Config.tokens; a one-token file names its token
+	// "default"), Token one token itself, named "default" (TokenPath
+	// wins). A server with tokens refuses calls without one of them
+	// (UNAUTHENTICATED; grpc.health.v1 excepted) and gives each call its
+	// token's principal; a client sends its one token.
 	TokenPath, Token string
 }
 
@@ -196,16 +199,19 @@ func isLoopback(host string) bool {
 }
 
 // ServerOptions returns the gRPC server options for c's security mode
-// and token.
+// and tokens. Every call but grpc.health.v1's gets its caller's principal
+// in its context (package principal): its token's, else its verified
+// client certificate's subject, else the local principal.
 func (c Config) ServerOptions() ([]grpc.ServerOption, error) {
-	token, err := c.token()
+	tokens, err := c.tokens()
 	if err != nil {
 		return nil, err
 	}
 	var opts []grpc.ServerOption
-	if token != "" {
-		opts = tokenOptions(token)
+	if len(tokens) > 0 {
+		opts = tokenOptions(tokens)
 	}
+	opts = append(opts, principalOptions()...)
 	switch c.Mode {
 	case "", ModeInsecure:
 		return opts, nil
@@ -229,7 +235,7 @@ func (c Config) ServerOptions() ([]grpc.ServerOption, error) {
 // DialOptions returns the client's gRPC dial options for c's mode and
 // token.
 func (c Config) DialOptions() ([]grpc.DialOption, error) {
-	token, err := c.token()
+	token, err := c.clientToken()
 	if err != nil {
 		return nil, err
 	}

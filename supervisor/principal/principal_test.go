@@ -1,0 +1,81 @@
+package principal
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"net"
+	"testing"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+)
+
+func TestStringParse(t *testing.T) {
+	tests := []struct {
+		p Principal
+		s string
+	}{
+		{Local(), "local"},
+		{Token("alice"), "token:alice"},
+		{Certificate("CN=bob,O=team"), "cert:CN=bob,O=team"},
+		{Certificate("CN=a:b"), "cert:CN=a:b"},
+	}
+	for _, tt := range tests {
+		if got := tt.p.String(); got != tt.s {
+			t.Errorf("%#v.String() = %q, want %q", tt.p, got, tt.s)
+		}
+		if got, ok := Parse(tt.s); !ok || got != tt.p {
+			t.Errorf("Parse(%q) = %#v, %v; want %#v", tt.s, got, ok, tt.p)
+		}
+	}
+	for _, bad := range []string{"", "token:", "cert", "root", "token", "x:y", "Local"} {
+		if p, ok := Parse(bad); ok {
+			t.Errorf("Parse(%q) = %#v, want refused", bad, p)
+		}
+	}
+	// A token named like a certificate subject is another principal.
+	if Token("CN=bob") == Certificate("CN=bob") || Token("CN=bob").String() == Certificate("CN=bob").String() {
+		t.Error("a token and a certificate with the same name are the same principal")
+	}
+}
+
+func TestContext(t *testing.T) {
+	if _, ok := FromContext(context.Background()); ok {
+		t.Fatal("FromContext of a bare context found a principal")
+	}
+	if _, ok := FromContext(NewContext(context.Background(), Principal{})); ok {
+		t.Fatal("the zero Principal counts as a principal")
+	}
+	p, ok := FromContext(NewContext(context.Background(), Token("alice")))
+	if !ok || p != Token("alice") {
+		t.Fatalf("FromContext = %#v, %v", p, ok)
+	}
+}
+
+func TestFromPeer(t *testing.T) {
+	leaf := &x509.Certificate{Subject: pkix.Name{CommonName: "alice", Organization: []string{"team"}}}
+	withPeer := func(ai credentials.AuthInfo) context.Context {
+		return peer.NewContext(context.Background(), &peer.Peer{Addr: &net.UnixAddr{Name: "@", Net: "unix"}, AuthInfo: ai})
+	}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		want Principal
+	}{
+		{"no peer", context.Background(), Local()},
+		{"unix socket, no credentials", withPeer(nil), Local()},
+		{"TLS without a client certificate", withPeer(credentials.TLSInfo{State: tls.ConnectionState{}}), Local()},
+		{"mTLS", withPeer(credentials.TLSInfo{State: tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf}}}}), Certificate("CN=alice,O=team")},
+		// A certificate the handshake did not verify names nobody.
+		{"unverified certificate", withPeer(credentials.TLSInfo{State: tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}}}), Local()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FromPeer(tt.ctx); got != tt.want {
+				t.Fatalf("FromPeer = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
