@@ -64,6 +64,12 @@ type Config struct {
 	Layers []*sandboxv1.IsolationLayer
 	// Version is reported by HealthCheck.
 	Version string
+	// NodeName is the name of the node this supervisor runs on (on
+	// Kubernetes, the pod's spec.nodeName): an RFC 1123 DNS subdomain.
+	// Every execution id names it, so a request that reaches another node
+	// is answered with the owner's name (package nodeid). "" = this
+	// host's name (nodeid.HostNode).
+	NodeName string
 	// Logger receives the supervisor's logs; nil = hclog default.
 	Logger hclog.Logger
 	// Metrics receives the supervisor's metrics (executions, sandbox

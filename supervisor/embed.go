@@ -12,6 +12,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/supervisor/host"
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
@@ -63,6 +64,13 @@ func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc trans
 		return tc, nil, err
 	}
 	cfg.Layers = layers
+	if cfg.NodeName == "" {
+		// Its ids go to one client only: a host name that cannot name a
+		// node (New would refuse it) is no reason not to start.
+		if cfg.NodeName, err = nodeid.HostNode(); err != nil {
+			cfg.NodeName = "localhost"
+		}
+	}
 	s, err := New(cfg)
 	if err != nil {
 		os.RemoveAll(dir)

@@ -13,6 +13,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
@@ -70,6 +71,10 @@ func faultOf(err error) fault {
 		req *requestError
 		lim *limits.FieldError
 		syn *transform.SyntaxError
+		// An id this node does not hold because another node, or an
+		// earlier run of this node's supervisor, made it.
+		other   *nodeid.OtherNodeError
+		earlier *nodeid.EarlierRunError
 	)
 	switch {
 	// Requests refused before anything ran.
@@ -95,6 +100,10 @@ func faultOf(err error) fault {
 		return fault{code: codes.InvalidArgument, reason: "INVALID_FILTER", field: "filter"}
 	case errors.Is(err, cache.ErrNotFound):
 		return fault{code: codes.NotFound, reason: "CACHED_SCRIPT_NOT_FOUND"}
+	case errors.As(err, &other):
+		return fault{code: codes.FailedPrecondition, reason: "OTHER_NODE"}
+	case errors.As(err, &earlier):
+		return fault{code: codes.NotFound, reason: "SUPERVISOR_RESTARTED"}
 	case errors.Is(err, registry.ErrNotFound):
 		return fault{code: codes.NotFound, reason: "EXECUTION_NOT_FOUND"}
 	// Requests that came at the wrong time.

@@ -15,6 +15,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
@@ -58,6 +59,16 @@ func TestRPCError(t *testing.T) {
 		{name: "invalid filter", err: fmt.Errorf("list: %w", cache.ErrInvalidFilter), code: codes.InvalidArgument, reason: "INVALID_FILTER", field: "filter"},
 		{name: "execution not found", err: describe(fmt.Errorf("get: %w", registry.ErrNotFound), "execution %q not found", "abc"),
 			code: codes.NotFound, reason: "EXECUTION_NOT_FOUND", msg: `execution "abc" not found`},
+		{name: "another node's id", err: notHeld("execution", "node-b_5f0c2a9e_0b9c3e41d7a24c59a1f3e2b8c4d6a701",
+			fmt.Errorf("get: %w", &nodeid.OtherNodeError{ID: "node-b_5f0c2a9e_0b9c3e41d7a24c59a1f3e2b8c4d6a701", Owner: "node-b", Node: "node-a"})),
+			code: codes.FailedPrecondition, reason: "OTHER_NODE",
+			msg: `execution "node-b_5f0c2a9e_0b9c3e41d7a24c59a1f3e2b8c4d6a701" belongs to node "node-b", not to this node "node-a": send the request to the supervisor on node "node-b"`},
+		{name: "an earlier run's id", err: notHeld("execution", "node-a_5f0c2a9e_0b9c3e41d7a24c59a1f3e2b8c4d6a701",
+			&nodeid.EarlierRunError{ID: "node-a_5f0c2a9e_0b9c3e41d7a24c59a1f3e2b8c4d6a701", Node: "node-a"}),
+			code: codes.NotFound, reason: "SUPERVISOR_RESTARTED",
+			msg: `execution "node-a_5f0c2a9e_0b9c3e41d7a24c59a1f3e2b8c4d6a701" not found: the supervisor on node "node-a" made it before it restarted, and nothing survives a restart`},
+		{name: "malformed id", err: notHeld("execution", "nope", fmt.Errorf("get: %w: %w", registry.ErrNotFound, nodeid.ErrMalformed)),
+			code: codes.NotFound, reason: "EXECUTION_NOT_FOUND", msg: `execution "nope" not found: not an id this service makes (NODE_RUN_RANDOM)`},
 		{name: "terminal", err: describe(registry.ErrTerminal, "execution abc already ended (COMPLETED)"), code: codes.FailedPrecondition, reason: "EXECUTION_ENDED"},
 		{name: "queue full", err: describe(fmt.Errorf("execution: %w", scheduler.ErrQueueFull), "execution queue full (3 waiting)"),
 			code: codes.ResourceExhausted, reason: "QUEUE_FULL", msg: "execution queue full (3 waiting)", retry: true},
@@ -97,7 +108,7 @@ func TestHandlersMapErrors(t *testing.T) {
 	s := preparingServer(t)
 	ctx := context.Background()
 	_, err := s.GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: "nope"})
-	if st := status.Convert(err); st.Code() != codes.NotFound || st.Message() != `execution "nope" not found` {
+	if st := status.Convert(err); st.Code() != codes.NotFound || st.Message() != `execution "nope" not found: not an id this service makes (NODE_RUN_RANDOM)` {
 		t.Errorf("GetExecution(unknown) = %v", err)
 	}
 	_, err = s.CancelExecution(ctx, &sandboxv1.CancelExecutionRequest{})

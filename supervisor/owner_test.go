@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,9 +34,11 @@ func TestExecutionsBelongToTheirPrincipal(t *testing.T) {
 	if err != nil || got.GetResult() == nil {
 		t.Fatalf("owner's GetExecution = %v, %v", got, err)
 	}
-	_, unknown := s.GetExecution(bob, &sandboxv1.GetExecutionRequest{ExecutionId: "no-such-id"})
+	// An id this run could have made, but did not.
+	never := s.IDs().New()
+	_, unknown := s.GetExecution(bob, &sandboxv1.GetExecutionRequest{ExecutionId: never})
 	_, err = s.GetExecution(bob, &sandboxv1.GetExecutionRequest{ExecutionId: id})
-	if status.Code(err) != codes.NotFound || status.Convert(err).Message() != `execution "`+id+`" not found` {
+	if status.Code(err) != codes.NotFound || status.Convert(err).Message() != strings.ReplaceAll(status.Convert(unknown).Message(), never, id) {
 		t.Errorf("another principal's GetExecution = %v, want NOT_FOUND (unknown id: %v)", err, unknown)
 	}
 	if _, err := s.CancelExecution(bob, &sandboxv1.CancelExecutionRequest{ExecutionId: id}); status.Code(err) != codes.NotFound {

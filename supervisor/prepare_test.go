@@ -9,6 +9,7 @@ import (
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
@@ -18,7 +19,11 @@ import (
 // no goroutine.
 func preparingServer(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: limits.Default(), Ceilings: limits.DefaultCeilings()}, reg: registry.New(registry.Config{})}
+	ids, err := nodeid.NewIssuer("localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: limits.Default(), Ceilings: limits.DefaultCeilings()}, reg: registry.New(registry.Config{IDs: ids}), ids: ids}
 	sched, err := scheduler.New(scheduler.Config{MaxConcurrent: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/testresult"
 	"github.com/execfarm/execfarm/supervisor/execution"
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
 
@@ -206,6 +207,7 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 		Queued:            int32(queued),
 		Version:           s.cfg.Version,
 		DefaultRuntime:    s.cfg.DefaultRuntime,
+		Node:              s.ids.Node(),
 	}, nil
 }
 
@@ -312,10 +314,40 @@ func (s *Server) lookup(ctx context.Context, id string) (*registry.Execution, er
 	if err == nil && e.Meta().Owner != caller(ctx).String() {
 		err = fmt.Errorf("execution %q of another principal: %w", id, registry.ErrNotFound)
 	}
-	if errors.Is(err, registry.ErrNotFound) {
-		return nil, describe(err, "execution %q not found", id)
+	if err != nil {
+		return nil, notHeld("execution", id, err)
 	}
 	return e, err
+}
+
+// notHeld describes a lookup miss of an id of kind ("execution",
+// "sandbox"), told apart by the id itself (package nodeid): another
+// node made it (faultOf: FAILED_PRECONDITION naming the owner), this
+// node made it before its supervisor restarted or no supervisor could
+// have made it (NOT_FOUND saying so), or it is unknown here: never made,
+// or forgotten after the retention time (NOT_FOUND).
+func notHeld(kind, id string, err error) error {
+	var (
+		other   *nodeid.OtherNodeError
+		earlier *nodeid.EarlierRunError
+	)
+	switch {
+	case errors.As(err, &other):
+		return describe(err, "%s %q belongs to node %q, not to this node %q: send the request to the supervisor on node %q",
+			kind, id, other.Owner, other.Node, other.Owner)
+	case errors.As(err, &earlier):
+		return describe(err, "%s %q not found: the supervisor on node %q made it before it restarted, and nothing survives a restart",
+			kind, id, earlier.Node)
+	case errors.Is(err, nodeid.ErrMalformed):
+		return describe(err, "%s %q not found: not an id this service makes (NODE_RUN_RANDOM)", kind, id)
+	}
+	return describe(err, "%s %q not found on node %q (never made, or it ended longer than the retention time ago)", kind, id, nodeOf(id))
+}
+
+// nodeOf is the node an id names ("" for a malformed one).
+func nodeOf(id string) string {
+	p, _ := nodeid.Parse(id)
+	return p.Node
 }
 
 // readAll returns everything kept of one stream.

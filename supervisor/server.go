@@ -18,6 +18,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/metrics"
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
@@ -32,6 +33,7 @@ type Server struct {
 	runner *execution.Runner
 	health *health.Server
 	log    hclog.Logger
+	ids    *nodeid.Issuer
 
 	stopSweep context.CancelFunc
 }
@@ -83,6 +85,13 @@ func (c *Config) complete() error {
 	if c.Logger == nil {
 		c.Logger = hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Info})
 	}
+	if c.NodeName == "" {
+		name, err := nodeid.HostNode()
+		if err != nil {
+			return fmt.Errorf("supervisor: this host's name cannot name the node (set the node name): %w", err)
+		}
+		c.NodeName = name
+	}
 	if c.SandboxReuse < 0 {
 		return fmt.Errorf("supervisor: sandbox reuse %d: want 1 (single-use) or more", c.SandboxReuse)
 	}
@@ -105,8 +114,13 @@ func build(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
+	ids, err := nodeid.NewIssuer(cfg.NodeName)
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
+	cfg.Registry.IDs = ids
 	cfg.Registry.OnFinish = countFinished(cfg.Metrics, cfg.Registry.OnFinish)
-	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger}
+	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger, ids: ids}
 	s.runner, err = execution.New(execution.Config{
 		Sandbox: &s.cfg.Sandbox, WarmPool: cfg.WarmPool, SandboxReuse: cfg.SandboxReuse, Defaults: cfg.Defaults,
 		Registry: s.reg, Scheduler: sched, Cache: cfg.Cache, Node: cfg.Node, Kube: cfg.Kube, Prometheus: cfg.Prometheus,
@@ -176,6 +190,11 @@ func (s *Server) Register(g *grpc.Server) {
 	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)
 }
+
+// IDs returns the Issuer of this run's ids: every kind of id the
+// supervisor hands out (executions, session sandboxes) comes from it, so
+// each names this node and this run.
+func (s *Server) IDs() *nodeid.Issuer { return s.ids }
 
 // Registry returns the execution registry (for tests and metrics).
 func (s *Server) Registry() *registry.Registry { return s.reg }

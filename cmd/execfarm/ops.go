@@ -125,8 +125,8 @@ func healthCmd(cf *clientFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Printf("healthy: %v\nversion: %s\ndefault runtime: %s\nrunning: %d\nqueued: %d\nwarm pool: %d ready, %d starting, %d in use, size %d\nkubernetes context: %q\n",
-					resp.GetHealthy(), resp.GetVersion(), resp.GetDefaultRuntime(), resp.GetRunning(), resp.GetQueued(),
+				fmt.Printf("healthy: %v\nnode: %s\nversion: %s\ndefault runtime: %s\nrunning: %d\nqueued: %d\nwarm pool: %d ready, %d starting, %d in use, size %d\nkubernetes context: %q\n",
+					resp.GetHealthy(), resp.GetNode(), resp.GetVersion(), resp.GetDefaultRuntime(), resp.GetRunning(), resp.GetQueued(),
 					resp.GetWarmPoolReady(), resp.GetWarmPoolStarting(), resp.GetWarmPoolInUse(), resp.GetWarmPoolSize(), resp.GetKubernetesContext())
 				for _, l := range resp.GetLayers() {
 					fmt.Printf("layer %-18s available=%-5v active=%-5v %s\n", l.GetName(), l.GetAvailable(), l.GetActive(), l.GetDetail())

@@ -71,6 +71,7 @@ func serveCmd() *cobra.Command {
 			cfg.Logger = log
 			cfg.Sandbox.Logger = log
 			cfg.Version = version
+			cfg.NodeName = cmp.Or(cfg.NodeName, os.Getenv("EXECFARM_NODE_NAME"))
 			cfg.Sandbox.Cgroup = cgroup.Config{Parent: cgroupParent}
 			if cfg.MaxConcurrent == 0 {
 				cfg.MaxConcurrent = defaultConcurrency()
@@ -169,7 +170,7 @@ func serveCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			err = supervisor.ListenAndServe(ctx, s, tc, grace, func(addr string) {
-				log.Info("serving", "address", addr, "max_concurrent", cfg.MaxConcurrent, "queue_size", cfg.QueueSize, "warm_pool", cfg.WarmPool,
+				log.Info("serving", "address", addr, "node", s.IDs().Node(), "max_concurrent", cfg.MaxConcurrent, "queue_size", cfg.QueueSize, "warm_pool", cfg.WarmPool,
 					"bearer_token", tc.TokenPath != "" || tc.Token != "")
 			})
 			// Every sandbox is gone: leave no empty cgroup parent behind.
@@ -186,6 +187,7 @@ func serveCmd() *cobra.Command {
 	f.IntVar(&tc.TCPPort, "port", 0, "TCP port (env SANDBOX_TCP_PORT; default 50051)")
 	f.BoolVar(&tc.AllowInsecureRemote, "allow-insecure-tcp", false, "allow insecure TCP on a non-loopback address")
 	f.StringVar(&tc.TokenPath, "token-file", "", "require the bearer token in this file on every call but grpc.health.v1 (env EXECFARM_TOKEN_FILE, or the token itself in EXECFARM_TOKEN; default: none)")
+	f.StringVar(&cfg.NodeName, "node-name", "", "this node's name, which every execution id names (env EXECFARM_NODE_NAME; on Kubernetes the pod's spec.nodeName; default: the host name)")
 	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 0, "executions running at once (default: number of CPUs)")
 	f.IntVar(&cfg.QueueSize, "queue-size", 1000, "executions that may wait for a slot")
 	f.IntVar(&cfg.WarmPool, "warm-pool", 0, "sandboxes kept started ahead of demand (default limits only; single-use)")

@@ -2099,8 +2099,11 @@ type HealthCheckResponse struct {
 	WarmPoolReady    int32 `protobuf:"varint,106,opt,name=warm_pool_ready,json=warmPoolReady,proto3" json:"warm_pool_ready,omitempty"`
 	WarmPoolStarting int32 `protobuf:"varint,107,opt,name=warm_pool_starting,json=warmPoolStarting,proto3" json:"warm_pool_starting,omitempty"`
 	WarmPoolInUse    int32 `protobuf:"varint,108,opt,name=warm_pool_in_use,json=warmPoolInUse,proto3" json:"warm_pool_in_use,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The node this supervisor runs on: the node that every execution id
+	// it hands out names.
+	Node          string `protobuf:"bytes,109,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HealthCheckResponse) Reset() {
@@ -2208,6 +2211,13 @@ func (x *HealthCheckResponse) GetWarmPoolInUse() int32 {
 		return x.WarmPoolInUse
 	}
 	return 0
+}
+
+func (x *HealthCheckResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
 }
 
 type ListCacheRequest struct {
@@ -2552,7 +2562,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tavailable\x18\x02 \x01(\bR\tavailable\x12\x16\n" +
 	"\x06active\x18\x03 \x01(\bR\x06active\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"\xb5\x03\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"\xc9\x03\n" +
 	"\x13HealthCheckResponse\x12\x18\n" +
 	"\ahealthy\x18\x01 \x01(\bR\ahealthy\x12-\n" +
 	"\x12kubernetes_context\x18\x02 \x01(\tR\x11kubernetesContext\x12;\n" +
@@ -2564,7 +2574,8 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x0ewarm_pool_size\x18i \x01(\x05R\fwarmPoolSize\x12&\n" +
 	"\x0fwarm_pool_ready\x18j \x01(\x05R\rwarmPoolReady\x12,\n" +
 	"\x12warm_pool_starting\x18k \x01(\x05R\x10warmPoolStarting\x12'\n" +
-	"\x10warm_pool_in_use\x18l \x01(\x05R\rwarmPoolInUse\":\n" +
+	"\x10warm_pool_in_use\x18l \x01(\x05R\rwarmPoolInUse\x12\x12\n" +
+	"\x04node\x18m \x01(\tR\x04node\":\n" +
 	"\x10ListCacheRequest\x12\x1b\n" +
 	"\x06filter\x18\x01 \x01(\tH\x00R\x06filter\x88\x01\x01B\t\n" +
 	"\a_filter\"N\n" +

@@ -3,13 +3,14 @@ package registry
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 )
 
 // Defaults applied by New for zero Config fields.
@@ -36,6 +37,10 @@ type Config struct {
 	SweepIntervalMs int64
 	// Now returns the current time; nil => time.Now. Tests pass a fake clock.
 	Now func() time.Time
+	// IDs makes the executions' ids, which name this node and this run of
+	// the supervisor (package nodeid); nil = an Issuer for node
+	// "localhost".
+	IDs *nodeid.Issuer
 	// OnFinish, if set, is called once for each execution that becomes
 	// terminal, with its metadata and result, from the goroutine that
 	// finished it and with no registry lock held. The supervisor's metrics
@@ -50,6 +55,7 @@ type Registry struct {
 	interval   time.Duration
 	now        func() time.Time
 	finishHook func(Meta, Result)
+	ids        *nodeid.Issuer
 	segLimit   int // segments per execution's write log; 0 => defaultSegLimit (tests lower it)
 
 	buffered atomic.Int64 // bytes kept by all executions held
@@ -80,9 +86,13 @@ func New(cfg Config) *Registry {
 		now:        cfg.Now,
 		entries:    make(map[string]*entry),
 		finishHook: cfg.OnFinish,
+		ids:        cfg.IDs,
 	}
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if r.ids == nil {
+		r.ids, _ = nodeid.NewIssuer("localhost") // a valid name: never fails
 	}
 	return r
 }
@@ -94,7 +104,7 @@ func (r *Registry) Create(meta Meta) *Execution {
 		meta.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	e := &Execution{
-		id:      uuid.NewString(),
+		id:      r.ids.New(),
 		meta:    meta,
 		reg:     r,
 		state:   StatePending,
@@ -111,16 +121,32 @@ func (r *Registry) Create(meta Meta) *Execution {
 	return e
 }
 
-// Get returns the execution with id, or an error wrapping ErrNotFound.
+// Get returns the execution with id. For an id it does not hold, the
+// error says why, from the id itself (package nodeid): an
+// *nodeid.OtherNodeError when another node made it, an
+// *nodeid.EarlierRunError when this node's supervisor made it before it
+// restarted, and else an error wrapping ErrNotFound (and
+// nodeid.ErrMalformed when no supervisor could have made it).
 func (r *Registry) Get(id string) (*Execution, error) {
 	r.mu.Lock()
 	en, ok := r.entries[id]
 	r.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("get execution %q: %w", id, ErrNotFound)
+	if ok {
+		return en.e, nil
 	}
-	return en.e, nil
+	if err := r.ids.Check(id); err != nil {
+		var other *nodeid.OtherNodeError
+		var earlier *nodeid.EarlierRunError
+		if errors.As(err, &other) || errors.As(err, &earlier) {
+			return nil, fmt.Errorf("get execution: %w", err)
+		}
+		return nil, fmt.Errorf("get execution %q: %w: %w", id, ErrNotFound, err)
+	}
+	return nil, fmt.Errorf("get execution %q on node %q: %w", id, r.ids.Node(), ErrNotFound)
 }
+
+// Node returns the name of the node whose ids the registry makes.
+func (r *Registry) Node() string { return r.ids.Node() }
 
 // List returns the executions whose state is in states (empty = all), newest
 // first by creation, then cut to limit (0 or negative = no limit). With

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 )
 
 func TestGet(t *testing.T) {
@@ -23,8 +25,43 @@ func TestGet(t *testing.T) {
 	if !strings.HasPrefix(ErrNotFound.Error(), "registry: ") {
 		t.Errorf("sentinel message %q lacks the package prefix", ErrNotFound)
 	}
-	if len(e.ID()) != 36 {
-		t.Errorf("id %q is not a UUID", e.ID())
+	if p, err := nodeid.Parse(e.ID()); err != nil || p.Node != "localhost" {
+		t.Errorf("id %q does not name the node: %+v, %v", e.ID(), p, err)
+	}
+}
+
+// TestGetNamesTheOwner: an id the registry does not hold is told apart by
+// what it names: another node, an earlier run of this node's supervisor,
+// no supervisor at all, or this run (then it is merely not found).
+func TestGetNamesTheOwner(t *testing.T) {
+	mk := func(node string) *nodeid.Issuer {
+		i, err := nodeid.NewIssuer(node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	here := mk("node-a")
+	r := New(Config{IDs: here})
+	if e := r.Create(Meta{}); !strings.HasPrefix(e.ID(), "node-a_") {
+		t.Errorf("id %q does not start with the node's name", e.ID())
+	}
+	if r.Node() != "node-a" {
+		t.Errorf("Node() = %q", r.Node())
+	}
+	var other *nodeid.OtherNodeError
+	if _, err := r.Get(mk("node-b").New()); !errors.As(err, &other) || other.Owner != "node-b" || errors.Is(err, ErrNotFound) {
+		t.Errorf("another node's id: %v", err)
+	}
+	var earlier *nodeid.EarlierRunError
+	if _, err := r.Get(mk("node-a").New()); !errors.As(err, &earlier) || earlier.Node != "node-a" {
+		t.Errorf("an earlier run's id: %v", err)
+	}
+	if _, err := r.Get("0a2ad6a2-7b1c-4c1e-9f1e-0123456789ab"); !errors.Is(err, ErrNotFound) || !errors.Is(err, nodeid.ErrMalformed) {
+		t.Errorf("a malformed id: %v", err)
+	}
+	if _, err := r.Get(here.New()); !errors.Is(err, ErrNotFound) || errors.Is(err, nodeid.ErrMalformed) {
+		t.Errorf("this run's id, never made: %v", err)
 	}
 }
 
