@@ -1,8 +1,9 @@
 // Package worker is the agent inside a sandbox. The worker binary
 // (cmd/execfarm-worker) is forked by the supervisor into fresh namespaces;
 // Main waits to be placed in its cgroup (cgroup v1), applies the in-sandbox
-// isolation (root filesystem, hostname, loopback, rlimits, no_new_privs,
-// seccomp) once go-plugin has created its unix socket, and then serves the
+// isolation (root filesystem, hostname, loopback, rlimits: no core dumps
+// and the per-user counters RLIMIT_SIGPENDING and RLIMIT_MSGQUEUE,
+// no_new_privs, seccomp) once go-plugin has created its unix socket, and then serves the
 // execfarm.worker.v1 Worker service: each Run starts one runtime process as
 // the sandbox user (uid 1000) and streams its stdout and stderr back.
 //

@@ -89,6 +89,37 @@ func serve() int {
 // effective, and the empty bounding set lets no exec give any back.
 const keepCaps capability.Set = 1<<capability.SetUID | 1<<capability.SetGID | 1<<capability.Kill
 
+// sandboxRlimits are set, soft and hard, on the worker during isolation
+// and so inherited by every runtime process; a process cannot raise a hard
+// limit without CAP_SYS_RESOURCE, which none keeps. Besides no core dumps,
+// they bound the per-user kernel counters that a sandbox charges to its
+// own identity (its user namespace is owned by its own host uid, see
+// isolation/forkserver): what they allow is what one sandbox's uid may
+// hold, whatever the host's defaults (which follow the machine's size,
+// 96364 queued signals on a 24 GiB host).
+var sandboxRlimits = []struct {
+	name     string
+	resource int
+	value    uint64
+}{
+	{"RLIMIT_CORE", unix.RLIMIT_CORE, 0},
+	// Queued signals (real-time signals, sigqueue, POSIX timers): about
+	// 80 bytes of kernel memory each, charged to the sandbox's memory
+	// cgroup. The count is per uid, so it bounds the whole sandbox.
+	{"RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, maxQueuedSignals},
+	// POSIX message queue bytes per uid: the kernel's own default
+	// (MQ_BYTES_MAX), stated rather than inherited from the host.
+	{"RLIMIT_MSGQUEUE", unix.RLIMIT_MSGQUEUE, maxMessageQueueBytes},
+}
+
+// maxQueuedSignals is RLIMIT_SIGPENDING in a sandbox: the signals its
+// programs may have queued at once, all processes together.
+const maxQueuedSignals = 4096
+
+// maxMessageQueueBytes is RLIMIT_MSGQUEUE in a sandbox: the bytes of POSIX
+// message queues (messages and bookkeeping) its programs may create.
+const maxMessageQueueBytes = 819200
+
 // landlockConfig confines the sandbox, once in its root, to writing its
 // tmpfs mounts and devices; the rest of the root is read and execute only.
 func landlockConfig() landlock.Config {
@@ -170,8 +201,10 @@ func isolate(cfg plugin.SandboxConfig, ph *phases) error {
 		return err
 	}
 	ph.mark("namespaces")
-	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
-		return os.NewSyscallError("setrlimit RLIMIT_CORE", err)
+	for _, rl := range sandboxRlimits {
+		if err := unix.Setrlimit(rl.resource, &unix.Rlimit{Cur: rl.value, Max: rl.value}); err != nil {
+			return os.NewSyscallError("setrlimit "+rl.name, err)
+		}
 	}
 	if err := closeExecFrom(3); err != nil {
 		return err

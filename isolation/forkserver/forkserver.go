@@ -22,6 +22,15 @@
 // fork server is started with Pdeathsig SIGKILL by the supervisor, so a
 // dead supervisor takes the fork server and then every worker with it.
 //
+// A child forked into a new user namespace gets a namespace owned by the
+// host uid and gid its root maps to (the sandbox's own), not by the fork
+// server's root: the forking thread takes that effective uid and gid for
+// the clone only (owner_linux.go). The kernel charges what it counts per
+// user (queued signals, inotify, message queues) at each namespace level
+// to the owner of the namespace below, so host root's counters are never
+// charged for a sandbox. A spawn of a user namespace that maps no uid or
+// gid 0 is refused.
+//
 // A child is not reaped when it exits: the server reports the exit (the
 // waitid WNOWAIT status) and reaps only when the client releases the
 // process (Process.Release, which returns once the server answers that it

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -338,4 +339,85 @@ func runTrue(t *testing.T, c *Client, null *os.File) {
 		t.Fatal(err)
 	}
 	p.Release()
+}
+
+// TestUserNamespaceOwnedByItsRoot: a child forked into a new user
+// namespace gets a namespace owned by the host id its root maps to, not
+// by the fork server's root, so that the kernel charges what the child
+// counts per user (queued signals, inotify, ...) to that id; the fork
+// server's thread keeps its own credentials and capabilities; a new user
+// namespace that maps no root is refused.
+func TestUserNamespaceOwnedByItsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skipf("forkserver: writing a 65536-id map needs root (euid %d)", os.Geteuid())
+	}
+	c, cmd := startCmd(t)
+	null := devNull(t)
+	creds := func() string {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keep []string
+		for _, l := range strings.Split(string(b), "\n") {
+			for _, k := range []string{"Uid:", "Gid:", "CapEff:", "CapPrm:"} {
+				if strings.HasPrefix(l, k) {
+					keep = append(keep, l)
+				}
+			}
+		}
+		return strings.Join(keep, "; ")
+	}
+	before := creds()
+	host := 0x7000_0000 + (os.Getpid()%256)*65536
+	ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: host, Size: 65536}}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p, err := c.Spawn(context.Background(), Spawn{
+		Exe: exe(t, "/bin/sh"), Argv: []string{"sh", "-c", "echo started; exec sleep 600"},
+		Files: []*os.File{null, w, null},
+		Sys: &syscall.SysProcAttr{
+			Cloneflags: unix.CLONE_NEWUSER, UidMappings: ids, GidMappings: ids,
+			GidMappingsEnableSetgroups: true, Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}},
+		},
+	})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = p.Signal(syscall.SIGKILL)
+		_, _ = p.Wait()
+		_ = p.Release()
+	}()
+	line := make([]byte, 8)
+	if _, err := io.ReadFull(r, line); err != nil || string(line) != "started\n" {
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	ns, err := os.Open("/proc/" + strconv.Itoa(p.Pid) + "/ns/user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	var owner uint32
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, ns.Fd(), unix.NS_GET_OWNER_UID, uintptr(unsafe.Pointer(&owner))); e != 0 {
+		t.Fatalf("ioctl NS_GET_OWNER_UID: %v", e)
+	}
+	if owner != uint32(host) {
+		t.Errorf("the child's user namespace is owned by uid %d, want %d (the host id its root maps to)", owner, host)
+	}
+	if after := creds(); after != before {
+		t.Errorf("the fork server's credentials changed:\nbefore %s\nafter  %s", before, after)
+	}
+
+	noRoot := []syscall.SysProcIDMap{{ContainerID: 1, HostID: host, Size: 1}}
+	_, err = c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null},
+		Sys: &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER, UidMappings: noRoot, GidMappings: noRoot}})
+	if err == nil || !strings.Contains(err.Error(), "must map uid and gid 0") {
+		t.Errorf("Spawn of a user namespace that maps no root = %v, want refused", err)
+	}
+	runTrue(t, c, null)
 }

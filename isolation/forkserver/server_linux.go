@@ -165,7 +165,20 @@ func forkExec(m message, fds []int) (pid, pidfd int, err error) {
 		attr.Sys.UseCgroupFD = true
 		attr.Sys.CgroupFD = fds[len(fds)-1]
 	}
-	pid, err = syscall.ForkExec("/proc/self/fd/"+strconv.Itoa(exe), m.Argv, attr)
+	uid, gid, owned, err := namespaceOwner(sys)
+	if err != nil {
+		return 0, 0, err
+	}
+	forkExec := func() { pid, err = syscall.ForkExec("/proc/self/fd/"+strconv.Itoa(exe), m.Argv, attr) }
+	if owned {
+		// The new user namespace is owned by the sandbox's own host ids,
+		// not by root (owner_linux.go).
+		if oerr := asOwner(uid, gid, forkExec); oerr != nil {
+			return 0, 0, fmt.Errorf("forkserver: fork as the user namespace's owner: %w", oerr)
+		}
+	} else {
+		forkExec()
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("fork/exec %s: %w", m.Argv[0], err)
 	}
