@@ -18,14 +18,17 @@ func ListenAndServe(ctx context.Context, s *Server, tc transport.Config, grace t
 	if err != nil {
 		return err
 	}
-	opts, err := tc.ServerOptions()
+	sec, err := tc.ServerSecurity()
 	if err != nil {
 		lis.Close()
 		return err
 	}
+	// After the gRPC server has stopped: no handshake needs it then.
+	defer sec.Close()
+	defer s.cfg.Metrics.RegisterCertificate(sec.CertificateNotAfter)()
 	// Metrics first: their interceptors then count the calls a token
 	// check refuses.
-	g := grpc.NewServer(append(s.cfg.Metrics.ServerOptions(), opts...)...)
+	g := grpc.NewServer(append(s.cfg.Metrics.ServerOptions(), sec.Options...)...)
 	s.Register(g)
 	s.cfg.Metrics.InitializeGRPC(g)
 	errc := make(chan error, 1)

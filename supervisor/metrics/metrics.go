@@ -15,6 +15,9 @@
 //	host_proxy_requests_total{target,kind,outcome}
 //	                                         counter: Kubernetes and Prometheus
 //	                                         requests of sandboxed code
+//	tls_certificate_expiration_timestamp_seconds
+//	                                         gauge: when the served TLS
+//	                                         certificate expires (with TLS)
 //
 // plus the gRPC server's grpc_server_* metrics (go-grpc-middleware's
 // provider: calls by method and status code, handling time) and the Go
@@ -219,6 +222,33 @@ var (
 	loadDescs     = []*prometheus.Desc{runningDesc, queuedDesc, poolDesc, poolSizeDesc, proxyDesc}
 	poolStateName = [...]string{"ready", "starting", "in_use"}
 )
+
+var certExpiryDesc = prometheus.NewDesc("execfarm_tls_certificate_expiration_timestamp_seconds",
+	"When the TLS certificate the gRPC endpoint serves now expires, Unix time in seconds; re-read from its file as it is renewed. Absent without TLS.", nil, nil)
+
+// RegisterCertificate makes every scrape read notAfter, the expiry of the
+// certificate served now (ok false: no TLS, no series). It returns the
+// function that unregisters it; with a nil *Metrics both do nothing.
+func (m *Metrics) RegisterCertificate(notAfter func() (t time.Time, ok bool)) (unregister func()) {
+	if m == nil {
+		return func() {}
+	}
+	c := certCollector(notAfter)
+	if err := m.reg.Register(c); err != nil {
+		return func() {}
+	}
+	return func() { m.reg.Unregister(c) }
+}
+
+type certCollector func() (time.Time, bool)
+
+func (c certCollector) Describe(ch chan<- *prometheus.Desc) { ch <- certExpiryDesc }
+
+func (c certCollector) Collect(ch chan<- prometheus.Metric) {
+	if t, ok := c(); ok {
+		ch <- prometheus.MustNewConstMetric(certExpiryDesc, prometheus.GaugeValue, float64(t.Unix()))
+	}
+}
 
 // RegisterLoad makes every scrape read load once. It fails if a load is
 // registered already.

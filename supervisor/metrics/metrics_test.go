@@ -194,3 +194,28 @@ func TestServeBoundsConnections(t *testing.T) {
 		t.Fatalf("scrape after a connection closed: %v", err)
 	}
 }
+
+// TestCertificateExpiry: each scrape reads the served certificate's
+// expiry; no series without TLS; none once unregistered.
+func TestCertificateExpiry(t *testing.T) {
+	m := New()
+	notAfter, ok := time.Unix(1900000000, 0), true
+	unregister := m.RegisterCertificate(func() (time.Time, bool) { return notAfter, ok })
+	want := func(body string) {
+		t.Helper()
+		if err := testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(body), "execfarm_tls_certificate_expiration_timestamp_seconds"); err != nil {
+			t.Error(err)
+		}
+	}
+	head := "# HELP execfarm_tls_certificate_expiration_timestamp_seconds When the TLS certificate the gRPC endpoint serves now expires, Unix time in seconds; re-read from its file as it is renewed. Absent without TLS.\n# TYPE execfarm_tls_certificate_expiration_timestamp_seconds gauge\n"
+	want(head + "execfarm_tls_certificate_expiration_timestamp_seconds 1.9e+09\n")
+	notAfter = time.Unix(1900086400, 0) // renewed
+	want(head + "execfarm_tls_certificate_expiration_timestamp_seconds 1.9000864e+09\n")
+	ok = false
+	want("")
+	ok = true
+	unregister()
+	want("")
+	var none *Metrics
+	none.RegisterCertificate(func() (time.Time, bool) { return notAfter, true })()
+}

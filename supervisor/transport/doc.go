@@ -6,4 +6,10 @@
 // shared/seeds/000_0155cb039c3b4917.txt). Insecure TCP on a non-loopback
 // address is refused unless AllowInsecureRemote is set (DESIGN.md,
 // "Configuration").
+//
+// TLS certificates are re-read while the process runs (reload.go): a
+// server re-reads its certificate, key and client CA every CertRefresh
+// with grpc-go's pemfile provider and uses what it holds at each
+// handshake; a client reads its files at each new connection. A renewed
+// certificate is served to the next connection without a restart.
 package transport

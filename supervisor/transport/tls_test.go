@@ -21,53 +21,90 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// pki writes a CA, a server certificate for "execfarm.test" and a client
-// certificate into dir, as PEM files; it returns their paths.
-func pki(t *testing.T, dir string) (ca, srvCert, srvKey, cliCert, cliKey string) {
+// testCA is a certificate authority for tests.
+type testCA struct {
+	cert *x509.Certificate
+	der  []byte
+	key  *ecdsa.PrivateKey
+}
+
+func newTestCA(t *testing.T, name string) *testCA {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "execfarm test CA"},
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{cert: cert, der: der, key: key}
+}
+
+// pem returns the CA's certificate as PEM.
+func (ca *testCA) pem() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.der})
+}
+
+// leaf issues a certificate for cn (with dns names) valid until notAfter,
+// and returns it and its key as PEM.
+func (ca *testCA) leaf(t *testing.T, serial int64, cn string, usage x509.ExtKeyUsage, dns []string, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
 	}
-	leaf := func(serial int64, cn string, usage x509.ExtKeyUsage, dns []string) (string, string) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kb, _ := x509.MarshalECPrivateKey(key)
-		return write(cn+".crt", "CERTIFICATE", der), write(cn+".key", "EC PRIVATE KEY", kb)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ca = write("ca.crt", "CERTIFICATE", caDER)
-	srvCert, srvKey = leaf(2, "server", x509.ExtKeyUsageServerAuth, []string{"execfarm.test"})
-	cliCert, cliKey = leaf(3, "client", x509.ExtKeyUsageClientAuth, nil)
-	return
+	kb, _ := x509.MarshalECPrivateKey(key)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+}
+
+// writeFile writes b to dir/name by a rename, as the kubelet and
+// cert-manager replace files: a reader sees the old or the new content.
+func writeFile(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, "."+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := tmp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pki writes a CA, a server certificate for "execfarm.test" and a client
+// certificate (CN=client) into dir, as PEM files; it returns their paths.
+func pki(t *testing.T, dir string) (ca, srvCert, srvKey, cliCert, cliKey string) {
+	t.Helper()
+	c := newTestCA(t, "execfarm test CA")
+	in := time.Now().Add(time.Hour)
+	sc, sk := c.leaf(t, 2, "server", x509.ExtKeyUsageServerAuth, []string{"execfarm.test"}, in)
+	cc, ck := c.leaf(t, 3, "client", x509.ExtKeyUsageClientAuth, nil, in)
+	return writeFile(t, dir, "ca.crt", c.pem()), writeFile(t, dir, "server.crt", sc), writeFile(t, dir, "server.key", sk),
+		writeFile(t, dir, "client.crt", cc), writeFile(t, dir, "client.key", ck)
 }
 
 // serveHealth serves grpc.health.v1, and what register adds, with c's
 // security on a loopback port, and returns its address.
 func serveHealth(t *testing.T, c Config, register ...func(*grpc.Server)) string {
 	t.Helper()
-	opts, err := c.ServerOptions()
+	sec, err := c.ServerSecurity()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,13 +112,13 @@ func serveHealth(t *testing.T, c Config, register ...func(*grpc.Server)) string 
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer(opts...)
+	g := grpc.NewServer(sec.Options...)
 	healthpb.RegisterHealthServer(g, health.NewServer())
 	for _, r := range register {
 		r(g)
 	}
 	go func() { _ = g.Serve(lis) }()
-	t.Cleanup(g.Stop)
+	t.Cleanup(func() { g.Stop(); sec.Close() })
 	return lis.Addr().String()
 }
 

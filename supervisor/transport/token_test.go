@@ -114,7 +114,7 @@ func TestTokenRefusedWhenWeak(t *testing.T) {
 		"a device":     {TokenPath: "/dev/zero"},
 		"a directory":  {TokenPath: dir},
 	} {
-		if _, err := c.ServerOptions(); err == nil {
+		if _, err := c.ServerSecurity(); err == nil {
 			t.Errorf("%s: server accepted the token", name)
 		}
 		if _, err := c.DialOptions(); err == nil {

@@ -1,8 +1,8 @@
 package transport
 
 import (
+	"cmp"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -62,6 +62,9 @@ type Config struct {
 	ClientCertPath, ClientKeyPath string
 	// ServerName overrides the name verified in the server's certificate.
 	ServerName string
+	// CertRefresh is how often a server re-reads its certificate, key and
+	// client CA (reload.go); 0 = DefaultCertRefresh (1 minute).
+	CertRefresh time.Duration
 	// AllowInsecureRemote permits insecure TCP on non-loopback addresses.
 	AllowInsecureRemote bool
 	// TokenPath is a file of bearer tokens, each with the name of its
@@ -198,42 +201,75 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ServerOptions returns the gRPC server options for c's security mode
+// ServerSecurity is a server's transport security: its gRPC options and
+// what they hold. Close it once the server has stopped.
+type ServerSecurity struct {
+	// Options go to grpc.NewServer: the TLS credentials (tls, mtls), the
+	// token check and the principal of each call.
+	Options []grpc.ServerOption
+	tls     *serverTLS // nil in insecure mode
+}
+
+// CertificateNotAfter returns when the certificate served now expires;
+// ok is false in insecure mode (or when the certificate cannot be read,
+// which a started server never sees).
+func (s *ServerSecurity) CertificateNotAfter() (notAfter time.Time, ok bool) {
+	if s == nil || s.tls == nil {
+		return time.Time{}, false
+	}
+	t, err := s.tls.notAfter()
+	return t, err == nil
+}
+
+// Close stops re-reading the certificates. Connections still open keep
+// theirs.
+func (s *ServerSecurity) Close() {
+	if s != nil && s.tls != nil {
+		s.tls.provider.Close()
+	}
+}
+
+// ServerSecurity returns the server's transport security for c's mode
 // and tokens. Every call but grpc.health.v1's gets its caller's principal
 // in its context (package principal): its token's, else its verified
-// client certificate's subject, else the local principal.
-func (c Config) ServerOptions() ([]grpc.ServerOption, error) {
+// client certificate's subject, else the local principal. With tls or
+// mtls, the certificate, its key and (mtls) the client CA are checked now
+// and re-read every CertRefresh while the server runs (reload.go); the
+// certificate and its key must be in one directory.
+func (c Config) ServerSecurity() (*ServerSecurity, error) {
 	tokens, err := c.tokens()
 	if err != nil {
 		return nil, err
 	}
-	var opts []grpc.ServerOption
+	sec := &ServerSecurity{}
 	if len(tokens) > 0 {
-		opts = tokenOptions(tokens)
+		sec.Options = tokenOptions(tokens)
 	}
-	opts = append(opts, principalOptions()...)
+	sec.Options = append(sec.Options, principalOptions()...)
 	switch c.Mode {
 	case "", ModeInsecure:
-		return opts, nil
+		return sec, nil
 	}
-	cert, err := tls.LoadX509KeyPair(c.CertPath, c.KeyPath)
-	if err != nil {
-		return nil, fmt.Errorf("transport: load server certificate: %w", err)
-	}
-	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	base := &tls.Config{MinVersion: tls.VersionTLS12}
+	files := keyFiles{cert: c.CertPath, key: c.KeyPath}
 	if c.Mode == ModeMTLS {
-		pool, err := loadPool(c.CAPath)
-		if err != nil {
-			return nil, err
+		if c.CAPath == "" {
+			return nil, errors.New("transport: mtls needs the client CA (SANDBOX_TLS_CA_PATH)")
 		}
-		tc.ClientCAs = pool
-		tc.ClientAuth = tls.RequireAndVerifyClientCert
+		files.ca = c.CAPath
+		base.ClientAuth = tls.RequireAndVerifyClientCert
 	}
-	return append(opts, grpc.Creds(credentials.NewTLS(tc))), nil
+	if sec.tls, err = newServerTLS(base, files, cmp.Or(c.CertRefresh, DefaultCertRefresh)); err != nil {
+		return nil, err
+	}
+	sec.Options = append(sec.Options, grpc.Creds(sec.tls.creds))
+	return sec, nil
 }
 
 // DialOptions returns the client's gRPC dial options for c's mode and
-// token.
+// token. With tls or mtls, the CA and (mtls) the client certificate are
+// checked now and read again at every handshake, so a new connection
+// uses the files of that moment (reload.go).
 func (c Config) DialOptions() ([]grpc.DialOption, error) {
 	token, err := c.clientToken()
 	if err != nil {
@@ -247,22 +283,15 @@ func (c Config) DialOptions() ([]grpc.DialOption, error) {
 	case "", ModeInsecure:
 		return append(opts, grpc.WithTransportCredentials(insecure.NewCredentials())), nil
 	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
-	if c.CAPath != "" {
-		pool, err := loadPool(c.CAPath)
-		if err != nil {
-			return nil, err
-		}
-		tc.RootCAs = pool
-	}
+	files := keyFiles{ca: c.CAPath}
 	if c.Mode == ModeMTLS {
-		cert, err := tls.LoadX509KeyPair(c.ClientCertPath, c.ClientKeyPath)
-		if err != nil {
-			return nil, fmt.Errorf("transport: load client certificate: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
+		files.cert, files.key = c.ClientCertPath, c.ClientKeyPath
 	}
-	return append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc))), nil
+	creds, err := clientTLS(&tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}, files)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, grpc.WithTransportCredentials(creds)), nil
 }
 
 // Target returns the gRPC dial target for c: "unix:///abs/path",
@@ -290,16 +319,4 @@ func (c Config) Dial() (*grpc.ClientConn, error) {
 		return nil, fmt.Errorf("transport: dial %s: %w", c.Address(), err)
 	}
 	return conn, nil
-}
-
-func loadPool(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("transport: read CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("transport: no certificate in %s", path)
-	}
-	return pool, nil
 }
