@@ -36,7 +36,7 @@ func doctorCmd() *cobra.Command {
 			if maxConcurrent == 0 {
 				maxConcurrent = defaultConcurrency()
 			}
-			pc, err := hostProbeConfig(cgroup.Config{Parent: cgroupParent}, uidBase, maxConcurrent)
+			pc, err := hostProbeConfig(cgroup.Config{Parent: cgroupParent, NoPlace: true}, uidBase, maxConcurrent)
 			if err != nil {
 				return err
 			}

@@ -38,6 +38,17 @@ func (m Mode) String() string {
 // sandbox's runtime processes.
 const PayloadName = "payload"
 
+// WorkerLeafName is, on cgroup v2, the child cgroup of a sandbox that holds
+// its worker (born there: Manager.FD). The sandbox cgroup itself holds no
+// process, so that it may enable controllers for its children (the pids
+// limit of the payload): cgroup-v2.rst, "No Internal Process Constraint".
+const WorkerLeafName = "worker"
+
+// SupervisorLeafName is, on cgroup v2, the leaf that Place moves the
+// supervisor's processes into, below the cgroup it was started in, so that
+// this cgroup may enable controllers for the sandboxes' parent.
+const SupervisorLeafName = "supervisor"
+
 // Defaults used when a Config or Limits field is zero.
 const (
 	// DefaultRoot is where the cgroup hierarchies are mounted.
@@ -160,12 +171,23 @@ type Config struct {
 	Mode Mode
 	// Parent is the parent of the sandbox cgroups, a path relative to the
 	// hierarchy root, e.g. "/execfarm". "" = DefaultParent. It is nested
-	// under the supervisor's own cgroup (v1) or its parent (v2) unless
+	// under the supervisor's own cgroup (on v2 the one Place found) unless
 	// AbsoluteParent is set; see the package doc.
 	Parent string
 	// AbsoluteParent takes Parent from the hierarchy root as is, without
-	// nesting. false = nested.
+	// nesting, and on v2 leaves the supervisor's own cgroup as it is (the
+	// operator has delegated the controllers to Parent's parent). false =
+	// nested.
 	AbsoluteParent bool
+	// NoPlace, on cgroup v2 with a nested Parent, keeps Place from moving
+	// any process or enabling any controller: Probe then reports the
+	// placement Place would make and checks that it can be made (the
+	// controllers are delegated to the supervisor's cgroup, which is a
+	// writable domain cgroup), without trying the controllers in a test
+	// cgroup while the placement is not made. `execfarm doctor` sets it:
+	// it reports what `serve` would do and changes nothing. false = Place
+	// on first use.
+	NoPlace bool
 	// Root is the mountpoint of the hierarchy (v2) or of the directory
 	// holding one mount per controller (v1). "" = DefaultRoot. Tests point
 	// it at a fake tree in t.TempDir().
@@ -213,8 +235,45 @@ type ControllerStatus struct {
 	// created and removed under Parent.
 	Writable bool
 	// Detail says why a controller is not available or not writable; ""
-	// when it is both.
+	// when it is both and was tried in a test cgroup, else what was
+	// checked instead (Config.NoPlace).
 	Detail string
+}
+
+// Placement is where, on cgroup v2, a supervisor's own processes and its
+// sandboxes' parent sit (see Place).
+type Placement struct {
+	// Own is the supervisor's cgroup, relative to the hierarchy's root:
+	// the cgroup it was started in (a systemd service's, a pod
+	// container's, its cgroup namespace's root), which enables memory, cpu
+	// and pids for its children. "/" when it is the hierarchy's real root.
+	Own string
+	// Leaf is the cgroup holding the supervisor's processes: Own +
+	// "/" + SupervisorLeafName, or Own itself when Own is the real root
+	// (which may hold processes and enable controllers at once).
+	Leaf string
+	// Moved counts the processes Place moved from Own into Leaf (with
+	// NoPlace: the processes it would move).
+	Moved int
+	// Done: the placement is made (by this process or an earlier one);
+	// false only with NoPlace before any supervisor placed itself.
+	Done bool
+}
+
+// String describes the placement for the probe and `execfarm doctor`.
+func (p Placement) String() string {
+	switch {
+	case p.Own == "":
+		return ""
+	case p.Leaf == p.Own:
+		return fmt.Sprintf("supervisor in the root cgroup %s", p.Own)
+	case p.Done && p.Moved > 0:
+		return fmt.Sprintf("supervisor in %s (moved %d process(es) from %s, which enables memory, cpu, pids for its children)", p.Leaf, p.Moved, p.Own)
+	case p.Done:
+		return fmt.Sprintf("supervisor in %s (%s enables memory, cpu, pids for its children)", p.Leaf, p.Own)
+	default:
+		return fmt.Sprintf("supervisor cgroup %s: serve moves its %d process(es) into %s and enables memory, cpu, pids on %s", p.Own, p.Moved, p.Leaf, p.Own)
+	}
 }
 
 // ProbeResult is what Probe found on the host.
@@ -223,6 +282,9 @@ type ProbeResult struct {
 	Mode Mode
 	// Root is the mountpoint probed.
 	Root string
+	// Placement is where the supervisor and the sandboxes' parent sit on
+	// cgroup v2 with a nested Parent; zero otherwise.
+	Placement Placement
 	// Parents are the resolved parent directories of sandbox cgroups, one
 	// per controller on v1, one on v2.
 	Parents []string

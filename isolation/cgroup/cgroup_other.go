@@ -23,6 +23,9 @@ func New(cfg Config, name string, l Limits) (*Manager, error) { return nil, notS
 // Cleanup returns an error wrapping ErrNotSupported off Linux.
 func Cleanup(cfg Config) (int, error) { return 0, notSupported("cleanup") }
 
+// Place returns an error wrapping ErrNotSupported off Linux.
+func Place(cfg Config) (Placement, error) { return Placement{}, notSupported("place") }
+
 // Probe reports Unavailable off Linux.
 func Probe(cfg Config) ProbeResult {
 	return ProbeResult{Mode: Unavailable, Err: notSupported("probe")}

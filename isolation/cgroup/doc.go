@@ -2,9 +2,10 @@
 // cgroup that each sandbox runs in, on cgroup v1 and on cgroup v2 alike.
 //
 // The supervisor creates the cgroup with New before it forks the worker
-// (DESIGN.md, "Isolation, in order"). On v2 the worker is born inside it
-// (SysProcAttr.UseCgroupFD with Manager.FD); on v1 the worker waits on a
-// sync pipe until the supervisor has called Manager.AddProc. The caller
+// (DESIGN.md, "Isolation, in order"). On v2 the worker is born inside it,
+// in its worker leaf (SysProcAttr.UseCgroupFD with Manager.FD); on v1 the
+// worker waits on a sync pipe until the supervisor has called
+// Manager.AddProc. The caller
 // owns the Manager: it calls Delete exactly when the sandbox ends, also on
 // error paths, and Cleanup once at start-up for a crashed predecessor's
 // cgroups. Linux only: elsewhere every call returns an error wrapping
@@ -13,14 +14,18 @@
 // # Where the cgroups live
 //
 // Every sandbox cgroup is Parent/name, and Parent belongs to execfarm alone
-// (Cleanup removes whatever it finds there). By default Parent is nested:
-// on v1 under the supervisor's own cgroup in each controller
-// (containerd cgroup1.NestedPath), so the node's accounting of the
-// supervisor's pod keeps holding; on v2 under the parent of the
-// supervisor's own cgroup, because v2's "no internal processes" rule
-// forbids enabling controllers for children of a cgroup that holds the
-// supervisor itself. Config.AbsoluteParent takes Parent from the hierarchy
-// root as is.
+// (Cleanup removes whatever it finds there). By default Parent is nested
+// under the supervisor's own cgroup, so the node's accounting of the
+// supervisor's pod or service keeps holding: on v1 in each controller
+// (containerd cgroup1.NestedPath); on v2 under the cgroup the supervisor
+// was started in, once Place has moved the processes there into the leaf
+// SupervisorLeafName and enabled memory, cpu and pids for its children
+// (v2's "no internal process" rule forbids enabling them on a cgroup that
+// holds processes; Place is what container runtimes do in a delegated
+// cgroup). On v2 a sandbox cgroup holds no process either: the worker is in
+// its leaf WorkerLeafName (born there, FD), the program in PayloadName, and
+// the limits, the kill and the usage are the sandbox cgroup's, covering
+// both. Config.AbsoluteParent takes Parent from the hierarchy root as is.
 //
 // # Limits
 //

@@ -24,6 +24,11 @@ var (
 	// ErrKillTimeout means processes were still in the cgroup when Kill's
 	// deadline passed.
 	ErrKillTimeout = errors.New("cgroup: processes left after kill")
+	// ErrNotDelegated means that, on cgroup v2, the supervisor's own
+	// cgroup cannot be given the controllers sandboxes need: they are not
+	// delegated to it (absent from its cgroup.controllers), it is not a
+	// domain cgroup, or its interface files are not writable (see Place).
+	ErrNotDelegated = errors.New("cgroup: the supervisor's cgroup cannot delegate memory, cpu and pids to sandboxes")
 	// ErrMalformed means a cgroup file did not have the expected format.
 	ErrMalformed = errors.New("cgroup: malformed cgroup file")
 )

@@ -129,6 +129,12 @@ func TestFakeV2NewWritesLimits(t *testing.T) {
 			if w := m.Warnings(); len(w) != 0 {
 				t.Errorf("Warnings() = %v, want none", w)
 			}
+			if fi, err := os.Stat(filepath.Join(m.Path(), WorkerLeafName)); err != nil || !fi.IsDir() {
+				t.Errorf("worker leaf: %v", err)
+			}
+			if err := m.Delete(); err != nil || exists(m.Path()) {
+				t.Errorf("Delete = %v; cgroup left: %v", err, exists(m.Path()))
+			}
 		})
 	}
 }
@@ -414,10 +420,18 @@ func TestFakeV2FD(t *testing.T) {
 	if err := m.AddProc(4242); err != nil {
 		t.Fatalf("AddProc: %v", err)
 	}
-	if got := readTrim(t, filepath.Join(m.Path(), "cgroup.procs")); got != "4242" {
-		t.Errorf("cgroup.procs = %q, want 4242", got)
+	leaf := filepath.Join(m.Path(), WorkerLeafName)
+	if got := readTrim(t, filepath.Join(leaf, "cgroup.procs")); got != "4242" {
+		t.Errorf("%s/cgroup.procs = %q, want 4242: AddProc places in the worker leaf", WorkerLeafName, got)
 	}
-	writeFakeFiles(t, m.Path(), map[string]string{"cgroup.procs": ""}) // let Delete's kill finish
+	if got := readTrim(t, filepath.Join(m.Path(), "cgroup.procs")); got != "" {
+		t.Errorf("sandbox cgroup.procs = %q, want none: v2 sandbox cgroups hold no process", got)
+	}
+	var st2 unix.Stat_t
+	if err := unix.Stat(leaf, &st2); err != nil || st.Ino != st2.Ino {
+		t.Errorf("FD is not the worker leaf %s (inode %d, %d: %v)", leaf, st.Ino, st2.Ino, err)
+	}
+	writeFakeFiles(t, leaf, map[string]string{"cgroup.procs": ""}) // let Delete's kill finish
 }
 
 func TestFakeV2Probe(t *testing.T) {

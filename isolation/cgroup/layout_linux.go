@@ -10,7 +10,6 @@ import (
 
 	cgroups "github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
-	"github.com/containerd/cgroups/v3/cgroup2"
 )
 
 // detectMode caches the host's cgroup mode, a fixed host fact.
@@ -52,29 +51,41 @@ type layout struct {
 	parents map[string]string
 	// afterMkdir is Config.afterMkdir.
 	afterMkdir func(dir string) error
+	// placement is where the supervisor sits on v2 with a nested parent
+	// (Place); zero otherwise.
+	placement Placement
 }
 
 // resolvedParents caches resolve's parents per (mode, root, parent,
-// absolute): resolving a nested parent reads /proc/self/cgroup and
-// /proc/self/mountinfo, about 1 ms per sandbox on v1. The supervisor's own
-// cgroup is thus read once; a supervisor moved to another cgroup while it
-// runs keeps creating sandboxes under the parent it resolved first.
-var resolvedParents sync.Map // string -> map[string]string (read-only)
+// absolute, no-place): resolving a nested parent reads /proc/self/cgroup
+// and /proc/self/mountinfo, about 1 ms per sandbox on v1, and places the
+// supervisor on v2 (Place). The supervisor's own cgroup is thus read once;
+// a supervisor moved to another cgroup while it runs keeps creating
+// sandboxes under the parent it resolved first. A v2 placement not made
+// (Config.NoPlace) is not cached.
+var resolvedParents sync.Map // string -> resolved
 
 func resolve(cfg Config) (layout, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Mode == Unavailable {
 		cfg.Mode = DetectMode()
 	}
-	key := fmt.Sprintf("%d\x00%s\x00%s\x00%t", cfg.Mode, cfg.Root, cfg.Parent, cfg.AbsoluteParent)
-	if parents, ok := resolvedParents.Load(key); ok {
-		return layout{mode: cfg.Mode, root: cfg.Root, parents: parents.(map[string]string), afterMkdir: cfg.afterMkdir}, nil
+	key := fmt.Sprintf("%d\x00%s\x00%s\x00%t\x00%t", cfg.Mode, cfg.Root, cfg.Parent, cfg.AbsoluteParent, cfg.NoPlace)
+	if r, ok := resolvedParents.Load(key); ok {
+		r := r.(resolved)
+		return layout{mode: cfg.Mode, root: cfg.Root, parents: r.parents, placement: r.placement, afterMkdir: cfg.afterMkdir}, nil
 	}
 	l, err := resolveParents(cfg)
-	if err == nil {
-		resolvedParents.Store(key, l.parents)
+	if err == nil && (l.mode != V2 || cfg.AbsoluteParent || l.placement.Done) {
+		resolvedParents.Store(key, resolved{l.parents, l.placement})
 	}
 	return l, err
+}
+
+// resolved is a cached resolution (resolvedParents).
+type resolved struct {
+	parents   map[string]string // read-only
+	placement Placement
 }
 
 // resolveParents is resolve without the cache.
@@ -105,11 +116,12 @@ func resolveParents(cfg Config) (layout, error) {
 			l.parents[unified] = cfg.Parent
 			break
 		}
-		own, err := cgroup2.NestedGroupPath("")
+		p, err := place(cfg.Root, cfg.NoPlace)
+		l.placement = p
 		if err != nil {
-			return l, fmt.Errorf("resolve own cgroup: %w", err)
+			return l, fmt.Errorf("place the supervisor in cgroup v2: %w", err)
 		}
-		l.parents[unified] = path.Join(path.Dir(path.Clean("/"+own)), cfg.Parent)
+		l.parents[unified] = path.Join(p.Own, cfg.Parent)
 	default:
 		return l, fmt.Errorf("%w: mode %s under %s", ErrUnavailable, cfg.Mode, cfg.Root)
 	}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,6 +203,11 @@ func (m *Manager) createV2(lay layout, l Limits) error {
 	}
 	m.v2 = mg
 	dir := m.Path()
+	// The worker's leaf: the sandbox cgroup holds no process itself, so
+	// that it may enable pids for the payload (NewPayload).
+	if err := lay.mkdir(filepath.Join(dir, WorkerLeafName)); err != nil {
+		return fmt.Errorf("create worker cgroup of %s: %w", dir, err)
+	}
 	if swap := filepath.Join(dir, "memory.swap.max"); exists(swap) {
 		if err := writeExisting(swap, "0"); err != nil {
 			return fmt.Errorf("set swap limit of %s: %w", dir, err)
@@ -272,16 +278,16 @@ func (m *Manager) uniqueDirs() []string {
 	return out
 }
 
-// FD opens the v2 cgroup directory with O_PATH|O_DIRECTORY|O_CLOEXEC, for
-// SysProcAttr.UseCgroupFD/CgroupFD (clone3 CLONE_INTO_CGROUP, Linux 5.7+),
-// so that the worker is born inside the cgroup. The caller closes it after
-// the fork. On v1 it returns an error wrapping ErrNotSupported: use
-// AddProc.
+// FD opens the v2 sandbox cgroup's worker leaf (WorkerLeafName) with
+// O_PATH|O_DIRECTORY|O_CLOEXEC, for SysProcAttr.UseCgroupFD/CgroupFD
+// (clone3 CLONE_INTO_CGROUP, Linux 5.7+), so that the worker is born
+// inside the sandbox, under its limits. The caller closes it after the
+// fork. On v1 it returns an error wrapping ErrNotSupported: use AddProc.
 func (m *Manager) FD() (*os.File, error) {
 	if m.mode != V2 {
 		return nil, fmt.Errorf("open cgroup fd of %s: %s has no CLONE_INTO_CGROUP: %w", m.Path(), m.mode, ErrNotSupported)
 	}
-	dir := m.Path()
+	dir := filepath.Join(m.Path(), WorkerLeafName)
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open cgroup fd of %s: %w", dir, &os.PathError{Op: "open", Path: dir, Err: err})
@@ -312,8 +318,9 @@ func (m *Manager) SetCPUWeight(weight uint64) error {
 }
 
 // AddProc moves process pid into the cgroup: into every controller's
-// cgroup.procs on v1, into cgroup.procs on v2. On v1 the worker must not
-// run untrusted code before this returns (it waits on a sync pipe).
+// cgroup.procs on v1, into the worker leaf's cgroup.procs on v2 (where a
+// worker is born there instead: FD). On v1 the worker must not run
+// untrusted code before this returns (it waits on a sync pipe).
 func (m *Manager) AddProc(pid int) error {
 	if pid <= 0 {
 		return fmt.Errorf("add pid %d to %s: %w", pid, m.Path(), cgroup1.ErrInvalidPid)
@@ -323,7 +330,7 @@ func (m *Manager) AddProc(pid int) error {
 	case m.v1 != nil:
 		err = m.v1.AddProc(uint64(pid))
 	case m.v2 != nil:
-		err = m.v2.AddProc(uint64(pid))
+		err = writeExisting(filepath.Join(m.Path(), WorkerLeafName, "cgroup.procs"), strconv.Itoa(pid))
 	default:
 		err = fmt.Errorf("cgroup not created by New")
 	}
@@ -381,17 +388,21 @@ func (m *Manager) Delete() error {
 }
 
 // removeEmpty is Delete's fast path, for the usual case of a sandbox whose
-// processes are gone: it removes the payload child and then the cgroup in
-// every hierarchy, without listing processes or directories. The kernel
+// processes are gone: it removes the payload child (and on v2 the worker
+// leaf) and then the cgroup in every hierarchy, without listing processes or directories. The kernel
 // refuses to remove a cgroup that has tasks (EBUSY) or children
 // (ENOTEMPTY), so success proves the cgroup was empty. It reports whether
 // everything is gone; otherwise Delete takes the general path (kill, then
 // remove what is left), which also serves fake cgroupfs trees (plain
 // directories holding files).
 func (m *Manager) removeEmpty() bool {
+	order := []string{PayloadName, ""} // the children, then the cgroup
+	if m.mode == V2 {
+		order = []string{PayloadName, WorkerLeafName, ""}
+	}
 	for _, d := range m.uniqueDirs() {
-		for _, p := range []string{filepath.Join(d, PayloadName), d} {
-			if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
+		for _, c := range order {
+			if err := unix.Rmdir(filepath.Join(d, c)); err != nil && !errors.Is(err, unix.ENOENT) {
 				return false
 			}
 		}

@@ -22,10 +22,13 @@ import (
 // kernel checks a cgroup.procs write against the opener's credentials
 // (Linux 5.16+), so the unprivileged worker may use it.
 //
-// On v2 the sandbox cgroup enables the pids controller for its children;
-// pids is a threaded controller, which the kernel allows next to the
-// worker's own processes (Documentation/admin-guide/cgroup-v2.rst, "No
-// Internal Process Constraint").
+// On v2 the sandbox cgroup enables the pids controller for its children:
+// it holds no process itself (the worker is in its leaf WorkerLeafName), as
+// the kernel requires of a cgroup whose children are domain cgroups that
+// processes migrate into (Documentation/admin-guide/cgroup-v2.rst, "No
+// Internal Process Constraint"; a cgroup with processes and pids enabled
+// would become a thread root, and the payload an invalid domain that
+// refuses cgroup.procs writes with EOPNOTSUPP).
 func (m *Manager) NewPayload(pidsMax int64) (*os.File, error) {
 	if pidsMax <= 0 {
 		return nil, fmt.Errorf("%w: payload pids.max %d", ErrInvalidLimits, pidsMax)

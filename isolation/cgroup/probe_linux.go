@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/containerd/cgroups/v3/cgroup2"
+	"golang.org/x/sys/unix"
 )
 
 // Probe reports, for the host and cfg, the cgroup mode and for every
@@ -21,7 +25,7 @@ import (
 // bug). Parents that Probe had to create are removed again.
 func Probe(cfg Config) ProbeResult {
 	lay, err := resolve(cfg)
-	r := ProbeResult{Mode: lay.mode, Root: lay.root}
+	r := ProbeResult{Mode: lay.mode, Root: lay.root, Placement: lay.placement}
 	if err != nil {
 		r.Err = err
 		return r
@@ -34,8 +38,68 @@ func Probe(cfg Config) ProbeResult {
 		probeV1(&r, lay, name)
 	} else {
 		probeV2(&r, lay, name)
+		parent := lay.parentDir(unified)
+		if r.OK() && (lay.placement.Done || cfg.AbsoluteParent) && isCgroupFS(lay.root) {
+			existed := exists(parent)
+			if err := trySandboxV2(cfg, name); err != nil {
+				r.Err = fmt.Errorf("sandbox cgroup layout trial under %s: %w", parent, err)
+			}
+			if !existed {
+				_ = unix.Rmdir(parent) // as after the controllers' test cgroups
+			}
+		}
 	}
 	return r
+}
+
+// trialBinary is run by trySandboxV2: it blocks reading stdin until
+// killed.
+const trialBinary = "/bin/cat"
+
+// trySandboxV2 makes one sandbox cgroup as a sandbox gets it (limits,
+// worker leaf, payload with its pids limit), starts a process born in the
+// worker leaf (CLONE_INTO_CGROUP), moves it into the payload through the
+// payload's cgroup.procs, kills the cgroup and removes it: the kernel's
+// rules on v2 (no internal processes, delegation, threaded vs domain) are
+// checked by the kernel itself, not assumed.
+func trySandboxV2(cfg Config, name string) (err error) {
+	m, err := New(cfg, name+"-sandbox", Limits{MemoryMaxBytes: 64 << 20, PidsMax: 16, CPUQuotaMicros: 100000})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if derr := m.Delete(); err == nil {
+			err = derr
+		}
+	}()
+	procs, err := m.NewPayload(8)
+	if err != nil {
+		return err
+	}
+	defer procs.Close()
+	fd, err := m.FD()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(trialBinary)
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(fd.Fd()), Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	fd.Close()
+	if err != nil {
+		return fmt.Errorf("start %s in %s: %w", trialBinary, filepath.Join(m.Path(), WorkerLeafName), err)
+	}
+	defer func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait() // killed: the status says nothing
+	}()
+	if _, err := procs.WriteString(strconv.Itoa(cmd.Process.Pid)); err != nil {
+		return fmt.Errorf("move a process from %s to %s: %w", WorkerLeafName, PayloadName, err)
+	}
+	return m.Kill()
 }
 
 func probeV1(r *ProbeResult, lay layout, name string) {
@@ -77,10 +141,20 @@ func probeV1(r *ProbeResult, lay layout, name string) {
 }
 
 func probeV2(r *ProbeResult, lay layout, name string) {
+	r.Placement = lay.placement
 	parent := lay.parentDir(unified)
 	avail, from, err := nearestControllers(lay.root, parent)
 	if err != nil {
 		r.Err = err
+		return
+	}
+	if p := lay.placement; p.Own != "" && !p.Done {
+		// Config.NoPlace before any placement: Place checked that the
+		// controllers are delegated; trying them needs the placement.
+		for _, c := range v2Controllers {
+			r.Controllers = append(r.Controllers, ControllerStatus{Name: c, Available: true, Writable: true,
+				Detail: fmt.Sprintf("delegated to %s (not tried: serve enables it there at start)", p.Own)})
+		}
 		return
 	}
 	for _, c := range v2Controllers {

@@ -127,6 +127,11 @@ func TestRealNewWritesLimits(t *testing.T) {
 		if exists(filepath.Join(m.Path(), "memory.swap.max")) {
 			files = append(files, file{"", "memory.swap.max", "0"})
 		}
+		// Every process of a v2 sandbox is in a leaf: none in the
+		// sandbox cgroup, which carries the limits.
+		if !exists(filepath.Join(m.Path(), WorkerLeafName, "cgroup.procs")) {
+			t.Errorf("no worker leaf %s in %s", WorkerLeafName, m.Path())
+		}
 	}
 	for _, f := range files {
 		t.Run(f.name, func(t *testing.T) {
@@ -178,9 +183,14 @@ func TestRealAddProcKillDelete(t *testing.T) {
 		if !slices.Contains(pids, cmd.Process.Pid) {
 			t.Errorf("pid %d not in %s cgroup.procs (%s): %v", cmd.Process.Pid, ctrl, dir, pids)
 		}
-		tasks, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		// v2: in the worker leaf; the sandbox cgroup itself holds none.
+		leaf := dir
+		if m.Mode() == V2 {
+			leaf = filepath.Join(dir, WorkerLeafName)
+		}
+		tasks, err := os.ReadFile(filepath.Join(leaf, "cgroup.procs"))
 		if err != nil || !strings.Contains(string(tasks), strconv.Itoa(cmd.Process.Pid)) {
-			t.Errorf("pid %d not in %s/cgroup.procs: %q %v", cmd.Process.Pid, dir, tasks, err)
+			t.Errorf("pid %d not in %s/cgroup.procs: %q %v", cmd.Process.Pid, leaf, tasks, err)
 		}
 	}
 	if err := m.Kill(); err != nil {

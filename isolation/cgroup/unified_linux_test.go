@@ -26,8 +26,9 @@ func requireUnifiedMount(t *testing.T) string {
 	return ""
 }
 
-// bareV2 makes a v2 cgroup without controllers (so without New's limits)
-// on the real unified mount, removed at cleanup.
+// bareV2 makes a v2 sandbox cgroup and its worker leaf without
+// controllers (so without New's limits) on the real unified mount, removed
+// at cleanup.
 func bareV2(t *testing.T, name string) *Manager {
 	t.Helper()
 	root := requireUnifiedMount(t)
@@ -37,8 +38,10 @@ func bareV2(t *testing.T, name string) *Manager {
 		t.Fatal(err)
 	}
 	m := load(lay, name)
-	if err := lay.mkdir(m.Path()); err != nil {
-		t.Fatalf("mkdir in %s: %v", root, err)
+	for _, d := range []string{m.Path(), filepath.Join(m.Path(), WorkerLeafName)} {
+		if err := lay.mkdir(d); err != nil {
+			t.Fatalf("mkdir in %s: %v", root, err)
+		}
 	}
 	t.Cleanup(func() {
 		if err := m.Delete(); err != nil {
@@ -95,7 +98,7 @@ func TestUnifiedFreezeKill(t *testing.T) {
 	if err := m.AddProc(cmd.Process.Pid); err == nil {
 		t.Fatal("AddProc on a Manager not made by New succeeded")
 	}
-	if err := writeExisting(filepath.Join(m.Path(), "cgroup.procs"), fmt.Sprint(cmd.Process.Pid)); err != nil {
+	if err := writeExisting(filepath.Join(m.Path(), WorkerLeafName, "cgroup.procs"), fmt.Sprint(cmd.Process.Pid)); err != nil {
 		t.Fatal(err)
 	}
 	frozen, err := m.freezeKillThaw()

@@ -137,6 +137,9 @@ func probeCgroup(r *Report, cfg cgroup.Config) {
 	switch {
 	case pr.Err != nil:
 		l.Detail = pr.Err.Error()
+		if p := pr.Placement.String(); p != "" {
+			l.Detail += " (" + p + ")"
+		}
 	case pr.Mode == cgroup.Unavailable:
 		l.Detail = "no cgroup hierarchy mounted at " + pr.Root
 	default:
@@ -148,6 +151,9 @@ func probeCgroup(r *Report, cfg cgroup.Config) {
 				l.Detail += fmt.Sprintf(" (and %d more controller hierarchies)", len(pr.Parents)-1)
 			}
 		}
+		if p := pr.Placement.String(); p != "" {
+			l.Detail += "; " + p
+		}
 		if m := pr.Missing(); len(m) > 0 {
 			l.Available = false
 			l.Detail += "; controllers missing or not writable: " + strings.Join(m, ", ")
@@ -156,7 +162,7 @@ func probeCgroup(r *Report, cfg cgroup.Config) {
 	r.Layers = append(r.Layers, l)
 	for _, c := range pr.Controllers {
 		cl := Layer{Name: controllerPrefix + c.Name, Available: c.Available && c.Writable, Required: true, Detail: c.Detail}
-		if cl.Available {
+		if cl.Available && cl.Detail == "" {
 			cl.Detail = "available, test cgroup created and removed"
 		} else if cl.Detail == "" {
 			cl.Detail = "not available"
