@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // errMalformed marks every problem with a case file; the suite fails (never
@@ -415,8 +416,8 @@ func (st *step) check(resp *sandboxv1.ExecuteResponse, vars map[string]string) [
 		}
 	}
 	u := o.GetUsage()
-	if e.wallMaxMs != nil && u.GetWallMs() > *e.wallMaxMs {
-		add("wall %d ms, want at most %d", u.GetWallMs(), *e.wallMaxMs)
+	if e.wallMaxMs != nil && u.GetWallMs() > *e.wallMaxMs*testbin.TimeScale() {
+		add("wall %d ms, want at most %d (%d × %s)", u.GetWallMs(), *e.wallMaxMs*testbin.TimeScale(), *e.wallMaxMs, testbin.TimeScaleEnv)
 	}
 	if e.cpuMaxPercent != nil {
 		cpuUs := u.GetCpuUserUs() + u.GetCpuSystemUs()

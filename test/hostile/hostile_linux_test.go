@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // TestHostile runs every case file against the suite's supervisor, in
@@ -35,7 +36,7 @@ func TestHostile(t *testing.T) {
 	t.Logf("all cases ran in %v", time.Since(start).Round(time.Millisecond))
 
 	t.Run("after", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(time.Minute))
 		defer cancel()
 		h, err := s.client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{})
 		if err != nil || !h.GetHealthy() {
@@ -112,7 +113,7 @@ func (s *suite) runCase(t *testing.T, c *caseFile) {
 		if i > 0 {
 			label = fmt.Sprintf("then-step %d (line %d)", i+1, st.line)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(3*time.Minute))
 		began := time.Now()
 		resp, err := s.client.Execute(ctx, st.request(vars))
 		cancel()

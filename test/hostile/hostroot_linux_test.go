@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // holdEverything is a python program that takes as much as a sandbox may
@@ -108,7 +109,7 @@ signal.pause()
 // every AIO context of the host and all of host root's inotify instances.
 func TestHostRootKeepsItsKernelResources(t *testing.T) {
 	s := requireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(3*time.Minute))
 	defer cancel()
 	sctx, closeStream := context.WithCancel(ctx)
 	defer closeStream()

@@ -129,7 +129,7 @@ func setup() (s *suite, teardown func() error, err error) {
 		return errors.Join(append(errs, hostscan.RemoveLeftovers(s.cg, s.logFile, s.dir))...)
 	}
 	if err := s.start(layers); err != nil {
-		return nil, teardown, err
+		return s, teardown, err
 	}
 	return s, teardown, nil
 }
@@ -144,9 +144,14 @@ func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
 		return err
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "hostile", Level: hclog.Debug, Output: s.logFile})
-	s.worker = filepath.Join(s.dir, "execfarm-worker")
-	if err := testbin.Build(s.dir, testbin.Sandbox...); err != nil {
-		return err
+	// $EXECFARM_WORKER names a prebuilt worker, with the goja runtime
+	// next to it (its directories must be traversable by unprivileged
+	// uids); otherwise the suite builds them.
+	if s.worker = os.Getenv("EXECFARM_WORKER"); s.worker == "" {
+		s.worker = filepath.Join(s.dir, "execfarm-worker")
+		if err := testbin.Build(s.dir, testbin.Sandbox...); err != nil {
+			return err
+		}
 	}
 	s.stateDir = filepath.Join(s.dir, "state")
 	if err := os.Mkdir(s.stateDir, 0o755); err != nil {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 func TestGojaTypeScript(t *testing.T) {
@@ -185,8 +186,8 @@ func TestExecuteAsyncAnswersAtOnce(t *testing.T) {
 	}
 	m := median(took)
 	t.Logf("ExecuteAsync latency: median %v of %v", m, took)
-	if m >= 50*time.Millisecond {
-		t.Fatalf("ExecuteAsync median latency %v; want under 50ms", m)
+	if m >= testbin.Scaled(50*time.Millisecond) {
+		t.Fatalf("ExecuteAsync median latency %v; want under %v", m, testbin.Scaled(50*time.Millisecond))
 	}
 }
 
@@ -251,7 +252,7 @@ func TestGetExecutionWaitReturnsAtTheEnd(t *testing.T) {
 	if resp.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED || resp.GetOutput() != "done\n" || resp.GetResult() == nil {
 		t.Fatalf("GetExecution(wait) = state %s output %q result %v; want COMPLETED, \"done\\n\", a result", resp.GetState(), resp.GetOutput(), resp.GetResult())
 	}
-	if took < 400*time.Millisecond || took > 10*time.Second {
+	if took < 400*time.Millisecond || took > testbin.Scaled(10*time.Second) {
 		t.Fatalf("GetExecution(wait) took %v; want it to wait for the 0.5 s program", took)
 	}
 
@@ -265,7 +266,7 @@ func TestGetExecutionWaitReturnsAtTheEnd(t *testing.T) {
 	defer cancel()
 	start = time.Now()
 	_, err = in.client.GetExecution(short, &sandboxv1.GetExecutionRequest{ExecutionId: long.GetExecutionId(), Wait: true})
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > testbin.Scaled(5*time.Second) {
 		t.Fatalf("long poll with a 300 ms deadline took %v (err %v)", took, err)
 	}
 }
@@ -295,7 +296,7 @@ func TestExecuteLatency(t *testing.T) {
 			t.Logf("Execute latency of %s: median %v (min %v, max %v)", tt.name, m, took[0], took[len(took)-1])
 			// Generous: a sandbox start is tens of milliseconds; seconds
 			// mean something is broken (a wait on a timeout, a retry).
-			if m > time.Second {
+			if m > testbin.Scaled(time.Second) {
 				t.Fatalf("median Execute latency %v; want well under a second", m)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // requireSandbox is the one gate of every test: it skips when the host
@@ -65,9 +66,10 @@ func pythonReq(code string, timeoutMs int64) *sandboxv1.ExecuteRequest {
 }
 
 // callCtx bounds one test's calls: nothing in this suite should take a
-// minute, and a hang must fail rather than stall the run.
+// minute (times testbin.TimeScale), and a hang must fail rather than
+// stall the run.
 func callCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(time.Minute))
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 const (
@@ -88,8 +89,8 @@ func TestSpinningGojaTimesOutWhileOthersRun(t *testing.T) {
 	if result.GetState() != stateTimeout || result.GetOutcome().GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT {
 		t.Fatalf("spinning program ended %s (%s); want TIMEOUT", result.GetState(), result.GetOutcome().GetTerminationReason())
 	}
-	if took := ended.Sub(start); took > 2*time.Second {
-		t.Fatalf("spinning program with a 1000 ms timeout ended after %v; want within 2 s", took)
+	if took := ended.Sub(start); took > testbin.Scaled(2*time.Second) {
+		t.Fatalf("spinning program with a 1000 ms timeout ended after %v; want within %v", took, testbin.Scaled(2*time.Second))
 	}
 	if !lastDone.Before(ended) {
 		t.Fatalf("the concurrent executions completed at %v, after the spinning one ended at %v", lastDone.Sub(start), ended.Sub(start))
@@ -105,8 +106,8 @@ func TestTimeoutKillsTheProcessTree(t *testing.T) {
 	if resp.GetState() != stateTimeout || resp.GetOutcome().GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT {
 		t.Fatalf("want TIMEOUT; got %s", describe(resp))
 	}
-	if took > 3*time.Second {
-		t.Fatalf("1000 ms timeout took %v", took)
+	if took > testbin.Scaled(3*time.Second) {
+		t.Fatalf("1000 ms timeout took %v; want within %v", took, testbin.Scaled(3*time.Second))
 	}
 	if ps := hostscan.WithMarker("sleep " + sleepMarker); len(ps) > 0 {
 		t.Fatalf("processes left after the timeout: %v", ps)

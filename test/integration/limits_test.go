@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/limits"
@@ -339,23 +340,30 @@ func TestPayloadPlacementByGate(t *testing.T) {
 		}
 	}()
 	// The worker's threads (pid 1) stay out of the payload on this path;
-	// by default its forking thread is in it. The shell's descriptors are
+	// by default on v1 its forking thread is in it (v2 always gates: a
+	// process's threads share one cgroup). The shell's descriptors are
 	// listed into a file, not a pipe, which the shell would hold open
-	// while ls runs.
-	const probe = `grep pids /proc/self/cgroup | cut -d: -f3; grep -h pids /proc/1/task/*/cgroup | grep -c payload; ls /proc/$$/fd >/tmp/fds; tr '\n' ' ' </tmp/fds`
+	// while ls runs. The cgroup namespace is rooted at the worker's
+	// cgroup: the sandbox's on v1 (pids line /payload), the worker's leaf
+	// on v2 (0::/../payload).
+	line, payload, forkerIn := "pids", "/payload", "1"
+	if cgroup.Probe(host.cg).Mode == cgroup.V2 {
+		line, payload, forkerIn = "^0::", "/../payload", "0"
+	}
+	probe := fmt.Sprintf(`grep %[1]s /proc/self/cgroup | cut -d: -f3; grep -h %[1]s /proc/1/task/*/cgroup | grep -c payload; ls /proc/$$/fd >/tmp/fds; tr '\n' ' ' </tmp/fds`, line)
 	resp, err := in.client.Execute(callCtx(t), shellReq(probe, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := resp.GetOutput(); !strings.HasPrefix(out, "/payload\n0\n") || strings.Contains(out, " 3 ") {
-		t.Errorf("gated shell: %q; want pids:/payload, no worker thread in the payload, no fd 3", out)
+	if out := resp.GetOutput(); !strings.HasPrefix(out, payload+"\n0\n") || strings.Contains(out, " 3 ") {
+		t.Errorf("gated shell: %q; want %s, no worker thread in the payload, no fd 3", out, payload)
 	}
 	resp, err = shared.client.Execute(callCtx(t), shellReq(probe, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := resp.GetOutput(); !strings.HasPrefix(out, "/payload\n1\n") || strings.Contains(out, " 3 ") {
-		t.Errorf("default placement: %q; want pids:/payload, the forking thread in the payload, no fd 3", out)
+	if out := resp.GetOutput(); !strings.HasPrefix(out, payload+"\n"+forkerIn+"\n") || strings.Contains(out, " 3 ") {
+		t.Errorf("default placement: %q; want %s, %s worker thread (the forking one) in the payload, no fd 3", out, payload, forkerIn)
 	}
 	req := pythonReq(forkUntilEAGAIN, 0)
 	req.Limits = &sandboxv1.ResourceLimits{MaxProcesses: 16}

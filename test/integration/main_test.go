@@ -175,7 +175,7 @@ func setup() (teardown func() error) {
 		return teardown
 	}
 	// A first sandbox: the layers are there, so it must work.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(30*time.Second))
 	defer cancel()
 	resp, err := shared.client.Execute(ctx, shellReq("true", 0))
 	switch {

@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 func nodeReq(code string) *sandboxv1.ExecuteRequest {
-	return request(sandboxv1.Runtime_RUNTIME_NODE, code, 20000)
+	return request(sandboxv1.Runtime_RUNTIME_NODE, code, 20000*testbin.TimeScale())
 }
 
 // requireNode fails (never skips) when the node runtime is not configured:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // TestGracefulShutdown shuts a supervisor down with an execution running:
@@ -66,7 +67,7 @@ func TestGracefulShutdown(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("shutdown returned %v; want an error: %v", err, tt.wantErr)
 			}
-			if took > tt.grace+5*time.Second {
+			if took > tt.grace+testbin.Scaled(5*time.Second) {
 				t.Fatalf("shutdown took %v with a grace of %v", took, tt.grace)
 			}
 			if tt.wantErr && took < tt.grace {
