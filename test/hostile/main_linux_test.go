@@ -168,6 +168,8 @@ func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
 			Cgroup:       s.cg,
 			IDs:          sandbox.NewIDPool(s.uidBase, rangeSize, uidSlots),
 			Logger:       log,
+			// The default 10 s, in the environment's time.
+			StartTimeout: testbin.Scaled(10 * time.Second),
 		},
 	}
 	// The node runtime, from the repository's bundle (make bundle); when

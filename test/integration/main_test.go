@@ -216,6 +216,8 @@ func startInstance(name string, firstSlot, slots, maxConcurrent int, grace time.
 			Cgroup:       host.cg,
 			IDs:          sandbox.NewIDPool(host.uidBase+uint32(firstSlot)*rangeSize, rangeSize, slots),
 			Logger:       host.log.Named(name),
+			// The default 10 s, in the environment's time.
+			StartTimeout: testbin.Scaled(10 * time.Second),
 		},
 	}
 	// The node runtime, from the repository's bundle (make bundle); when it

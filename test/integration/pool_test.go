@@ -17,6 +17,7 @@ import (
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/test/hostscan"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // poolSlot is the uid window slot of the warm-pool supervisor: 2 running +
@@ -234,7 +235,7 @@ func TestWarmPoolDropsSandboxesWhoseWorkerDied(t *testing.T) {
 	}
 	// The client reaps the fork server once it has marked every worker
 	// of it exited: after that the pool must see them dead.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(testbin.Scaled(10 * time.Second)); ; {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(fs)); err != nil {
 			break
 		}
@@ -255,7 +256,7 @@ func TestWarmPoolDropsSandboxesWhoseWorkerDied(t *testing.T) {
 // ready (HealthCheck), and fails the test otherwise.
 func waitPoolReady(t *testing.T, in *instance, n int32) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testbin.Scaled(10 * time.Second))
 	for {
 		h, err := in.client.HealthCheck(callCtx(t), &sandboxv1.HealthCheckRequest{})
 		if err != nil {
@@ -313,7 +314,7 @@ func TestWarmSandboxesWaitAtBackgroundCPUWeight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.client.CancelExecution(callCtx(t), &sandboxv1.CancelExecutionRequest{ExecutionId: async.GetExecutionId()})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testbin.Scaled(10 * time.Second))
 	for {
 		r, err := in.client.GetExecution(callCtx(t), &sandboxv1.GetExecutionRequest{ExecutionId: async.GetExecutionId()})
 		if err != nil {
