@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/execfarm/execfarm/internal/leakcheck"
 )
 
 // helperEnv makes the test binary act as the helper process of
@@ -15,5 +15,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(runHelper())
 	}
-	goleak.VerifyTestMain(m)
+	leakcheck.Main(m)
 }

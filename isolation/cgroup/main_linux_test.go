@@ -3,7 +3,6 @@ package cgroup
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/execfarm/execfarm/internal/leakcheck"
 )
 
 // helperEnv selects a helper process: the test binary re-executes itself
@@ -26,50 +25,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
 	}
-	before := openFDs()
-	code := m.Run()
-	// The fuzzing engine keeps its own pipes and goroutines: check leaks
-	// only in plain test runs.
-	if code == 0 && !fuzzing() {
-		if leaked := newFDs(before, openFDs()); len(leaked) > 0 {
-			fmt.Fprintf(os.Stderr, "leaked file descriptors: %v\n", leaked)
-			code = 1
-		}
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "leaked goroutines: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-func fuzzing() bool {
-	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
-		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
-			return true
-		}
-	}
-	return false
-}
-
-func openFDs() map[string]string {
-	out := map[string]string{}
-	entries, _ := os.ReadDir("/proc/self/fd")
-	for _, e := range entries {
-		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
-		out[e.Name()] = target
-	}
-	return out
-}
-
-func newFDs(before, after map[string]string) []string {
-	var out []string
-	for fd, target := range after {
-		if before[fd] != target && !strings.HasPrefix(target, "/proc/") {
-			out = append(out, fd+" -> "+target)
-		}
-	}
-	return out
+	leakcheck.Main(m)
 }
 
 // runHelper is the body of a helper process. Every mode first waits for

@@ -95,6 +95,15 @@ func (c *Client) Done() <-chan struct{} { return c.done }
 // children get their Pdeathsig.
 func (c *Client) Close() error { return c.conn.Close() }
 
+// FD returns the descriptor of the socket to the fork server, -1 once it
+// is closed. It is the client's: for leak checks, never to be closed or
+// read by the caller.
+func (c *Client) FD() int {
+	fd := -1
+	_ = c.rc.Control(func(f uintptr) { fd = int(f) })
+	return fd
+}
+
 // Spawn starts s in the fork server and returns the running process.
 // Errors: ErrClosed (wrapped) when the server is gone; ctx's error if it
 // ends first (a child forked after that is killed and reaped); the

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/test/hostscan"
 )
 
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(serveEnv) == "1" {
 		os.Exit(Main())
 	}
-	os.Exit(m.Run())
+	leakcheck.Main(m)
 }
 
 // start runs this test binary as a fork server; it is closed when the
@@ -211,7 +212,11 @@ func TestSignalAndDeathOfServer(t *testing.T) {
 	}
 	<-c.Done()
 	// The server is reaped (Done); the child was killed with it, and its
-	// pid namespace parent (init here) reaps it.
+	// pid namespace parent (init here) reaps it. Release still closes
+	// its pidfd.
+	if err := q.Release(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Release after the server died = %v, want ErrClosed", err)
+	}
 	if _, err := c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Spawn after the server died = %v, want ErrClosed", err)
 	}

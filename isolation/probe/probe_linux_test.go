@@ -2,7 +2,6 @@ package probe
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,9 +10,9 @@ import (
 	"syscall"
 	"testing"
 
-	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/isolation/cgroup"
 )
 
@@ -32,23 +31,7 @@ func TestMain(m *testing.M) {
 		fmt.Print(link)
 		os.Exit(0)
 	}
-	code := m.Run()
-	if code == 0 && !fuzzing() {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "leaked goroutines: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-func fuzzing() bool {
-	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
-		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
-			return true
-		}
-	}
-	return false
+	leakcheck.Main(m)
 }
 
 func requireRoot(t *testing.T) {

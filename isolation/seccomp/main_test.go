@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/execfarm/execfarm/internal/leakcheck"
 )
 
 // helperEnv makes the test binary act as the helper process: load the filter
@@ -20,5 +20,5 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
 	}
-	goleak.VerifyTestMain(m)
+	leakcheck.Main(m)
 }

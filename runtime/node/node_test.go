@@ -10,12 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/runtime/transform"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // requireBundle returns the absolute path of runtime/node/bundle and fails
 // the test when its node_modules is not installed. It skips when the host

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/execfarm/execfarm/internal/leakcheck"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.Main(m)
 }
 
 // fakeClock is a manually advanced clock for Config.Now.

@@ -60,6 +60,12 @@ var ProcessGoroutines = []string{
 	"github.com/execfarm/execfarm/isolation/forkserver.(*Client).read",
 }
 
+// ProcessFDs returns the descriptors a process keeps, for its whole life,
+// once it has started a sandbox: the sealed copy of each worker binary
+// (Seal), and the socket to its fork server and the fork server's pidfd.
+// Leak checks ignore them (leakcheck.IgnoreFDs); empty off Linux.
+func ProcessFDs() []int { return processFDs() }
+
 // WorkerPidsReserve is how many tasks the sandbox cgroup allows beyond
 // Spec.Limits.PidsMax: the worker's own threads, outside the payload cgroup
 // that holds the program's processes.

@@ -65,3 +65,5 @@ func (s *Sandbox) WorkerPhases(ctx context.Context) ([]Phase, error) {
 func (s *Sandbox) Prepare(ctx context.Context, req *workerv1.RunRequest) error {
 	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }
+
+func processFDs() []int { return nil }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/execfarm/execfarm/isolation/forkserver"
@@ -51,7 +53,8 @@ func (s *spawner) loop() {
 // binary and again after it has gone.
 var theForkServer struct {
 	sync.Mutex
-	c *forkserver.Client
+	c   *forkserver.Client
+	pid int // the fork server's
 }
 
 // forkServer returns the running fork server, starting it from bin (any
@@ -79,6 +82,36 @@ func forkServer(bin *SealedBinary) (*forkserver.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: fork server: %w", err)
 	}
-	theForkServer.c = c
+	theForkServer.c, theForkServer.pid = c, cmd.Process.Pid
 	return c, nil
+}
+
+func processFDs() []int {
+	var fds []int
+	sealed.Lock()
+	for _, b := range sealed.m {
+		fds = append(fds, int(b.f.Fd()))
+	}
+	sealed.Unlock()
+	theForkServer.Lock()
+	c, pid := theForkServer.c, theForkServer.pid
+	theForkServer.Unlock()
+	if c == nil {
+		return fds
+	}
+	if fd := c.FD(); fd >= 0 {
+		fds = append(fds, fd)
+	}
+	// exec.Cmd holds a pidfd of the fork server (os.Process) until its
+	// Wait, when the fork server has gone.
+	entries, _ := os.ReadDir("/proc/self/fdinfo")
+	for _, e := range entries {
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err == nil && strings.Contains(string(info), "\nPid:\t"+strconv.Itoa(pid)+"\n") {
+			if fd, err := strconv.Atoi(e.Name()); err == nil {
+				fds = append(fds, fd)
+			}
+		}
+	}
+	return fds
 }

@@ -1,33 +1,14 @@
 package compat
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
+	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
-	"go.uber.org/goleak"
 )
 
-// TestMain fails the run if the embedded supervisor leaves goroutines
-// behind after it has been stopped.
+// TestMain fails the run if the embedded supervisors leave goroutines or
+// descriptors behind once they have been stopped.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(leakOptions()...); err != nil {
-			fmt.Fprintf(os.Stderr, "leaked goroutines: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// leakOptions ignores the goroutines a process keeps for its life once it
-// has started a sandbox.
-func leakOptions() []goleak.Option {
-	var opts []goleak.Option
-	for _, f := range sandbox.ProcessGoroutines {
-		opts = append(opts, goleak.IgnoreAnyFunction(f))
-	}
-	return opts
+	leakcheck.Main(m, leakcheck.IgnoreGoroutines(sandbox.ProcessGoroutines...), leakcheck.IgnoreFDs(sandbox.ProcessFDs))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 
+	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
@@ -67,18 +68,26 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	leakcheck.Main(suiteM{m}, leakcheck.IgnoreGoroutines(sandbox.ProcessGoroutines...), leakcheck.IgnoreFDs(sandbox.ProcessFDs))
+}
+
+// suiteM runs the cases around the suite's set-up and teardown, so that
+// the leak checks see what the teardown left.
+type suiteM struct{ m *testing.M }
+
+func (s suiteM) Run() int {
 	var teardown func() error
 	if os.Geteuid() == 0 {
 		the, teardown, setupErr = setup()
 	}
-	code := m.Run()
+	code := s.m.Run()
 	if teardown != nil {
 		if err := teardown(); err != nil {
 			fmt.Fprintln(os.Stderr, "hostile: teardown:", err)
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // requireRoot is the suite's only skip: sandboxes need root. As root, a
@@ -120,7 +129,9 @@ func setup() (s *suite, teardown func() error, err error) {
 	teardown = func() error {
 		var errs []error
 		if s.cancel != nil {
-			s.conn.Close()
+			if s.conn != nil {
+				s.conn.Close()
+			}
 			s.cancel()
 			if err := <-s.done; err != nil {
 				errs = append(errs, fmt.Errorf("stop supervisor: %w", err))
@@ -129,7 +140,7 @@ func setup() (s *suite, teardown func() error, err error) {
 		return errors.Join(append(errs, hostscan.RemoveLeftovers(s.cg, s.logFile, s.dir))...)
 	}
 	if err := s.start(layers); err != nil {
-		return s, teardown, err
+		return s, teardown, err // teardown needs s
 	}
 	return s, teardown, nil
 }

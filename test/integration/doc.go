@@ -9,5 +9,6 @@
 // fail when the host probe reports every layer present but the supervisor
 // or a first sandbox does not start. The suite uses its own cgroup parent
 // (/execfarm-itest-<pid>), state directory and host uid window, checks for
-// leaked goroutines in TestMain, and removes everything it created.
+// leaked goroutines and file descriptors in TestMain (internal/leakcheck),
+// and removes everything it created.
 package integration

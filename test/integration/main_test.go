@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 
+	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
@@ -77,10 +77,10 @@ type instance struct {
 }
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(suiteM{m}, leakOptions()...)
+	leakcheck.Main(suiteM{m}, leakcheck.IgnoreGoroutines(sandbox.ProcessGoroutines...), leakcheck.IgnoreFDs(sandbox.ProcessFDs))
 }
 
-// suiteM wraps m so that goleak checks after the suite's teardown.
+// suiteM wraps m so that the leak checks run after the suite's teardown.
 type suiteM struct{ m *testing.M }
 
 func (s suiteM) Run() int {
@@ -297,14 +297,4 @@ func logTail() string {
 func repoBundle() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "runtime", "node", "bundle")
-}
-
-// leakOptions ignores the goroutines a process keeps for its life once it
-// has started a sandbox.
-func leakOptions() []goleak.Option {
-	var opts []goleak.Option
-	for _, f := range sandbox.ProcessGoroutines {
-		opts = append(opts, goleak.IgnoreAnyFunction(f))
-	}
-	return opts
 }

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 
+	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/transport"
@@ -45,7 +45,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(suiteM{m})
+	leakcheck.Main(suiteM{m})
 }
 
 type suiteM struct{ m *testing.M }

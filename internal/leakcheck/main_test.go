@@ -1,0 +1,5 @@
+package leakcheck
+
+import "testing"
+
+func TestMain(m *testing.M) { Main(m) }

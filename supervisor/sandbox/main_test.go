@@ -1,0 +1,11 @@
+package sandbox
+
+import (
+	"testing"
+
+	"github.com/execfarm/execfarm/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) {
+	leakcheck.Main(m, leakcheck.IgnoreGoroutines(ProcessGoroutines...), leakcheck.IgnoreFDs(ProcessFDs))
+}
