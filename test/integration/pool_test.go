@@ -309,22 +309,25 @@ func TestWarmSandboxesWaitAtBackgroundCPUWeight(t *testing.T) {
 			t.Errorf("ready sandbox %s: CPU weight %s, want %s", id, w, low)
 		}
 	}
-	async, err := in.client.ExecuteAsync(callCtx(t), shellReq("sleep 30", 0))
+	async, err := in.client.ExecuteAsync(callCtx(t), shellReq("echo started; sleep 30", 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.client.CancelExecution(callCtx(t), &sandboxv1.CancelExecutionRequest{ExecutionId: async.GetExecutionId()})
+	// Its output proves the program runs, so its sandbox was taken (and
+	// brought to the default weight) before: RUNNING alone comes earlier,
+	// when the execution gets its slot.
 	deadline := time.Now().Add(testbin.Scaled(10 * time.Second))
 	for {
 		r, err := in.client.GetExecution(callCtx(t), &sandboxv1.GetExecutionRequest{ExecutionId: async.GetExecutionId()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.GetState() == sandboxv1.ExecutionState_EXECUTION_STATE_RUNNING {
+		if strings.Contains(r.GetOutput(), "started") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("execution not running after 10 s: %v", r.GetState())
+			t.Fatalf("execution printed nothing after 10 s: %v", r.GetState())
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval
 	}
