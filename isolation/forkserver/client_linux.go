@@ -106,8 +106,9 @@ func (c *Client) FD() int {
 
 // Spawn starts s in the fork server and returns the running process.
 // Errors: ErrClosed (wrapped) when the server is gone; ctx's error if it
-// ends first (a child forked after that is killed and reaped); the
-// fork/exec error; a refused Spawn field.
+// ends first (a child forked after that is killed and reaped); a
+// *SpawnError for the server's fork/exec error, which keeps its errno
+// (errors.Is(err, syscall.ENOENT)); a refused Spawn field.
 func (c *Client) Spawn(ctx context.Context, s Spawn) (*Process, error) {
 	attr, extra, err := encodeSys(s.Sys)
 	if err != nil {
@@ -155,7 +156,7 @@ func (c *Client) Spawn(ctx context.Context, s Spawn) (*Process, error) {
 		return nil, fmt.Errorf("forkserver: spawn %s: %w", s.Argv[0], ctx.Err())
 	}
 	if a.Err != "" {
-		return nil, errors.New(a.Err)
+		return nil, &SpawnError{Msg: a.Err, Errno: a.Errno}
 	}
 	p := &Process{Pid: a.Pid, c: c, pidfd: a.pidfd, done: make(chan struct{})}
 	c.mu.Lock()

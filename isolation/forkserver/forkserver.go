@@ -37,6 +37,11 @@
 // has reaped it). Until then the pid cannot be reused, so the
 // supervisor may name the process by pid (cgroup placement, /proc/PID)
 // for as long as its sandbox exists. Signals travel through a pidfd.
+//
+// A spawn that fails in the server comes back as its error text and the
+// errno at its root (a *SpawnError on the client, which unwraps to the
+// syscall.Errno), never as a bare string: errors.Is(err, syscall.EPERM)
+// holds on the client as it did in the server.
 package forkserver
 
 // Arg is the first argument that makes the worker binary a fork server.

@@ -223,7 +223,8 @@ func TestSignalAndDeathOfServer(t *testing.T) {
 }
 
 // TestRefusesWhatItCannotCarry: a SysProcAttr field the protocol does not
-// carry is refused, not dropped; a failed exec is an error.
+// carry is refused, not dropped; a failed exec is an error that keeps
+// its errno.
 func TestRefusesWhatItCannotCarry(t *testing.T) {
 	c := start(t)
 	null := devNull(t)
@@ -233,8 +234,10 @@ func TestRefusesWhatItCannotCarry(t *testing.T) {
 		t.Errorf("Spawn with Chroot = %v, want refused", err)
 	}
 	_, err = c.Spawn(context.Background(), Spawn{Exe: exe(t, "/bin/true"), Argv: []string{"true"}, Files: []*os.File{null, null, null}, Dir: "/nonexistent"})
-	if err == nil || !strings.Contains(err.Error(), "no such file") {
-		t.Errorf("Spawn in a missing directory = %v, want ENOENT", err)
+	// The errno crosses the socket: errors.Is works on the client.
+	var se *SpawnError
+	if !errors.Is(err, syscall.ENOENT) || !errors.Is(err, os.ErrNotExist) || !errors.As(err, &se) || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Spawn in a missing directory = %v, want a SpawnError wrapping ENOENT", err)
 	}
 	// The server still serves.
 	runTrue(t, c, null)

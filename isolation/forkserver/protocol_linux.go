@@ -21,7 +21,7 @@ const minExecFD = 64
 // message is one datagram in either direction. Requests: op "spawn"
 // (fds: the executable, then Files, then the cgroup fd if
 // UseCgroupFD) and "release". Answers: "hello" (first, with Version),
-// "spawned" (ID, Pid or Err; fds: the child's pidfd), "exited" (Pid,
+// "spawned" (ID, Pid or Err and Errno; fds: the child's pidfd), "exited" (Pid,
 // Status), sent once per child whenever it exits, and "reaped" (Pid),
 // sent once a released child is reaped, before any "spawned" that could
 // name the same pid again.
@@ -31,7 +31,9 @@ type message struct {
 	ID      uint64 `json:"id,omitempty"`
 	Pid     int    `json:"pid,omitempty"`
 	Err     string `json:"err,omitempty"`
-	Status  uint32 `json:"status,omitempty"` // syscall.WaitStatus
+	// Errno is the errno Err wraps (0: none): a SpawnError on the client.
+	Errno  syscall.Errno `json:"errno,omitempty"`
+	Status uint32        `json:"status,omitempty"` // syscall.WaitStatus
 
 	Argv  []string `json:"argv,omitempty"`
 	Env   []string `json:"env,omitempty"`

@@ -107,7 +107,7 @@ func (s *server) spawn(m message, fds []int) {
 	defer closeAll(fds)
 	pid, pidfd, err := forkExec(m, fds)
 	if err != nil {
-		_ = s.send(message{Op: "spawned", ID: m.ID, Err: err.Error()})
+		_ = s.send(message{Op: "spawned", ID: m.ID, Err: err.Error(), Errno: errnoOf(err)})
 		return
 	}
 	// Non-blocking before os.NewFile, so the file joins the poller.
