@@ -1,10 +1,15 @@
 package capability
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/execfarm/execfarm/isolation"
+)
 
 var (
-	// ErrNotSupported is returned on platforms without Linux capabilities.
-	ErrNotSupported = errors.New("capability: not supported on this platform")
+	// ErrNotSupported is returned on platforms without Linux
+	// capabilities. It wraps isolation.ErrNotSupported.
+	ErrNotSupported = isolation.NotSupported("capability: not supported on this platform")
 
 	// ErrStatus means a /proc/<pid>/status text lacks a capability line or
 	// has one that is not a 64-bit hexadecimal mask.

@@ -10,12 +10,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/execfarm/execfarm/isolation"
 )
 
 var (
 	// ErrNotSupported is returned by Filter when the kernel lacks seccomp
-	// filter mode, or outside Linux.
-	ErrNotSupported = errors.New("seccomp: not supported on this platform")
+	// filter mode, or outside Linux. It wraps isolation.ErrNotSupported.
+	ErrNotSupported = isolation.NotSupported("seccomp: not supported on this platform")
 
 	// ErrThreadSync is returned by Filter when the kernel could not apply
 	// the filter to every thread (SECCOMP_FILTER_FLAG_TSYNC): a thread
