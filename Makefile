@@ -58,7 +58,8 @@ proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 	PATH=$(TOOLS):$$PATH protoc -I proto \
 		--go_out=. --go_opt=module=github.com/execfarm/execfarm \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/execfarm/execfarm \
-		proto/prodisco/sandbox/v1/sandbox.proto proto/execfarm/worker/v1/worker.proto
+		proto/prodisco/sandbox/v1/sandbox.proto proto/execfarm/worker/v1/worker.proto \
+		proto/execfarm/v1/session.proto
 
 # Fails when the checked-in generated code differs from a fresh `make proto`.
 proto-check: proto

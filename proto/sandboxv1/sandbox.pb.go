@@ -1436,8 +1436,11 @@ type ListExecutionsRequest struct {
 	States                   []ExecutionState       `protobuf:"varint,1,rep,packed,name=states,proto3,enum=prodisco.sandbox.v1.ExecutionState" json:"states,omitempty"`                          // Filter by state (empty = all)
 	Limit                    int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`                                                                           // 0 = no limit; applied after sorting newest first
 	IncludeCompletedWithinMs int64                  `protobuf:"varint,3,opt,name=include_completed_within_ms,json=includeCompletedWithinMs,proto3" json:"include_completed_within_ms,omitempty"` // 0 = no age filter
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// execfarm extension: only the execs of this session sandbox
+	// (execfarm.v1.SessionService); "" = every execution.
+	SandboxId     string `protobuf:"bytes,100,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListExecutionsRequest) Reset() {
@@ -1489,6 +1492,13 @@ func (x *ListExecutionsRequest) GetIncludeCompletedWithinMs() int64 {
 		return x.IncludeCompletedWithinMs
 	}
 	return 0
+}
+
+func (x *ListExecutionsRequest) GetSandboxId() string {
+	if x != nil {
+		return x.SandboxId
+	}
+	return ""
 }
 
 type ListExecutionsResponse struct {
@@ -1548,8 +1558,11 @@ type ExecutionInfo struct {
 	Runtime           Runtime           `protobuf:"varint,100,opt,name=runtime,proto3,enum=prodisco.sandbox.v1.Runtime" json:"runtime,omitempty"`
 	TerminationReason TerminationReason `protobuf:"varint,101,opt,name=termination_reason,json=terminationReason,proto3,enum=prodisco.sandbox.v1.TerminationReason" json:"termination_reason,omitempty"`
 	QueuePosition     int32             `protobuf:"varint,102,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The session sandbox the execution runs in (an exec of
+	// execfarm.v1.SessionService); "" for a sandbox of its own.
+	SandboxId     string `protobuf:"bytes,103,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecutionInfo) Reset() {
@@ -1650,6 +1663,13 @@ func (x *ExecutionInfo) GetQueuePosition() int32 {
 		return x.QueuePosition
 	}
 	return 0
+}
+
+func (x *ExecutionInfo) GetSandboxId() string {
+	if x != nil {
+		return x.SandboxId
+	}
+	return ""
 }
 
 type ExecuteTestRequest struct {
@@ -2501,15 +2521,17 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\x0e2#.prodisco.sandbox.v1.ExecutionStateR\x05state\x12\x1d\n" +
 	"\amessage\x18\x03 \x01(\tH\x00R\amessage\x88\x01\x01B\n" +
 	"\n" +
-	"\b_message\"\xa9\x01\n" +
+	"\b_message\"\xc8\x01\n" +
 	"\x15ListExecutionsRequest\x12;\n" +
 	"\x06states\x18\x01 \x03(\x0e2#.prodisco.sandbox.v1.ExecutionStateR\x06states\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12=\n" +
-	"\x1binclude_completed_within_ms\x18\x03 \x01(\x03R\x18includeCompletedWithinMs\"\\\n" +
+	"\x1binclude_completed_within_ms\x18\x03 \x01(\x03R\x18includeCompletedWithinMs\x12\x1d\n" +
+	"\n" +
+	"sandbox_id\x18d \x01(\tR\tsandboxId\"\\\n" +
 	"\x16ListExecutionsResponse\x12B\n" +
 	"\n" +
 	"executions\x18\x01 \x03(\v2\".prodisco.sandbox.v1.ExecutionInfoR\n" +
-	"executions\"\xfb\x03\n" +
+	"executions\"\x9a\x04\n" +
 	"\rExecutionInfo\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x129\n" +
 	"\x05state\x18\x02 \x01(\x0e2#.prodisco.sandbox.v1.ExecutionStateR\x05state\x12\"\n" +
@@ -2521,7 +2543,9 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"cachedName\x88\x01\x01\x126\n" +
 	"\aruntime\x18d \x01(\x0e2\x1c.prodisco.sandbox.v1.RuntimeR\aruntime\x12U\n" +
 	"\x12termination_reason\x18e \x01(\x0e2&.prodisco.sandbox.v1.TerminationReasonR\x11terminationReason\x12%\n" +
-	"\x0equeue_position\x18f \x01(\x05R\rqueuePositionB\x11\n" +
+	"\x0equeue_position\x18f \x01(\x05R\rqueuePosition\x12\x1d\n" +
+	"\n" +
+	"sandbox_id\x18g \x01(\tR\tsandboxIdB\x11\n" +
 	"\x0f_finished_at_msB\x0e\n" +
 	"\f_cached_name\"\xf4\x01\n" +
 	"\x12ExecuteTestRequest\x12\x17\n" +
