@@ -4,6 +4,7 @@ import (
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/registry"
 )
 
 // Job is a validated request, ready to run.
@@ -28,6 +29,26 @@ type Job struct {
 	// SandboxID is the registry's Meta.SandboxID: the session sandbox the
 	// job runs in, "" for a sandbox of its own.
 	SandboxID string
+	// Observer, if set, is told of the execution's life (a session
+	// sandbox's event log); nil = nobody.
+	Observer Observer
+}
+
+// Observer is told of one execution's life, in this order: Created once,
+// Output for every chunk of output as it is written into the registry,
+// Finished once with the published result. None of them may block: they
+// run on the execution's own path.
+type Observer interface {
+	// Created is called by SubmitIn, on its caller's goroutine, once the
+	// execution is registered and can be cancelled, before its run
+	// starts.
+	Created(e *registry.Execution)
+	// Output is called on the run's goroutine with each chunk of output;
+	// p is the observer's to keep.
+	Output(s registry.Stream, p []byte)
+	// Finished is called on the run's goroutine once the result is
+	// published (res is as published: the registry's fields set).
+	Finished(e *registry.Execution, res registry.Result)
 }
 
 // Extra is what an execution keeps in registry.Result.Extra.

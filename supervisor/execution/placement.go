@@ -4,10 +4,36 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/grpc"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/pool"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
+
+// Sandbox is what a run needs of the sandbox its Placement gives it: run
+// the program, read the cgroup's usage, sample its pids for a peak the
+// cgroup cannot keep, and serve the host proxy over its broker.
+// *sandbox.Sandbox is one; a session sandbox's exec is another (package
+// session), which runs beside other execs in a sandbox it does not own.
+type Sandbox interface {
+	// ID names the sandbox (registry.Result.SandboxID).
+	ID() string
+	// Run runs the program of req and calls onEvent for every event but
+	// the exit, in order (sandbox.Sandbox.Run).
+	Run(ctx context.Context, req *workerv1.RunRequest, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error)
+	// Usage reads the sandbox's cgroup.
+	Usage() (cgroup.Usage, error)
+	// Uses is how many Runs the sandbox served before; above 0 the run
+	// samples pids for its peak (Sample).
+	Uses() int
+	// Sample records the pids count for the peak.
+	Sample()
+	// ServeBroker serves the host proxy to the worker.
+	ServeBroker(register func(*grpc.Server)) (uint32, error)
+}
 
 // Placement is where a run gets its sandbox, how a stop reaches the run's
 // processes, and what becomes of the sandbox after the run. The Runner's
@@ -24,17 +50,17 @@ type Placement interface {
 	// Acquire returns a started sandbox for spec, the caller's for the
 	// run. ctx ends when the run is stopped (then an error is expected).
 	// id is the execution's, for logs (as in Release).
-	Acquire(ctx context.Context, id string, spec sandbox.Spec) (*sandbox.Sandbox, error)
+	Acquire(ctx context.Context, id string, spec sandbox.Spec) (Sandbox, error)
 	// Kill kills every process the run started in sb. It must not wait
 	// for the run: Sandbox.Run then returns.
-	Kill(sb *sandbox.Sandbox) error
+	Kill(sb Sandbox) error
 	// Release ends the run's hold on sb, and calls publish (which
 	// publishes the run's result) once no process of the run can run any
 	// more: the result must never be seen while some of it still runs.
 	// reusable is true when the run ended by its program's own exit,
 	// without a stop and without the host proxy: only then may sb serve
 	// another execution.
-	Release(id string, sb *sandbox.Sandbox, reusable bool, publish func())
+	Release(id string, sb Sandbox, reusable bool, publish func())
 }
 
 // fresh is the Runner's own placement: a sandbox of the warm pool when
@@ -43,7 +69,7 @@ type Placement interface {
 type fresh struct{ r *Runner }
 
 // Acquire takes a ready warm sandbox for spec, or starts one.
-func (f fresh) Acquire(ctx context.Context, id string, spec sandbox.Spec) (*sandbox.Sandbox, error) {
+func (f fresh) Acquire(ctx context.Context, id string, spec sandbox.Spec) (Sandbox, error) {
 	r := f.r
 	if p := r.pool.Load(); p != nil {
 		if sb := p.Take(spec); sb != nil {
@@ -51,21 +77,26 @@ func (f fresh) Acquire(ctx context.Context, id string, spec sandbox.Spec) (*sand
 		}
 	}
 	sb, err := r.startSandbox(ctx, metrics.PathOnDemand, spec)
-	if err == nil && r.log.IsDebug() {
+	if err != nil {
+		return nil, err // not a nil *sandbox.Sandbox in a non-nil Sandbox
+	}
+	if r.log.IsDebug() {
 		r.log.Debug("sandbox started", append([]any{"execution", id, "sandbox", sb.ID()}, sandbox.LogFields(sb.StartPhases())...)...)
 	}
-	return sb, err
+	return sb, nil
 }
 
 // Kill kills the whole sandbox (its cgroup): it serves this run alone.
-func (fresh) Kill(sb *sandbox.Sandbox) error { return sb.Kill() }
+// sb is the *sandbox.Sandbox that Acquire gave.
+func (fresh) Kill(sb Sandbox) error { return sb.(*sandbox.Sandbox).Kill() }
 
 // Release publishes the result once sb is destroyed (no process, cgroup,
 // mount or socket left) or, when reusable and the pool lent it, reset (no
 // process, file or IPC object of the run left); a reset sandbox goes back
-// to the pool after the result is out.
-func (f fresh) Release(id string, sb *sandbox.Sandbox, reusable bool, publish func()) {
-	r := f.r
+// to the pool after the result is out. sb is the *sandbox.Sandbox that
+// Acquire gave.
+func (f fresh) Release(id string, s Sandbox, reusable bool, publish func()) {
+	r, sb := f.r, s.(*sandbox.Sandbox)
 	p := r.pool.Load()
 	if reusable && p != nil && p.Reusable(sb) {
 		err := sb.Reset(r.runCtx)

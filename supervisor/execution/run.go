@@ -10,7 +10,6 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/supervisor/registry"
-	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
 
@@ -44,7 +43,7 @@ type run struct {
 	// a kill that has read r.sb finishes before the sandbox is released.
 	killing sync.RWMutex
 	mu      sync.Mutex
-	sb      *sandbox.Sandbox
+	sb      Sandbox
 	reason  registry.Reason // set by stop: cancelled, timeout or cpu_time
 }
 
@@ -91,7 +90,8 @@ func (r *run) slot() bool {
 	r.queueWaitMs = time.Since(r.queued).Milliseconds()
 	if err := r.e.Start(); err != nil {
 		r.ticket.Release()
-		return false // already terminal: cancelled while queued
+		r.notifyFinished() // already terminal: cancelled while queued
+		return false
 	}
 	return true
 }
@@ -99,7 +99,7 @@ func (r *run) slot() bool {
 // acquire gets the run's sandbox from its Placement and hands it to stop.
 // It returns nil when the run ended instead (stopped, or no sandbox),
 // which it then finishes.
-func (r *run) acquire() *sandbox.Sandbox {
+func (r *run) acquire() Sandbox {
 	sb, err := r.place.Acquire(r.ctx, r.e.ID(), r.j.Limits.Spec())
 	if err != nil {
 		if r.stopReason() != 0 || r.ctx.Err() != nil {
@@ -126,7 +126,7 @@ func (r *run) acquire() *sandbox.Sandbox {
 // attachProxy serves the Kubernetes/Prometheus proxy to the sandbox over
 // the go-plugin broker when either target is configured, and names the
 // broker stream in the worker's request.
-func (r *run) attachProxy(sb *sandbox.Sandbox) error {
+func (r *run) attachProxy(sb Sandbox) error {
 	kube, prom := r.runner.cfg.Kube, r.runner.cfg.Prometheus
 	if kube == nil && prom == nil {
 		return nil
@@ -144,7 +144,7 @@ func (r *run) attachProxy(sb *sandbox.Sandbox) error {
 // program runs the job's program in sb, under the wall-clock timer and,
 // with a CPU-time limit or on a reused sandbox, the watch; every output
 // chunk goes into the registry as it comes.
-func (r *run) program(sb *sandbox.Sandbox) ran {
+func (r *run) program(sb Sandbox) ran {
 	l := r.j.Limits
 	// CPU time is counted from here: the worker's start-up (and a warm
 	// sandbox's idle time) is not the program's.
@@ -168,8 +168,10 @@ func (r *run) onEvent(ev *workerv1.RunEvent) {
 	switch x := ev.GetEvent().(type) {
 	case *workerv1.RunEvent_Stdout:
 		r.e.Write(registry.Stdout, x.Stdout)
+		r.observe(registry.Stdout, x.Stdout)
 	case *workerv1.RunEvent_Stderr:
 		r.e.Write(registry.Stderr, x.Stderr)
+		r.observe(registry.Stderr, x.Stderr)
 	case *workerv1.RunEvent_Results:
 		// Bounded: the results channel is the program's too.
 		if room := MaxResultsBytes - len(r.results); room > 0 {
@@ -178,9 +180,16 @@ func (r *run) onEvent(ev *workerv1.RunEvent) {
 	}
 }
 
+// observe gives the Observer its copy of an output chunk.
+func (r *run) observe(s registry.Stream, p []byte) {
+	if o := r.j.Observer; o != nil && len(p) > 0 {
+		o.Output(s, append([]byte(nil), p...))
+	}
+}
+
 // measure reads the sandbox's usage since the program started and
 // classifies how the run ended.
-func (r *run) measure(sb *sandbox.Sandbox, out ran) registry.Result {
+func (r *run) measure(sb Sandbox, out ran) registry.Result {
 	usage, err := sb.Usage()
 	if err != nil {
 		r.runner.log.Warn("read sandbox usage", "execution", r.e.ID(), "error", err)
@@ -219,7 +228,7 @@ func (r *run) reusable(res registry.Result, runErr error) bool {
 // publishes res once nothing of the execution can run any more (its
 // sandbox destroyed or reset, DESIGN.md: a client that sees the result may
 // rely on it).
-func (r *run) release(sb *sandbox.Sandbox, reusable bool, res registry.Result) {
+func (r *run) release(sb Sandbox, reusable bool, res registry.Result) {
 	r.detach()
 	r.place.Release(r.e.ID(), sb, reusable, func() { r.finish(res) })
 }
@@ -291,4 +300,13 @@ func (r *run) finish(res registry.Result) {
 	}
 	res.Extra = x
 	r.e.Finish(res)
+	r.notifyFinished()
+}
+
+// notifyFinished tells the Observer the published result.
+func (r *run) notifyFinished() {
+	if o := r.j.Observer; o != nil {
+		published, _ := r.e.Result()
+		o.Finished(r.e, published)
+	}
 }

@@ -156,6 +156,9 @@ func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
 	r.runs.Store(e.ID(), x)
 	x.ctx, x.cancel = context.WithCancel(r.runCtx)
 	e.SetCancel(func() { x.stop(registry.ReasonCancelled) })
+	if j.Observer != nil {
+		j.Observer.Created(e)
+	}
 	go x.execute()
 	return e, nil
 }

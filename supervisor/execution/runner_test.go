@@ -21,7 +21,7 @@ type noSandbox struct {
 	asked chan string
 }
 
-func (p *noSandbox) Acquire(ctx context.Context, id string, _ sandbox.Spec) (*sandbox.Sandbox, error) {
+func (p *noSandbox) Acquire(ctx context.Context, id string, _ sandbox.Spec) (Sandbox, error) {
 	p.asked <- id
 	if p.err != nil {
 		return nil, p.err
@@ -30,9 +30,9 @@ func (p *noSandbox) Acquire(ctx context.Context, id string, _ sandbox.Spec) (*sa
 	return nil, ctx.Err()
 }
 
-func (p *noSandbox) Kill(*sandbox.Sandbox) error { panic("Kill without a sandbox") }
+func (p *noSandbox) Kill(Sandbox) error { panic("Kill without a sandbox") }
 
-func (p *noSandbox) Release(string, *sandbox.Sandbox, bool, func()) {
+func (p *noSandbox) Release(string, Sandbox, bool, func()) {
 	panic("Release without a sandbox")
 }
 

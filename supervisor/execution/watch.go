@@ -6,7 +6,6 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/registry"
-	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
 
 // watch polls the sandbox while the run lasts. With limitMs > 0 it stops
@@ -15,7 +14,7 @@ import (
 // per-process RLIMIT_CPU) since base; with sample it records the pids
 // count for the peak of a reused sandbox (cgroup.Manager.ResetPeaks). It
 // returns the function that ends the watch and waits for it to end.
-func (r *run) watch(sb *sandbox.Sandbox, base cgroup.Usage, limitMs int64, sample bool) func() {
+func (r *run) watch(sb Sandbox, base cgroup.Usage, limitMs int64, sample bool) func() {
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
