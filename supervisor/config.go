@@ -19,6 +19,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/execfarm/execfarm/supervisor/session"
 )
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -47,6 +48,14 @@ type Config struct {
 	Defaults, Ceilings limits.Set
 	// Registry configures retention of finished executions.
 	Registry registry.Config
+	// Sessions configures session sandboxes (execfarm.v1.SessionService):
+	// MaxSandboxes, MaxPerPrincipal, DefaultLifetime, MaxLifetime,
+	// MaxExecs, Events, EndedRetention, DefaultRuntime; zero fields take
+	// session's defaults. New sets its Backend (sandboxes of Sandbox),
+	// Runner, Ceilings (Ceilings), Metrics and Logger. Every session
+	// sandbox holds a uid range of Sandbox.IDs for its life: the pool
+	// needs one for each of MaxSandboxes besides the executions'.
+	Sessions session.Config
 	// MaxLongPoll bounds GetExecution(wait=true) when the call has no
 	// deadline; 0 = 60 s.
 	MaxLongPoll time.Duration

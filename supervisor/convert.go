@@ -124,6 +124,7 @@ func infoToProto(in registry.Info, queuePos int) *sandboxv1.ExecutionInfo {
 		Runtime:           runtimeToProto(in.Runtime),
 		TerminationReason: reasonToProto(in.Reason),
 		QueuePosition:     int32(queuePos),
+		SandboxId:         in.SandboxID,
 	}
 	// ProDisco's started_at_ms is when the execution was submitted.
 	info.StartedAtMs = in.CreatedAt.UnixMilli()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -11,11 +13,14 @@ import (
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/transform"
 	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
+	"github.com/execfarm/execfarm/supervisor/session"
 )
 
 // Every error a handler returns goes through rpcError, the one map from
@@ -68,9 +73,13 @@ func rpcError(err error) error {
 // faultOf is the map: the first case that matches err decides.
 func faultOf(err error) fault {
 	var (
-		req *requestError
-		lim *limits.FieldError
-		syn *transform.SyntaxError
+		req     *requestError
+		lim     *limits.FieldError
+		syn     *transform.SyntaxError
+		field   *session.FieldError
+		quota   *session.QuotaError
+		file    *session.FileError
+		dropped *eventlog.DroppedError
 		// An id this node does not hold because another node, or an
 		// earlier run of this node's supervisor, made it.
 		other   *nodeid.OtherNodeError
@@ -106,6 +115,36 @@ func faultOf(err error) fault {
 		return fault{code: codes.NotFound, reason: "SUPERVISOR_RESTARTED"}
 	case errors.Is(err, registry.ErrNotFound):
 		return fault{code: codes.NotFound, reason: "EXECUTION_NOT_FOUND"}
+	// Session sandboxes.
+	case errors.As(err, &field):
+		return fault{code: codes.InvalidArgument, reason: "INVALID_FIELD", field: field.Field}
+	case errors.Is(err, eventlog.ErrInvalidOffset):
+		return fault{code: codes.InvalidArgument, reason: "INVALID_OFFSET", field: "from_offset"}
+	case errors.Is(err, session.ErrNotFound):
+		return fault{code: codes.NotFound, reason: "SANDBOX_NOT_FOUND"}
+	case errors.As(err, &quota):
+		return fault{code: codes.ResourceExhausted, reason: "QUOTA_EXCEEDED", retry: true}
+	case errors.Is(err, sandbox.ErrNoIDRange):
+		return fault{code: codes.ResourceExhausted, reason: "NO_UID_RANGE", retry: true,
+			msg: "no free uid range for another sandbox: every range of the server's uid window is held"}
+	case errors.As(err, &dropped):
+		return fault{code: codes.OutOfRange, reason: "EVENTS_DROPPED"}
+	case errors.Is(err, eventlog.ErrOffsetAhead):
+		return fault{code: codes.OutOfRange, reason: "EVENT_OFFSET_AHEAD"}
+	case errors.Is(err, session.ErrNotReady):
+		return fault{code: codes.FailedPrecondition, reason: "SANDBOX_NOT_READY"}
+	case errors.Is(err, session.ErrNotSessionExec):
+		return fault{code: codes.FailedPrecondition, reason: "NOT_A_SESSION_EXEC"}
+	case errors.Is(err, session.ErrStdinClosed):
+		return fault{code: codes.FailedPrecondition, reason: "STDIN_CLOSED"}
+	case errors.Is(err, session.ErrExecNotRunning):
+		return fault{code: codes.FailedPrecondition, reason: "EXEC_NOT_RUNNING"}
+	case errors.Is(err, session.ErrUnsupported):
+		return fault{code: codes.Unimplemented, reason: "NOT_SUPPORTED"}
+	case errors.Is(err, session.ErrShuttingDown):
+		return fault{code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"}
+	case errors.As(err, &file):
+		return fileFault(file)
 	// Requests that came at the wrong time.
 	case errors.Is(err, registry.ErrTerminal):
 		return fault{code: codes.FailedPrecondition, reason: "EXECUTION_ENDED"}
@@ -116,6 +155,36 @@ func faultOf(err error) fault {
 	// The caller went away or ran out of time.
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		st := status.FromContextError(err)
+		return fault{code: st.Code(), msg: st.Message()}
+	}
+	return fault{code: codes.Internal, reason: "INTERNAL"}
+}
+
+// fileFault maps the mechanism's failure of a file operation by what it
+// kept of the kernel's answer.
+func fileFault(e *session.FileError) fault {
+	switch {
+	case errors.Is(e, fs.ErrNotExist):
+		return fault{code: codes.NotFound, reason: "FILE_NOT_FOUND"}
+	case errors.Is(e, syscall.ENOTEMPTY): // which is also fs.ErrExist
+		return fault{code: codes.FailedPrecondition, reason: "DIRECTORY_NOT_EMPTY"}
+	case errors.Is(e, fs.ErrExist):
+		return fault{code: codes.AlreadyExists, reason: "FILE_EXISTS"}
+	case errors.Is(e, syscall.ENOSPC), errors.Is(e, syscall.EDQUOT), errors.Is(e, syscall.EFBIG):
+		return fault{code: codes.ResourceExhausted, reason: "WORKSPACE_FULL"}
+	case errors.Is(e, syscall.ENOTDIR):
+		return fault{code: codes.FailedPrecondition, reason: "NOT_A_DIRECTORY"}
+	case errors.Is(e, syscall.EISDIR):
+		return fault{code: codes.FailedPrecondition, reason: "IS_A_DIRECTORY"}
+	case errors.Is(e, syscall.ELOOP):
+		return fault{code: codes.FailedPrecondition, reason: "TOO_MANY_SYMLINKS"}
+	case errors.Is(e, fs.ErrPermission):
+		return fault{code: codes.PermissionDenied, reason: "FILE_PERMISSION_DENIED"}
+	case errors.Is(e, context.Canceled), errors.Is(e, context.DeadlineExceeded):
+		st := status.FromContextError(e.Err)
+		return fault{code: st.Code(), msg: st.Message()}
+	}
+	if st, ok := status.FromError(e.Err); ok {
 		return fault{code: st.Code(), msg: st.Message()}
 	}
 	return fault{code: codes.Internal, reason: "INTERNAL"}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -13,11 +15,14 @@ import (
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/transform"
 	"github.com/execfarm/execfarm/supervisor/cache"
+	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
+	"github.com/execfarm/execfarm/supervisor/session"
 )
 
 // TestRPCError is the map's table: each package's error, as the package
@@ -73,6 +78,33 @@ func TestRPCError(t *testing.T) {
 		{name: "queue full", err: describe(fmt.Errorf("execution: %w", scheduler.ErrQueueFull), "execution queue full (3 waiting)"),
 			code: codes.ResourceExhausted, reason: "QUEUE_FULL", msg: "execution queue full (3 waiting)", retry: true},
 		{name: "shutting down", err: execution.ErrShuttingDown, code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"},
+		{name: "sandbox field", err: &session.FieldError{Field: "workdir", Reason: "x"}, code: codes.InvalidArgument, reason: "INVALID_FIELD", field: "workdir"},
+		{name: "event offset", err: fmt.Errorf("%w: -1", eventlog.ErrInvalidOffset), code: codes.InvalidArgument, reason: "INVALID_OFFSET", field: "from_offset"},
+		{name: "sandbox not found", err: fmt.Errorf("sandbox \"x\": %w", session.ErrNotFound), code: codes.NotFound, reason: "SANDBOX_NOT_FOUND"},
+		{name: "quota", err: &session.QuotaError{Limit: "limit on sandboxes of this server", Flag: "--max-sandboxes", Max: 5, Asked: 6},
+			code: codes.ResourceExhausted, reason: "QUOTA_EXCEEDED", retry: true,
+			msg: "session: quota exceeded: 6 is over the limit on sandboxes of this server of 5 (--max-sandboxes)"},
+		{name: "uid window full", err: fmt.Errorf("start: %w", sandbox.ErrNoIDRange), code: codes.ResourceExhausted, reason: "NO_UID_RANGE", retry: true,
+			msg: "no free uid range for another sandbox: every range of the server's uid window is held"},
+		{name: "events dropped", err: &eventlog.DroppedError{Offset: 3, First: 10}, code: codes.OutOfRange, reason: "EVENTS_DROPPED",
+			msg: "eventlog: event offset 3 was dropped (the log keeps its newest events); the first offset held is 10"},
+		{name: "offset ahead", err: &eventlog.AheadError{Offset: 30, Next: 10}, code: codes.OutOfRange, reason: "EVENT_OFFSET_AHEAD"},
+		{name: "sandbox ending", err: session.ErrNotReady, code: codes.FailedPrecondition, reason: "SANDBOX_NOT_READY"},
+		{name: "not a session exec", err: session.ErrNotSessionExec, code: codes.FailedPrecondition, reason: "NOT_A_SESSION_EXEC"},
+		{name: "stdin closed", err: session.ErrStdinClosed, code: codes.FailedPrecondition, reason: "STDIN_CLOSED"},
+		{name: "exec not running", err: session.ErrExecNotRunning, code: codes.FailedPrecondition, reason: "EXEC_NOT_RUNNING"},
+		{name: "unsupported", err: fmt.Errorf("upload: %w", session.ErrUnsupported), code: codes.Unimplemented, reason: "NOT_SUPPORTED"},
+		{name: "sessions shutting down", err: session.ErrShuttingDown, code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"},
+		{name: "file not found", err: &session.FileError{Op: "download", Path: "/x", Err: &fs.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}},
+			code: codes.NotFound, reason: "FILE_NOT_FOUND"},
+		{name: "file exists", err: &session.FileError{Op: "mkdir", Path: "/x", Err: syscall.EEXIST}, code: codes.AlreadyExists, reason: "FILE_EXISTS"},
+		{name: "workspace full", err: &session.FileError{Op: "upload", Path: "/x", Err: syscall.ENOSPC}, code: codes.ResourceExhausted, reason: "WORKSPACE_FULL"},
+		{name: "not a directory", err: &session.FileError{Op: "list", Path: "/x", Err: syscall.ENOTDIR}, code: codes.FailedPrecondition, reason: "NOT_A_DIRECTORY"},
+		{name: "directory not empty", err: &session.FileError{Op: "remove", Path: "/x", Err: syscall.ENOTEMPTY}, code: codes.FailedPrecondition, reason: "DIRECTORY_NOT_EMPTY"},
+		{name: "file permission", err: &session.FileError{Op: "upload", Path: "/usr/x", Err: syscall.EACCES}, code: codes.PermissionDenied, reason: "FILE_PERMISSION_DENIED"},
+		{name: "file op of a departed caller", err: &session.FileError{Op: "upload", Path: "/x", Err: context.Canceled}, code: codes.Canceled,
+			msg: "context canceled"},
+		{name: "file op, other", err: &session.FileError{Op: "upload", Path: "/x", Err: errors.New("worker lost")}, code: codes.Internal, reason: "INTERNAL"},
 		{name: "caller gone", err: ctx.Err(), code: codes.Canceled},
 		{name: "caller's deadline", err: context.DeadlineExceeded, code: codes.DeadlineExceeded},
 		{name: "anything else", err: errors.New("output subscription ended without a result"), code: codes.Internal, reason: "INTERNAL"},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -177,7 +178,13 @@ func (s *Server) ListExecutions(ctx context.Context, req *sandboxv1.ListExecutio
 		}
 		states = append(states, rs)
 	}
-	infos := s.reg.ListOwned(caller(ctx).String(), states, int(req.GetLimit()), time.Duration(req.GetIncludeCompletedWithinMs())*time.Millisecond)
+	infos := s.reg.ListOwned(caller(ctx).String(), states, 0, time.Duration(req.GetIncludeCompletedWithinMs())*time.Millisecond)
+	if sb := req.GetSandboxId(); sb != "" {
+		infos = slices.DeleteFunc(infos, func(in registry.Info) bool { return in.SandboxID != sb })
+	}
+	if n := int(req.GetLimit()); n > 0 && len(infos) > n {
+		infos = infos[:n]
+	}
 	resp := &sandboxv1.ListExecutionsResponse{}
 	for _, in := range infos {
 		resp.Executions = append(resp.Executions, infoToProto(in, s.runner.QueuePosition(in.ID)))

@@ -13,6 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/execution"
@@ -21,19 +22,22 @@ import (
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
+	"github.com/execfarm/execfarm/supervisor/session"
 )
 
-// Server implements prodisco.sandbox.v1.SandboxService.
+// Server implements prodisco.sandbox.v1.SandboxService, and
+// execfarm.v1.SessionService through sessions.
 type Server struct {
 	sandboxv1.UnimplementedSandboxServiceServer
 
-	cfg    Config
-	reg    *registry.Registry
-	sched  *scheduler.Scheduler
-	runner *execution.Runner
-	health *health.Server
-	log    hclog.Logger
-	ids    *nodeid.Issuer
+	cfg      Config
+	reg      *registry.Registry
+	sched    *scheduler.Scheduler
+	runner   *execution.Runner
+	sessions *session.Manager
+	health   *health.Server
+	log      hclog.Logger
+	ids      *nodeid.Issuer
 
 	stopSweep context.CancelFunc
 }
@@ -129,6 +133,12 @@ func build(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
+	sc := cfg.Sessions
+	sc.Backend = session.SandboxBackend{Config: &s.cfg.Sandbox, Metrics: cfg.Metrics}
+	sc.Runner, sc.Ceilings, sc.Metrics, sc.Logger = s.runner, cfg.Ceilings, cfg.Metrics, cfg.Logger.Named("session")
+	if s.sessions, err = session.New(sc); err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
 	if err := cfg.Metrics.RegisterLoad(s.load); err != nil {
 		return nil, fmt.Errorf("supervisor: metrics: %w", err)
 	}
@@ -159,6 +169,7 @@ func (s *Server) start() {
 	s.runner.Start()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(sandboxv1.SandboxService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(execfarmv1.SessionService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 }
 
 // load is what a metrics scrape reads: the queue, the warm pool and the
@@ -166,6 +177,7 @@ func (s *Server) start() {
 func (s *Server) load() metrics.Load {
 	var l metrics.Load
 	l.Running, l.Queued = s.sched.Counts()
+	l.Sessions = s.sessions.Live()
 	if ps, ok := s.runner.PoolStats(); ok {
 		l.PoolSize, l.PoolReady, l.PoolStarting, l.PoolInUse = ps.Size, ps.Ready, ps.Starting, ps.InUse
 	}
@@ -183,10 +195,11 @@ func (s *Server) load() metrics.Load {
 	return l
 }
 
-// Register registers the sandbox service, grpc.health.v1 and server
-// reflection on g.
+// Register registers the sandbox service, the session service,
+// grpc.health.v1 and server reflection on g.
 func (s *Server) Register(g *grpc.Server) {
 	sandboxv1.RegisterSandboxServiceServer(g, s)
+	execfarmv1.RegisterSessionServiceServer(g, sessions{s: s})
 	healthpb.RegisterHealthServer(g, s.health)
 	reflection.Register(g)
 }
@@ -201,11 +214,13 @@ func (s *Server) Registry() *registry.Registry { return s.reg }
 
 // Shutdown refuses new executions, cancels queued ones, waits up to grace
 // for running ones, then kills the rest (they end CANCELLED) and waits for
-// their sandboxes to be destroyed (execution.Runner.Shutdown). It returns
-// an error when executions had to be killed.
+// their sandboxes to be destroyed (execution.Runner.Shutdown); then it
+// ends every session sandbox (session.Manager.Shutdown: a restart loses
+// them). It returns an error when executions had to be killed.
 func (s *Server) Shutdown(grace time.Duration) error {
 	s.health.Shutdown()
 	err := s.runner.Shutdown(grace)
+	s.sessions.Shutdown()
 	s.stopSweep()
 	return err
 }

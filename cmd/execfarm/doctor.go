@@ -15,6 +15,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/execfarm/execfarm/supervisor/session"
 )
 
 func doctorCmd() *cobra.Command {
@@ -22,6 +23,8 @@ func doctorCmd() *cobra.Command {
 		cgroupParent  string
 		uidBase       uint32
 		maxConcurrent int
+		warmPool      int
+		maxSandboxes  int
 		allowDegraded []string
 		worker        string
 	)
@@ -36,7 +39,7 @@ func doctorCmd() *cobra.Command {
 			if maxConcurrent == 0 {
 				maxConcurrent = defaultConcurrency()
 			}
-			pc, err := hostProbeConfig(cgroup.Config{Parent: cgroupParent, NoPlace: true}, uidBase, maxConcurrent)
+			pc, err := hostProbeConfig(cgroup.Config{Parent: cgroupParent, NoPlace: true}, uidBase, maxConcurrent+warmPool+maxSandboxes)
 			if err != nil {
 				return err
 			}
@@ -54,6 +57,8 @@ func doctorCmd() *cobra.Command {
 	f.StringVar(&cgroupParent, "cgroup-parent", cgroup.DefaultParent, "parent cgroup of sandbox cgroups, as for serve")
 	f.Uint32Var(&uidBase, "uid-base", host.DefaultUIDBase, "first host uid of the sandboxes' uid ranges, as for serve")
 	f.IntVar(&maxConcurrent, "max-concurrent", 0, "executions running at once, as for serve: sizes the uid window (default: number of CPUs)")
+	f.IntVar(&warmPool, "warm-pool", 0, "warm sandboxes, as for serve: sizes the uid window")
+	f.IntVar(&maxSandboxes, "max-sandboxes", session.DefaultMaxSandboxes, "session sandboxes, as for serve: sizes the uid window")
 	f.StringSliceVar(&allowDegraded, "allow-degraded", nil, "layers serve would be allowed to run without, as for serve")
 	f.StringVar(&worker, "worker", "", "execfarm-worker binary, as for serve (env EXECFARM_WORKER)")
 	return cmd

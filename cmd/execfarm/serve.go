@@ -24,6 +24,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/execfarm/execfarm/supervisor/session"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
@@ -47,6 +48,7 @@ func serveCmd() *cobra.Command {
 		promURL        string
 		defaultTimeout int64
 		metricsAddr    string
+		maxLifetime    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -76,7 +78,17 @@ func serveCmd() *cobra.Command {
 			if cfg.MaxConcurrent == 0 {
 				cfg.MaxConcurrent = defaultConcurrency()
 			}
-			cfg.Sandbox.IDs = sandbox.NewIDPool(uidBase, 0, uidSlots(cfg.MaxConcurrent+cfg.WarmPool))
+			if cfg.Sessions.MaxSandboxes <= 0 || cfg.Sessions.MaxPerPrincipal < 0 || cfg.Sessions.MaxExecs <= 0 || maxLifetime < 0 || cfg.Sessions.DefaultLifetime <= 0 {
+				return errors.New("--max-sandboxes, --sandbox-max-execs and --sandbox-default-lifetime must be positive; --max-sandboxes-per-principal and --sandbox-max-lifetime not negative")
+			}
+			cfg.Sessions.MaxLifetime = maxLifetime
+			if maxLifetime == 0 {
+				cfg.Sessions.MaxLifetime = session.NoLifetimeCeiling
+			}
+			// Every live sandbox holds a uid range: each running
+			// execution's, each warm one's, each session's.
+			liveSandboxes := cfg.MaxConcurrent + cfg.WarmPool + cfg.Sessions.MaxSandboxes
+			cfg.Sandbox.IDs = sandbox.NewIDPool(uidBase, 0, uidSlots(liveSandboxes))
 			cfg.Registry = registry.Config{RetentionMs: retention.Milliseconds()}
 			if defaultTimeout > 0 {
 				cfg.Defaults = limits.Default()
@@ -89,7 +101,7 @@ func serveCmd() *cobra.Command {
 			if slices.Contains(allowed, probe.Seccomp) {
 				cfg.Sandbox.NoSeccomp = true
 			}
-			pc, err := hostProbeConfig(cfg.Sandbox.Cgroup, uidBase, cfg.MaxConcurrent+cfg.WarmPool)
+			pc, err := hostProbeConfig(cfg.Sandbox.Cgroup, uidBase, liveSandboxes)
 			if err != nil {
 				return err
 			}
@@ -171,7 +183,7 @@ func serveCmd() *cobra.Command {
 			defer stop()
 			err = supervisor.ListenAndServe(ctx, s, tc, grace, func(addr string) {
 				log.Info("serving", "address", addr, "node", s.IDs().Node(), "max_concurrent", cfg.MaxConcurrent, "queue_size", cfg.QueueSize, "warm_pool", cfg.WarmPool,
-					"bearer_token", tc.TokenPath != "" || tc.Token != "")
+					"max_sandboxes", cfg.Sessions.MaxSandboxes, "bearer_token", tc.TokenPath != "" || tc.Token != "")
 			})
 			// Every sandbox is gone: leave no empty cgroup parent behind.
 			if rerr := cgroup.RemoveParent(cfg.Sandbox.Cgroup); rerr != nil {
@@ -210,21 +222,27 @@ func serveCmd() *cobra.Command {
 	f.StringVar(&cacheDir, "scripts-cache-dir", "", "directory of cached scripts (env SCRIPTS_CACHE_DIR; default "+defaultCacheDir+")")
 	f.Int64Var(&defaultTimeout, "default-timeout-ms", 0, "default wall-clock timeout in ms (default 30000)")
 	f.StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics, e.g. 127.0.0.1:9464 (env EXECFARM_METRICS_ADDRESS; default: off)")
+	f.IntVar(&cfg.Sessions.MaxSandboxes, "max-sandboxes", session.DefaultMaxSandboxes, "session sandboxes that may live at once (each holds its memory limit and a uid range for its life)")
+	f.IntVar(&cfg.Sessions.MaxPerPrincipal, "max-sandboxes-per-principal", 0, "session sandboxes one principal may hold (default: --max-sandboxes)")
+	f.DurationVar(&cfg.Sessions.DefaultLifetime, "sandbox-default-lifetime", session.DefaultLifetime, "lifetime of a session sandbox whose create names none")
+	f.DurationVar(&maxLifetime, "sandbox-max-lifetime", session.DefaultMaxLifetime, "ceiling on session sandbox lifetimes; 0 = none (then shutdown_after_seconds 0, no expiry, is allowed)")
+	f.IntVar(&cfg.Sessions.MaxExecs, "sandbox-max-execs", session.DefaultMaxExecs, "execs one session sandbox holds at once, pending and running")
 	return cmd
 }
 
 // uidSlots is the number of sandbox uid ranges serve reserves: one per
-// concurrent execution, plus room for sandboxes still being torn down.
-func uidSlots(maxConcurrent int) int { return maxConcurrent + 8 }
+// sandbox that may live at once, plus room for sandboxes still being torn
+// down.
+func uidSlots(liveSandboxes int) int { return liveSandboxes + 8 }
 
 // hostProbeConfig is what serve and doctor probe: the cgroup and the uid
 // window serve would use. --uid-base 0 is refused: sandbox root would be
 // host root (and probe.Config would read 0 as its default).
-func hostProbeConfig(cg cgroup.Config, uidBase uint32, maxConcurrent int) (probe.Config, error) {
+func hostProbeConfig(cg cgroup.Config, uidBase uint32, liveSandboxes int) (probe.Config, error) {
 	if uidBase == 0 {
 		return probe.Config{}, errors.New("--uid-base 0 would make sandbox root the host's root")
 	}
-	slots := uidSlots(maxConcurrent)
+	slots := uidSlots(liveSandboxes)
 	// The last id of the window must be a valid uid (2^32-1 is reserved:
 	// (uid_t)-1); checked first, or every namespace trial of the probe
 	// fails with EINVAL and the report blames the kernel.

@@ -11,10 +11,10 @@ import (
 // Defaults of Config's zero fields.
 const (
 	// DefaultMaxEntries is the default bound on entries held.
-	DefaultMaxEntries = 8192
+	DefaultMaxEntries = 4096
 	// DefaultMaxBytes is the default bound on payload bytes held (the
-	// sum of the entries' sizes): 4 MiB.
-	DefaultMaxBytes = 4 << 20
+	// sum of the entries' sizes): 2 MiB.
+	DefaultMaxBytes = 2 << 20
 	// PageEntries is how many entries a subscription takes from the log
 	// at once (under its lock), and so the most it holds at a time.
 	PageEntries = 256

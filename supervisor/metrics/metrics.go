@@ -18,6 +18,14 @@
 //	tls_certificate_expiration_timestamp_seconds
 //	                                         gauge: when the served TLS
 //	                                         certificate expires (with TLS)
+//	session_sandboxes                        gauge: session sandboxes live
+//	session_sandboxes_created_total{outcome} counter: creates, ok or error
+//	session_sandboxes_ended_total{reason}    counter: deleted, expired, idle,
+//	                                         shutdown, failed
+//	session_file_bytes_total{direction}      counter: bytes uploaded (in) and
+//	                                         downloaded (out)
+//	session_events_dropped_total             counter: events dropped from
+//	                                         sandboxes' bounded event logs
 //
 // plus the gRPC server's grpc_server_* metrics (go-grpc-middleware's
 // provider: calls by method and status code, handling time) and the Go
@@ -43,6 +51,7 @@ import (
 const (
 	PathWarmPool = "warm_pool"
 	PathOnDemand = "on_demand"
+	PathSession  = "session"
 )
 
 // Metrics are one supervisor's metrics, in a registry of their own. A nil
@@ -56,6 +65,11 @@ type Metrics struct {
 	runTime      *prometheus.HistogramVec
 	starts       *prometheus.CounterVec
 	startSeconds *prometheus.HistogramVec
+
+	sessionsCreated *prometheus.CounterVec
+	sessionsEnded   *prometheus.CounterVec
+	fileBytes       *prometheus.CounterVec
+	eventsDropped   prometheus.Counter
 }
 
 // latencyBuckets span a warm start (a few ms) to the default wall timeout
@@ -93,12 +107,79 @@ func New() *Metrics {
 			Buckets: latencyBuckets,
 		}, []string{"path"}),
 	}
+	m.sessionsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "execfarm_session_sandboxes_created_total",
+		Help: "Session sandbox creates, by outcome (ok, error; refusals by quota are not counted).",
+	}, []string{"outcome"})
+	m.sessionsEnded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "execfarm_session_sandboxes_ended_total",
+		Help: "Session sandboxes that ended, by reason (deleted, expired, idle, shutdown, failed).",
+	}, []string{"reason"})
+	m.fileBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "execfarm_session_file_bytes_total",
+		Help: "Bytes of files moved into (in: uploads) and out of (out: downloads) session sandboxes.",
+	}, []string{"direction"})
+	m.eventsDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "execfarm_session_events_dropped_total",
+		Help: "Events dropped from session sandboxes' event logs to keep them within their bounds.",
+	})
+	for _, o := range []string{"ok", "error"} {
+		m.sessionsCreated.WithLabelValues(o)
+	}
+	for _, r := range []string{"deleted", "expired", "idle", "shutdown", "failed"} {
+		m.sessionsEnded.WithLabelValues(r)
+	}
+	for _, d := range []string{FileIn, FileOut} {
+		m.fileBytes.WithLabelValues(d)
+	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.grpc, m.executions, m.queueWait, m.runTime, m.starts, m.startSeconds,
+		m.sessionsCreated, m.sessionsEnded, m.fileBytes, m.eventsDropped,
 	)
 	return m
+}
+
+// Directions of file bytes (SessionFileBytes).
+const (
+	FileIn  = "in"
+	FileOut = "out"
+)
+
+// SessionCreated counts one session sandbox create that started a
+// sandbox (err nil) or failed to.
+func (m *Metrics) SessionCreated(err error) {
+	if m == nil {
+		return
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.sessionsCreated.WithLabelValues(outcome).Inc()
+}
+
+// SessionEnded counts one session sandbox that ended for reason
+// ("deleted", "expired", "idle", "shutdown", "failed").
+func (m *Metrics) SessionEnded(reason string) {
+	if m != nil {
+		m.sessionsEnded.WithLabelValues(reason).Inc()
+	}
+}
+
+// SessionFileBytes counts n bytes moved in direction (FileIn, FileOut).
+func (m *Metrics) SessionFileBytes(direction string, n int64) {
+	if m != nil && n > 0 {
+		m.fileBytes.WithLabelValues(direction).Add(float64(n))
+	}
+}
+
+// SessionEventsDropped counts n events dropped from an event log.
+func (m *Metrics) SessionEventsDropped(n int) {
+	if m != nil && n > 0 {
+		m.eventsDropped.Add(float64(n))
+	}
 }
 
 // Registerer is where further collectors go (the supervisor's load).
@@ -203,6 +284,8 @@ type Load struct {
 	PoolSize, PoolReady, PoolStarting, PoolInUse int
 	// Proxy counts the host proxy's requests so far.
 	Proxy []ProxyCount
+	// Sessions is how many session sandboxes live.
+	Sessions int
 }
 
 // ProxyCount is how many requests of sandboxed code to Target
@@ -219,7 +302,8 @@ var (
 	poolDesc      = prometheus.NewDesc("execfarm_warm_pool_sandboxes", "Warm-pool sandboxes now, by state (ready, starting, in_use).", []string{"state"}, nil)
 	poolSizeDesc  = prometheus.NewDesc("execfarm_warm_pool_size", "Sandboxes the warm pool keeps started (--warm-pool).", nil, nil)
 	proxyDesc     = prometheus.NewDesc("execfarm_host_proxy_requests_total", "Requests of sandboxed code through the host proxy, by target (kubernetes, prometheus), kind (verb or endpoint) and outcome (allowed, denied, error).", []string{"target", "kind", "outcome"}, nil)
-	loadDescs     = []*prometheus.Desc{runningDesc, queuedDesc, poolDesc, poolSizeDesc, proxyDesc}
+	sessionsDesc  = prometheus.NewDesc("execfarm_session_sandboxes", "Session sandboxes live now (ending ones included, ones being created not).", nil, nil)
+	loadDescs     = []*prometheus.Desc{runningDesc, queuedDesc, poolDesc, poolSizeDesc, proxyDesc, sessionsDesc}
 	poolStateName = [...]string{"ready", "starting", "in_use"}
 )
 
@@ -275,6 +359,7 @@ func (c loadCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, n := range [...]int{l.PoolReady, l.PoolStarting, l.PoolInUse} {
 		ch <- prometheus.MustNewConstMetric(poolDesc, prometheus.GaugeValue, float64(n), poolStateName[i])
 	}
+	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(l.Sessions))
 	for _, p := range l.Proxy {
 		ch <- prometheus.MustNewConstMetric(proxyDesc, prometheus.CounterValue, float64(p.N), p.Target, p.Kind, p.Outcome)
 	}

@@ -129,7 +129,7 @@ func serve(b *testing.B, dir string, flags ...string) (*exec.Cmd, sandboxv1.Sand
 	var log bytes.Buffer
 	cmd := exec.Command(filepath.Join(dir, "execfarm"), append([]string{"serve", "--socket", sock, "--state-dir", state,
 		"--cgroup-parent", cg.Parent, "--uid-base", strconv.FormatUint(uidBase, 10), "--grace", "1s",
-		"--scripts-cache-dir", filepath.Join(state, "scripts")}, flags...)...)
+		"--scripts-cache-dir", filepath.Join(state, "scripts"), "--max-sandboxes", "1"}, flags...)...)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -193,6 +193,12 @@ func setup() (teardown func() error) {
 // is the graceful-shutdown period. opts adjust the configuration last
 // (QueueSize, and the warm pool once supervisor.Config has one).
 func startInstance(name string, firstSlot, slots, maxConcurrent int, grace time.Duration, opts ...func(*supervisor.Config)) (*instance, error) {
+	return startInstanceOn(name, firstSlot, slots, maxConcurrent, grace, nil, opts...)
+}
+
+// startInstanceOn is startInstance with the transport adjusted by tc
+// (tokens, say) before it serves; nil = a plain unix socket.
+func startInstanceOn(name string, firstSlot, slots, maxConcurrent int, grace time.Duration, tc func(*transport.Config), opts ...func(*supervisor.Config)) (*instance, error) {
 	if firstSlot+slots > uidSlots {
 		return nil, fmt.Errorf("uid slots %d..%d outside the window", firstSlot, firstSlot+slots)
 	}
@@ -232,6 +238,9 @@ func startInstance(name string, firstSlot, slots, maxConcurrent int, grace time.
 		return nil, err
 	}
 	in.tc = transport.Config{SocketPath: filepath.Join(in.stateDir, "execfarm.sock")}
+	if tc != nil {
+		tc(&in.tc)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	in.cancel = cancel
 	in.done = make(chan error, 1)
@@ -245,7 +254,11 @@ func startInstance(name string, firstSlot, slots, maxConcurrent int, grace time.
 		cancel()
 		return nil, err
 	}
-	if in.conn, err = in.tc.Dial(); err != nil {
+	// A server's token file is its list, which no client sends: the
+	// instance's own client goes without (tests dial with their token).
+	clientTC := in.tc
+	clientTC.TokenPath = ""
+	if in.conn, err = clientTC.Dial(); err != nil {
 		cancel()
 		<-in.done
 		return nil, err

@@ -129,6 +129,10 @@ func startServer(t *testing.T, slot int, flags ...string) *server {
 		"--socket", sock, "--state-dir", dir, "--cgroup-parent", cgParent,
 		"--uid-base", strconv.FormatUint(uint64(uidBase)+uint64(slot*serverSlots*rangeSize), 10),
 		"--scripts-cache-dir", filepath.Join(dir, "scripts"), "--grace", "2s",
+		// serve's uid window is --max-concurrent + --warm-pool +
+		// --max-sandboxes + 8 ranges: keep it within serverSlots unless
+		// a test asks for more (a later flag wins).
+		"--max-sandboxes", "2",
 	}, flags...)
 	s := &server{dir: dir, exited: make(chan error, 1), log: &bytes.Buffer{}}
 	s.cmd = exec.Command(filepath.Join(binDir, "execfarm"), args...)

@@ -1,0 +1,310 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+
+	"google.golang.org/grpc"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/supervisor/execution"
+	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/principal"
+	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+)
+
+// ExecParams is what an exec asks for.
+type ExecParams struct {
+	// Runtime is program.Shell, Goja, Node or Python; "" = the sandbox's.
+	Runtime string
+	// Code is the command line (shell) or the program text.
+	Code string
+	// Stdin is given on standard input first.
+	Stdin []byte
+	// StdinOpen keeps standard input open after Stdin, for WriteStdin.
+	StdinOpen bool
+	// Env is added to the base environment.
+	Env map[string]string
+	// Workdir is the working directory: absolute, or relative to
+	// /workspace; "" = /workspace.
+	Workdir string
+	// TimeoutMs, OutputBytes and CPUTimeMs override the sandbox's exec
+	// limits (nil = the sandbox's), within the server's ceilings.
+	TimeoutMs, OutputBytes, CPUTimeMs *int64
+}
+
+// Exec starts an exec in owner's sandbox id: an execution in the registry
+// (owned by owner, tied to the sandbox) that runs in the sandbox beside
+// its other execs, admitted through the scheduler like any execution. Its
+// events (started, output, ended) go to the sandbox's log. The returned
+// execution is PENDING or RUNNING. Errors: ErrNotFound, ErrNotReady;
+// *FieldError (workdir), *limits.FieldError (timeout_ms,
+// max_output_bytes, cpu_time_ms); *QuotaError when the sandbox holds
+// Config.MaxExecs execs; the Runner's (bad code, a full queue, shutting
+// down).
+func (m *Manager) Exec(owner principal.Principal, id string, p ExecParams) (*registry.Execution, error) {
+	s, err := m.Get(owner, id)
+	if err != nil {
+		return nil, err
+	}
+	workdir := "."
+	if p.Workdir != "" {
+		workdir = p.Workdir
+	}
+	if workdir, err = ResolvePath("workdir", workdir); err != nil {
+		return nil, err
+	}
+	l, err := execLimits(s.limits, m.cfg.Ceilings, p)
+	if err != nil {
+		return nil, err
+	}
+	rt := p.Runtime
+	if rt == "" {
+		rt = s.runtime
+	}
+	j, err := m.cfg.Runner.Prepare(execution.Input{Runtime: rt, Code: p.Code, Stdin: p.Stdin, Env: p.Env, Limits: l})
+	if err != nil {
+		return nil, err
+	}
+	j.Request.Dir = workdir
+	x := &exec{s: s, runtime: rt, workdir: workdir}
+	if p.StdinOpen {
+		x.stdin = newStdinPipe()
+	}
+	j.Owner, j.SandboxID, j.Observer = s.owner, s.id, x
+	if err := s.reserveExec(); err != nil {
+		return nil, err
+	}
+	e, err := m.cfg.Runner.SubmitIn(placement{x}, j)
+	if err != nil {
+		s.releaseExec()
+		return nil, err
+	}
+	return e, nil
+}
+
+// execLimits returns the sandbox's limits with an exec's overrides,
+// checked as limits.Resolve checks a request's.
+func execLimits(base, ceil limits.Set, p ExecParams) (limits.Set, error) {
+	l := base
+	for _, o := range []struct {
+		field   string
+		v       *int64
+		min     int64
+		ceiling int64
+		dst     *int64
+	}{
+		{"timeout_ms", p.TimeoutMs, 1, ceil.TimeoutMs, &l.TimeoutMs},
+		{"max_output_bytes", p.OutputBytes, 1, ceil.OutputBytes, &l.OutputBytes},
+		{"cpu_time_ms", p.CPUTimeMs, limits.MinCPUTimeMs, ceil.CPUTimeMs, &l.CPUTimeMs},
+	} {
+		switch {
+		case o.v == nil:
+		case *o.v < o.min:
+			return l, &limits.FieldError{Field: o.field, Value: *o.v, Reason: fmt.Sprintf("below the minimum %d", o.min)}
+		case *o.v > o.ceiling:
+			return l, &limits.FieldError{Field: o.field, Value: *o.v, Reason: fmt.Sprintf("above the server's ceiling %d", o.ceiling)}
+		default:
+			*o.dst = *o.v
+		}
+	}
+	return l, nil
+}
+
+// reserveExec takes a place for an exec, within Config.MaxExecs.
+func (s *Sandbox) reserveExec() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usableLocked(); err != nil {
+		return err
+	}
+	if max := s.m.cfg.MaxExecs; s.reserved >= max {
+		return &QuotaError{Limit: "limit on execs held by one sandbox", Max: int64(max), Asked: int64(s.reserved + 1)}
+	}
+	s.reserved++
+	s.armIdleLocked()
+	return nil
+}
+
+// releaseExec gives an exec's place back.
+func (s *Sandbox) releaseExec() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releaseExecLocked()
+}
+
+func (s *Sandbox) releaseExecLocked() {
+	s.reserved--
+	s.lastActivity = s.m.cfg.Now()
+	if s.state == stateEnding && s.reserved == 0 {
+		close(s.drained)
+	}
+	s.armIdleLocked()
+}
+
+// exec is one exec of a session sandbox, from its admission (Created) to
+// its published result (Finished). It is the run's Observer; placement
+// hands the run its sandbox.
+type exec struct {
+	s       *Sandbox
+	stdin   *stdinPipe // nil: not kept open
+	runtime string
+	workdir string
+
+	e      *registry.Execution // set by Created
+	offset [2]int64            // bytes of output seen, per stream (the run's goroutine)
+
+	mu      sync.Mutex
+	running bool // between Acquire and Release
+}
+
+// Created registers the exec with its sandbox and logs its start; an exec
+// admitted while the sandbox ends is cancelled at once.
+func (x *exec) Created(e *registry.Execution) {
+	x.e = e
+	s := x.s
+	s.mu.Lock()
+	s.execs[e.ID()] = x
+	ending := s.state != stateReady
+	s.mu.Unlock()
+	s.m.execs.Store(e.ID(), x)
+	s.appendEvent(&Event{Kind: EventExecStarted, ExecutionID: e.ID(), Runtime: x.runtime,
+		CodePreview: e.Meta().CodePreview, Workdir: x.workdir})
+	if ending {
+		_, _ = e.Cancel()
+	}
+}
+
+// Output logs a chunk of the exec's output.
+func (x *exec) Output(st registry.Stream, p []byte) {
+	off := x.offset[st]
+	x.offset[st] += int64(len(p))
+	x.s.appendEvent(&Event{Kind: EventExecOutput, ExecutionID: x.e.ID(), Stream: st, Data: p, StreamOffset: off})
+}
+
+// Finished logs the exec's end and gives its place back.
+func (x *exec) Finished(e *registry.Execution, res registry.Result) {
+	s := x.s
+	if x.stdin != nil {
+		x.stdin.end()
+	}
+	s.appendEvent(&Event{Kind: EventExecEnded, ExecutionID: e.ID(), Result: res})
+	s.m.execs.Delete(e.ID())
+	s.mu.Lock()
+	delete(s.execs, e.ID())
+	if s.state == stateEnding && res.State == registry.StateCancelled {
+		s.cancelled++
+	}
+	s.releaseExecLocked()
+	s.mu.Unlock()
+}
+
+// placement hands an exec's run the session's sandbox and keeps it.
+type placement struct{ x *exec }
+
+// Acquire gives the run the sandbox, unless it has begun ending.
+func (p placement) Acquire(context.Context, string, sandbox.Spec) (execution.Sandbox, error) {
+	s := p.x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usableLocked(); err != nil {
+		return nil, err
+	}
+	p.x.mu.Lock()
+	p.x.running = true
+	p.x.mu.Unlock()
+	return execBox(p), nil
+}
+
+// Kill kills the exec's processes, not the sandbox's others.
+func (p placement) Kill(execution.Sandbox) error { return p.x.s.box.KillExec(p.x.e.ID()) }
+
+// Release keeps the sandbox: the exec's processes are gone when its run
+// returns (the mechanism ends them with the exec), so the result may be
+// published at once.
+func (p placement) Release(_ string, _ execution.Sandbox, _ bool, publish func()) {
+	p.x.mu.Lock()
+	p.x.running = false
+	p.x.mu.Unlock()
+	publish()
+}
+
+// execBox is the session's sandbox as one exec's run sees it.
+type execBox struct{ x *exec }
+
+func (b execBox) ID() string { return b.x.s.id }
+
+func (b execBox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
+	var stdin io.Reader
+	if b.x.stdin != nil {
+		stdin = b.x.stdin
+	}
+	return b.x.s.box.RunExec(ctx, b.x.e.ID(), req, stdin, onEvent)
+}
+
+func (b execBox) Usage() (cgroup.Usage, error) { return b.x.s.box.Usage() }
+
+// Uses is 0: the sandbox's peaks are its own, over its whole life.
+func (b execBox) Uses() int { return 0 }
+
+func (b execBox) Sample() { b.x.s.box.Sample() }
+
+func (b execBox) ServeBroker(register func(*grpc.Server)) (uint32, error) {
+	return b.x.s.box.ServeBroker(register)
+}
+
+// heldExec returns owner's exec id of a session sandbox, from its
+// admission to its end. Errors: registry.ErrNotFound (wrapped) when no
+// exec of owner's with that id is held (it may have ended, or not be a
+// session's).
+func (m *Manager) heldExec(owner principal.Principal, id string) (*exec, error) {
+	v, ok := m.execs.Load(id)
+	if !ok {
+		return nil, fmt.Errorf("exec %q: %w", id, registry.ErrNotFound)
+	}
+	x := v.(*exec)
+	if x.s.owner != owner.String() {
+		return nil, fmt.Errorf("exec %q of another principal: %w", id, registry.ErrNotFound)
+	}
+	return x, nil
+}
+
+// WriteStdin gives p (at most MaxStdinBuffer bytes) to the standard input
+// of owner's exec id, pending or running, and closes it when close is
+// set; it waits for room until ctx ends (the program reads its input).
+// Errors: registry.ErrNotFound (wrapped) when owner holds no such exec;
+// ErrStdinClosed (the exec was not started with StdinOpen, or its input
+// was closed); ErrExecNotRunning once it has ended; *FieldError for p too
+// large; ctx's error.
+func (m *Manager) WriteStdin(ctx context.Context, owner principal.Principal, id string, p []byte, close bool) error {
+	x, err := m.heldExec(owner, id)
+	if err != nil {
+		return err
+	}
+	if x.stdin == nil {
+		return fmt.Errorf("exec %q was started without keep_stdin_open: %w", id, ErrStdinClosed)
+	}
+	return x.stdin.write(ctx, p, close)
+}
+
+// Signal sends sig to owner's running exec id. Errors:
+// registry.ErrNotFound (wrapped); ErrExecNotRunning when its program has
+// not started or has ended; the mechanism's.
+func (m *Manager) Signal(owner principal.Principal, id string, sig syscall.Signal) error {
+	x, err := m.heldExec(owner, id)
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	running := x.running
+	x.mu.Unlock()
+	if !running {
+		return fmt.Errorf("exec %q: %w", id, ErrExecNotRunning)
+	}
+	return x.s.box.Signal(id, sig)
+}

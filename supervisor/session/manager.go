@@ -1,0 +1,437 @@
+package session
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/eventlog"
+	"github.com/execfarm/execfarm/supervisor/execution"
+	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/metrics"
+	"github.com/execfarm/execfarm/supervisor/principal"
+	"github.com/execfarm/execfarm/supervisor/registry"
+)
+
+// Defaults of Config's zero fields.
+const (
+	// DefaultMaxSandboxes is the server's default limit on live session
+	// sandboxes (--max-sandboxes).
+	DefaultMaxSandboxes = 16
+	// DefaultLifetime is a sandbox's lifetime when its creator names
+	// none: seed 001's shutdown_after_seconds default.
+	DefaultLifetime = 300 * time.Second
+	// DefaultMaxLifetime is the default ceiling on lifetimes
+	// (--sandbox-max-lifetime).
+	DefaultMaxLifetime = 24 * time.Hour
+	// DefaultMaxExecs is how many execs one sandbox holds at once
+	// (pending and running), by default.
+	DefaultMaxExecs = 16
+	// DefaultEndedRetention is how long an ended sandbox's event log
+	// stays readable.
+	DefaultEndedRetention = 5 * time.Minute
+	// drainTimeout bounds how long ending a sandbox waits for its execs
+	// to publish their results once everything in it is killed.
+	drainTimeout = 30 * time.Second
+)
+
+// NoLifetimeCeiling as Config.MaxLifetime lets sandboxes live without
+// expiry (shutdown_after_seconds 0).
+const NoLifetimeCeiling time.Duration = -1
+
+// Runner runs execs: execution.Runner is one.
+type Runner interface {
+	// Prepare builds the job of in (execution.Runner.Prepare).
+	Prepare(in execution.Input) (*execution.Job, error)
+	// SubmitIn admits j and runs it in p's sandbox
+	// (execution.Runner.SubmitIn).
+	SubmitIn(p execution.Placement, j *execution.Job) (*registry.Execution, error)
+}
+
+// Config configures a Manager. Backend and Runner are required.
+type Config struct {
+	// Backend starts the sandboxes.
+	Backend Backend
+	// Runner runs their execs.
+	Runner Runner
+	// Ceilings bound what an exec may ask for (timeout, output, CPU
+	// time); zero = limits.DefaultCeilings().
+	Ceilings limits.Set
+	// DefaultRuntime runs the execs of sandboxes created without one;
+	// "" = program.Shell.
+	DefaultRuntime string
+	// MaxSandboxes is how many session sandboxes may live at once on this
+	// server (being created or ended count too); 0 = DefaultMaxSandboxes.
+	MaxSandboxes int
+	// MaxPerPrincipal is how many of them one principal may hold; 0 =
+	// MaxSandboxes.
+	MaxPerPrincipal int
+	// DefaultLifetime applies when a create names none; 0 =
+	// DefaultLifetime (300 s).
+	DefaultLifetime time.Duration
+	// MaxLifetime is the ceiling on lifetimes; 0 = DefaultMaxLifetime
+	// (24 h); NoLifetimeCeiling = none, and then a sandbox may live
+	// without expiry.
+	MaxLifetime time.Duration
+	// MaxExecs is how many execs one sandbox holds at once, pending and
+	// running; 0 = DefaultMaxExecs.
+	MaxExecs int
+	// Events bounds each sandbox's event log; zero = eventlog's defaults
+	// (4096 events, 2 MiB).
+	Events eventlog.Config
+	// EndedRetention is how long an ended sandbox's event log stays
+	// readable (ReadEvents, Subscribe); 0 = DefaultEndedRetention. At
+	// most MaxSandboxes ended logs are kept; past it the oldest go.
+	EndedRetention time.Duration
+	// Metrics counts sandboxes, file bytes and dropped events; nil = none.
+	Metrics *metrics.Metrics
+	// Logger receives the Manager's logs; nil = none.
+	Logger hclog.Logger
+	// Now returns the current time; nil = time.Now.
+	Now func() time.Time
+}
+
+// Manager holds the session sandboxes of one supervisor. Its methods are
+// safe for concurrent use.
+type Manager struct {
+	cfg Config
+	log hclog.Logger
+
+	mu       sync.Mutex
+	live     map[string]*Sandbox // created and not yet ended (being created: counted in starting)
+	starting map[string]int      // creates in progress, per owner key
+	nStart   int                 // creates in progress
+	ended    []*Sandbox          // ended sandboxes whose logs are kept, oldest first
+	closed   bool
+	creating sync.WaitGroup // Creates past their reservation
+	timers   sync.WaitGroup // expiry and idle callbacks running
+	execs    sync.Map       // execution id -> *exec, while the exec is held
+}
+
+// New returns a Manager.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Backend == nil || cfg.Runner == nil {
+		return nil, fmt.Errorf("session: Config needs a Backend and a Runner")
+	}
+	if cfg.Ceilings == (limits.Set{}) {
+		cfg.Ceilings = limits.DefaultCeilings()
+	}
+	cfg.DefaultRuntime = cmp.Or(cfg.DefaultRuntime, program.Shell)
+	cfg.MaxSandboxes = cmp.Or(cfg.MaxSandboxes, DefaultMaxSandboxes)
+	cfg.MaxPerPrincipal = cmp.Or(cfg.MaxPerPrincipal, cfg.MaxSandboxes)
+	cfg.DefaultLifetime = cmp.Or(cfg.DefaultLifetime, DefaultLifetime)
+	cfg.MaxLifetime = cmp.Or(cfg.MaxLifetime, DefaultMaxLifetime)
+	cfg.MaxExecs = cmp.Or(cfg.MaxExecs, DefaultMaxExecs)
+	cfg.EndedRetention = cmp.Or(cfg.EndedRetention, DefaultEndedRetention)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	switch {
+	case cfg.MaxSandboxes < 0, cfg.MaxPerPrincipal < 0, cfg.MaxExecs < 0:
+		return nil, fmt.Errorf("session: negative limit in %+v", cfg)
+	case cfg.DefaultLifetime < 0:
+		return nil, fmt.Errorf("session: negative default lifetime %v", cfg.DefaultLifetime)
+	case cfg.MaxLifetime != NoLifetimeCeiling && cfg.DefaultLifetime > cfg.MaxLifetime:
+		return nil, fmt.Errorf("session: default lifetime %v is over the ceiling %v", cfg.DefaultLifetime, cfg.MaxLifetime)
+	}
+	if next := cfg.Events.OnDrop; cfg.Metrics != nil {
+		m := cfg.Metrics
+		cfg.Events.OnDrop = func(n int) {
+			m.SessionEventsDropped(n)
+			if next != nil {
+				next(n)
+			}
+		}
+	}
+	return &Manager{cfg: cfg, log: cfg.Logger, live: map[string]*Sandbox{}, starting: map[string]int{}}, nil
+}
+
+// Limits returns the server-wide limits in force: MaxSandboxes,
+// MaxPerPrincipal, the lifetime ceiling (NoLifetimeCeiling = none),
+// MaxExecs.
+func (m *Manager) Limits() (maxSandboxes, perPrincipal int, maxLifetime time.Duration, maxExecs int) {
+	return m.cfg.MaxSandboxes, m.cfg.MaxPerPrincipal, m.cfg.MaxLifetime, m.cfg.MaxExecs
+}
+
+// CreateParams is what a create asks for.
+type CreateParams struct {
+	// Owner is the creating principal.
+	Owner principal.Principal
+	// Runtime runs execs that name none; "" = Config.DefaultRuntime.
+	Runtime string
+	// Limits are the sandbox's, resolved (limits.Resolve) over the
+	// server's defaults and within its ceilings.
+	Limits limits.Set
+	// Labels are for List: at most 32; keys 1 to 63 characters of
+	// letters, digits, '.', '_', '/', '-'; values at most 255 bytes of
+	// UTF-8.
+	Labels map[string]string
+	// Lifetime is how long the sandbox lives: nil = Config's default; 0
+	// = no expiry (only without a lifetime ceiling).
+	Lifetime *time.Duration
+	// IdleTimeout ends the sandbox after this long without activity (no
+	// exec held, no file operation); 0 = never.
+	IdleTimeout time.Duration
+}
+
+// Create starts a sandbox for p.Owner and returns it once it is ready.
+// Errors: *FieldError (labels, lifetime, idle timeout); *QuotaError when
+// the server's or the principal's sandbox limit or the lifetime ceiling
+// would be exceeded; ErrShuttingDown; the Backend's (a sandbox that could
+// not start; sandbox.ErrNoIDRange when the uid window is full).
+func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) {
+	lifetime, err := m.lifetime(p.Lifetime)
+	if err != nil {
+		return nil, err
+	}
+	if p.IdleTimeout < 0 {
+		return nil, &FieldError{Field: "idle_timeout_seconds", Reason: "must not be negative"}
+	}
+	if err := checkLabels(p.Labels); err != nil {
+		return nil, err
+	}
+	owner := p.Owner.String()
+	if err := m.reserve(owner); err != nil {
+		return nil, err
+	}
+	defer m.creating.Done()
+	box, err := m.cfg.Backend.Start(ctx, p.Limits.Spec())
+	m.cfg.Metrics.SessionCreated(err)
+	if err != nil {
+		m.unreserve(owner)
+		return nil, err
+	}
+	now := m.cfg.Now()
+	s := &Sandbox{
+		m: m, id: box.ID(), owner: owner, box: box,
+		runtime: cmp.Or(p.Runtime, m.cfg.DefaultRuntime), limits: p.Limits, labels: cloneLabels(p.Labels),
+		created: now, idle: p.IdleTimeout, lastActivity: now,
+		log:   eventlog.New[*Event](m.cfg.Events),
+		execs: map[string]*exec{}, done: make(chan struct{}),
+	}
+	if lifetime > 0 {
+		s.expires = now.Add(lifetime)
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.appendEvent(&Event{Kind: EventReady})
+	m.mu.Lock()
+	m.nStart--
+	m.starting[owner]--
+	if m.starting[owner] == 0 {
+		delete(m.starting, owner)
+	}
+	if m.closed {
+		m.mu.Unlock()
+		s.cancel()
+		_ = box.Close()
+		return nil, ErrShuttingDown
+	}
+	m.live[s.id] = s
+	s.mu.Lock()
+	if lifetime > 0 {
+		s.lifeTimer = time.AfterFunc(lifetime, func() { m.expire(s, EndExpired) })
+	}
+	s.armIdleLocked()
+	s.mu.Unlock()
+	m.mu.Unlock()
+	m.log.Info("session sandbox created", "sandbox", s.id, "owner", owner, "lifetime", lifetime, "idle_timeout", p.IdleTimeout)
+	return s, nil
+}
+
+// lifetime resolves a create's lifetime against the default and the
+// ceiling; 0 = no expiry.
+func (m *Manager) lifetime(asked *time.Duration) (time.Duration, error) {
+	if asked == nil {
+		return m.cfg.DefaultLifetime, nil
+	}
+	d, ceiling := *asked, m.cfg.MaxLifetime
+	switch {
+	case d < 0:
+		return 0, &FieldError{Field: "shutdown_after_seconds", Reason: "must not be negative"}
+	case ceiling == NoLifetimeCeiling:
+		return d, nil
+	case d == 0 || d > ceiling:
+		return 0, &QuotaError{Limit: "sandbox lifetime ceiling", Flag: "--sandbox-max-lifetime",
+			Max: int64(ceiling / time.Second), Asked: int64(d / time.Second), Unit: "s"}
+	}
+	return d, nil
+}
+
+// reserve counts a create in progress for owner, within the limits.
+func (m *Manager) reserve(owner string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrShuttingDown
+	}
+	if n := len(m.live) + m.nStart; n >= m.cfg.MaxSandboxes {
+		return &QuotaError{Limit: "limit on sandboxes of this server", Flag: "--max-sandboxes", Max: int64(m.cfg.MaxSandboxes), Asked: int64(n + 1)}
+	}
+	n := m.starting[owner]
+	for _, s := range m.live {
+		if s.owner == owner {
+			n++
+		}
+	}
+	if n >= m.cfg.MaxPerPrincipal {
+		return &QuotaError{Limit: "limit on sandboxes of one principal", Flag: "--max-sandboxes-per-principal", Max: int64(m.cfg.MaxPerPrincipal), Asked: int64(n + 1)}
+	}
+	m.nStart++
+	m.starting[owner]++
+	m.creating.Add(1)
+	return nil
+}
+
+func (m *Manager) unreserve(owner string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nStart--
+	if m.starting[owner]--; m.starting[owner] == 0 {
+		delete(m.starting, owner)
+	}
+}
+
+// Get returns owner's live sandbox id. Errors: ErrNotFound (wrapped) for
+// an unknown sandbox, an ended one, or another principal's.
+func (m *Manager) Get(owner principal.Principal, id string) (*Sandbox, error) {
+	m.mu.Lock()
+	s, ok := m.live[id]
+	m.mu.Unlock()
+	if !ok || s.owner != owner.String() {
+		return nil, fmt.Errorf("sandbox %q: %w", id, ErrNotFound)
+	}
+	return s, nil
+}
+
+// logOf returns the sandbox id of owner, live or ended within the
+// retention, for its event log.
+func (m *Manager) logOf(owner principal.Principal, id string) (*Sandbox, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pruneEndedLocked()
+	s, ok := m.live[id]
+	if !ok {
+		if i := slices.IndexFunc(m.ended, func(s *Sandbox) bool { return s.id == id }); i >= 0 {
+			s, ok = m.ended[i], true
+		}
+	}
+	if !ok || s.owner != owner.String() {
+		return nil, fmt.Errorf("sandbox %q: %w", id, ErrNotFound)
+	}
+	return s, nil
+}
+
+// List returns owner's live sandboxes that carry every label of labels,
+// oldest first.
+func (m *Manager) List(owner principal.Principal, labels map[string]string) []*Sandbox {
+	key := owner.String()
+	m.mu.Lock()
+	var out []*Sandbox
+	for _, s := range m.live {
+		if s.owner == key && hasLabels(s.labels, labels) {
+			out = append(out, s)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b *Sandbox) int {
+		return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.id, b.id))
+	})
+	return out
+}
+
+// Live returns how many session sandboxes live now (metrics).
+func (m *Manager) Live() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.live)
+}
+
+// Delete ends owner's sandbox id: its pending and running execs are
+// cancelled, everything in it is killed, it is destroyed. It returns how
+// many execs ended CANCELLED. Errors: ErrNotFound (wrapped), also for a
+// sandbox another call is already ending.
+func (m *Manager) Delete(owner principal.Principal, id string) (int, error) {
+	s, err := m.Get(owner, id)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := s.end(EndDeleted, "deleted")
+	if !ok {
+		return 0, fmt.Errorf("sandbox %q is already ending: %w", id, ErrNotFound)
+	}
+	return n, nil
+}
+
+// expire ends s on its own (lifetime or idle timeout), from a timer.
+func (m *Manager) expire(s *Sandbox, reason EndReason) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.timers.Add(1)
+	m.mu.Unlock()
+	defer m.timers.Done()
+	if reason == EndIdle && !s.idleNow() {
+		return
+	}
+	msg := "its lifetime passed"
+	if reason == EndIdle {
+		msg = fmt.Sprintf("idle for %s", s.idle)
+	}
+	s.end(reason, msg)
+}
+
+// ended moves s from the live sandboxes to the ended ones, whose logs
+// stay readable for Config.EndedRetention.
+func (m *Manager) endedSandbox(s *Sandbox) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.live, s.id)
+	m.ended = append(m.ended, s)
+	m.pruneEndedLocked()
+}
+
+func (m *Manager) pruneEndedLocked() {
+	now := m.cfg.Now()
+	drop := 0
+	for drop < len(m.ended) && (len(m.ended)-drop > m.cfg.MaxSandboxes || now.Sub(m.ended[drop].endedAt) > m.cfg.EndedRetention) {
+		drop++
+	}
+	if drop > 0 {
+		clear(m.ended[:drop])
+		m.ended = m.ended[drop:]
+	}
+}
+
+// Shutdown refuses new sandboxes and ends every live one (reason
+// shutdown: their execs are cancelled, everything is destroyed), and
+// returns once nothing of them is left. A restart loses them.
+func (m *Manager) Shutdown() {
+	m.mu.Lock()
+	m.closed = true
+	live := make([]*Sandbox, 0, len(m.live))
+	for _, s := range m.live {
+		live = append(live, s)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range live {
+		wg.Go(func() {
+			s.end(EndShutdown, "the supervisor shut down")
+			<-s.done
+		})
+	}
+	wg.Wait()
+	m.creating.Wait()
+	m.timers.Wait()
+}

@@ -1,0 +1,47 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/execfarm/execfarm/isolation/rootfs"
+)
+
+// MaxPathBytes bounds a path in a request (PATH_MAX).
+const MaxPathBytes = 4096
+
+// ResolvePath returns p as an absolute, clean path inside a sandbox:
+// absolute paths as they are, relative ones from the workspace
+// (/workspace). It is lexical: symlinks are the mechanism's to resolve,
+// inside the sandbox's root. Errors are a *FieldError naming field: an
+// empty path, a NUL byte, more than MaxPathBytes bytes, or a `..` that
+// climbs above the root ("/..", "../../x" from /workspace), which no
+// path inside the sandbox can mean.
+func ResolvePath(field, p string) (string, error) {
+	switch {
+	case p == "":
+		return "", &FieldError{Field: field, Reason: "empty path"}
+	case strings.IndexByte(p, 0) >= 0:
+		return "", &FieldError{Field: field, Reason: "path holds a NUL byte"}
+	case len(p) > MaxPathBytes:
+		return "", &FieldError{Field: field, Reason: fmt.Sprintf("path is %d bytes; at most %d", len(p), MaxPathBytes)}
+	}
+	full := p
+	if !strings.HasPrefix(p, "/") {
+		full = rootfs.WorkspaceDir + "/" + p
+	}
+	var out []string
+	for _, el := range strings.Split(full, "/") {
+		switch el {
+		case "", ".":
+		case "..":
+			if len(out) == 0 {
+				return "", &FieldError{Field: field, Reason: fmt.Sprintf("%q climbs above the sandbox's root", p)}
+			}
+			out = out[:len(out)-1]
+		default:
+			out = append(out, el)
+		}
+	}
+	return "/" + strings.Join(out, "/"), nil
+}

@@ -1,0 +1,770 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/execfarm/execfarm/supervisor/eventlog"
+	"github.com/execfarm/execfarm/supervisor/execution"
+	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/principal"
+	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
+	"github.com/execfarm/execfarm/supervisor/scheduler"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var (
+	alice = principal.Token("alice")
+	bob   = principal.Token("bob")
+)
+
+// harness is a Manager over a fake backend and a real Runner.
+type harness struct {
+	m       *Manager
+	backend *fakeBackend
+	reg     *registry.Registry
+	runner  *execution.Runner
+}
+
+// newHarness returns a Manager with cfg over a fake backend and a real
+// execution Runner (4 slots); Shutdown at cleanup, which then checks that
+// every box was closed.
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	sched, err := scheduler.New(scheduler.Config{MaxConcurrent: 4, QueueSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{backend: &fakeBackend{}, reg: registry.New(registry.Config{})}
+	h.runner, err = execution.New(execution.Config{Sandbox: &sandbox.Config{}, Defaults: limits.Default(), Registry: h.reg, Scheduler: sched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Backend, cfg.Runner = h.backend, h.runner
+	if h.m, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.m.Shutdown()
+		_ = h.runner.Shutdown(time.Second)
+		if open := h.backend.open(); len(open) > 0 {
+			t.Errorf("boxes left open after Shutdown: %v", open)
+		}
+	})
+	return h
+}
+
+func (h *harness) create(t *testing.T, p CreateParams) *Sandbox {
+	t.Helper()
+	if p.Owner.IsZero() {
+		p.Owner = alice
+	}
+	if p.Limits == (limits.Set{}) {
+		p.Limits = limits.Default()
+	}
+	s, err := h.m.Create(context.Background(), p)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return s
+}
+
+// run execs code in s as owner and waits for its result.
+func (h *harness) run(t *testing.T, owner principal.Principal, s *Sandbox, p ExecParams) (registry.Result, string) {
+	t.Helper()
+	e, err := h.m.Exec(owner, s.ID(), p)
+	if err != nil {
+		t.Fatalf("Exec(%q): %v", p.Code, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := e.Wait(ctx)
+	if err != nil {
+		t.Fatalf("exec %q did not end: %v", p.Code, err)
+	}
+	out, _, _, _ := e.Read(registry.Stdout, 0)
+	return res, string(out)
+}
+
+func durationPtr(d time.Duration) *time.Duration { return &d }
+
+// events reads the whole log of s as owner.
+func events(t *testing.T, m *Manager, owner principal.Principal, id string) []eventlog.Entry[*Event] {
+	t.Helper()
+	var out []eventlog.Entry[*Event]
+	for from := int64(0); ; {
+		p, err := m.ReadEvents(owner, id, from, MaxPageEvents)
+		if err != nil {
+			t.Fatalf("ReadEvents(%d): %v", from, err)
+		}
+		out = append(out, p.Events...)
+		if len(p.Events) == 0 {
+			return out
+		}
+		from = p.Next
+	}
+}
+
+// kinds renders events as their kinds, in order.
+func kinds(es []eventlog.Entry[*Event]) string {
+	names := map[EventKind]string{EventReady: "ready", EventExecStarted: "started", EventExecOutput: "output",
+		EventExecEnded: "ended", EventFileWritten: "written", EventFileRemoved: "removed", EventDirectoryMade: "mkdir",
+		EventExpiring: "expiring", EventEnded: "END"}
+	var b []string
+	for _, e := range es {
+		b = append(b, names[e.Value.Kind])
+	}
+	return strings.Join(b, " ")
+}
+
+// TestFileWrittenByOneExecIsReadByTheNext: the sandbox persists between
+// execs (and uploads): what one exec writes, the next reads; a relative
+// workdir is resolved from /workspace.
+func TestFileWrittenByOneExecIsReadByTheNext(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{})
+	if res, _ := h.run(t, alice, s, ExecParams{Code: "write note.txt hello there"}); res.State != registry.StateCompleted {
+		t.Fatalf("write: %+v", res)
+	}
+	res, out := h.run(t, alice, s, ExecParams{Code: "cat note.txt"})
+	if res.State != registry.StateCompleted || out != "hello there" {
+		t.Fatalf("cat: %+v %q", res, out)
+	}
+	if _, _, err := h.m.Upload(context.Background(), alice, s.ID(), "sub/dir/up.txt", 0, strings.NewReader("uploaded")); err != nil {
+		t.Fatal(err)
+	}
+	if _, out := h.run(t, alice, s, ExecParams{Code: "cat up.txt", Workdir: "sub/dir"}); out != "uploaded" {
+		t.Fatalf("cat of the upload from workdir sub/dir: %q", out)
+	}
+	e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "echo x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := e.Meta(); m.Owner != "token:alice" || m.SandboxID != s.ID() || m.Runtime != "shell" {
+		t.Fatalf("exec meta %+v", m)
+	}
+}
+
+// TestOwnership: to another principal a sandbox does not exist, in every
+// call: status, list, exec, files, events, delete, and its execs' stdin
+// and signals.
+func TestOwnership(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{Labels: map[string]string{"team": "a"}})
+	ctx := context.Background()
+	e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block", StdinOpen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notFound := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrNotFound) && !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("bob's %s: %v, want not found", what, err)
+		}
+	}
+	_, err = h.m.Get(bob, s.ID())
+	notFound("Get", err)
+	if l := h.m.List(bob, nil); len(l) != 0 {
+		t.Errorf("bob lists %d sandboxes", len(l))
+	}
+	_, err = h.m.Exec(bob, s.ID(), ExecParams{Code: "echo hi"})
+	notFound("Exec", err)
+	_, _, err = h.m.Upload(ctx, bob, s.ID(), "x", 0, strings.NewReader("x"))
+	notFound("Upload", err)
+	notFound("Download", h.m.Download(ctx, bob, s.ID(), "x", func(FileInfo, io.Reader) error { return nil }))
+	_, _, _, err = h.m.ListFiles(ctx, bob, s.ID(), "/", 0)
+	notFound("ListFiles", err)
+	_, _, err = h.m.Stat(ctx, bob, s.ID(), "/")
+	notFound("Stat", err)
+	notFound("Remove", h.m.Remove(ctx, bob, s.ID(), "x", false))
+	notFound("Mkdir", h.m.Mkdir(ctx, bob, s.ID(), "d", 0, false))
+	_, err = h.m.ReadEvents(bob, s.ID(), 0, 0)
+	notFound("ReadEvents", err)
+	_, err = h.m.Subscribe(ctx, bob, s.ID(), 0)
+	notFound("Subscribe", err)
+	notFound("WriteStdin", h.m.WriteStdin(ctx, bob, e.ID(), []byte("x"), false))
+	notFound("Signal", h.m.Signal(bob, e.ID(), syscall.SIGINT))
+	_, err = h.m.Delete(bob, s.ID())
+	notFound("Delete", err)
+	// Still alice's, untouched.
+	if l := h.m.List(alice, map[string]string{"team": "a"}); len(l) != 1 || l[0].ID() != s.ID() {
+		t.Fatalf("alice's list: %v", l)
+	}
+	if e.State().Terminal() {
+		t.Fatalf("bob's calls ended alice's exec: %v", e.State())
+	}
+}
+
+// TestQuotas: the server's limit, the principal's limit and the lifetime
+// ceiling refuse a create with a *QuotaError naming the limit and its flag;
+// a deleted sandbox frees its place.
+func TestQuotas(t *testing.T) {
+	h := newHarness(t, Config{MaxSandboxes: 5, MaxPerPrincipal: 3, MaxLifetime: time.Hour})
+	var alices []*Sandbox
+	for range 3 {
+		alices = append(alices, h.create(t, CreateParams{Owner: alice}))
+	}
+	var q *QuotaError
+	_, err := h.m.Create(context.Background(), CreateParams{Owner: alice, Limits: limits.Default()})
+	if !errors.As(err, &q) || q.Flag != "--max-sandboxes-per-principal" || !strings.Contains(err.Error(), "of 3") {
+		t.Fatalf("alice's 4th: %v", err)
+	}
+	h.create(t, CreateParams{Owner: bob})
+	h.create(t, CreateParams{Owner: bob})
+	_, err = h.m.Create(context.Background(), CreateParams{Owner: principal.Local(), Limits: limits.Default()})
+	if !errors.As(err, &q) || q.Flag != "--max-sandboxes" || q.Max != 5 {
+		t.Fatalf("6th: %v", err)
+	}
+	if _, err := h.m.Delete(alice, alices[0].ID()); err != nil {
+		t.Fatal(err)
+	}
+	h.create(t, CreateParams{Owner: principal.Local()})
+	for _, tt := range []struct {
+		name string
+		d    time.Duration
+	}{{"over the ceiling", 2 * time.Hour}, {"no expiry under a ceiling", 0}} {
+		_, err = h.m.Create(context.Background(), CreateParams{Owner: bob, Limits: limits.Default(), Lifetime: durationPtr(tt.d)})
+		if !errors.As(err, &q) || q.Flag != "--sandbox-max-lifetime" {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+	var fe *FieldError
+	if _, err := h.m.Create(context.Background(), CreateParams{Owner: bob, Limits: limits.Default(), Lifetime: durationPtr(-time.Second)}); !errors.As(err, &fe) {
+		t.Errorf("negative lifetime: %v", err)
+	}
+	if _, err := h.m.Create(context.Background(), CreateParams{Owner: bob, Limits: limits.Default(), Labels: map[string]string{"bad key": "v"}}); !errors.As(err, &fe) || fe.Field != "labels" {
+		t.Errorf("bad label: %v", err)
+	}
+}
+
+// TestNoExpiryWithoutACeiling: a server without a lifetime ceiling lets
+// a sandbox live without expiry; its default lifetime still applies when
+// a create names none.
+func TestNoExpiryWithoutACeiling(t *testing.T) {
+	h := newHarness(t, Config{MaxLifetime: NoLifetimeCeiling})
+	s := h.create(t, CreateParams{Lifetime: durationPtr(0)})
+	if in := s.Info(); !in.Expires.IsZero() {
+		t.Fatalf("expires %v, want never", in.Expires)
+	}
+	d := h.create(t, CreateParams{})
+	if in := d.Info(); in.Expires.Sub(in.Created) != DefaultLifetime {
+		t.Fatalf("default lifetime %v", in.Expires.Sub(in.Created))
+	}
+}
+
+// TestEventsHistoryThenLive: a subscriber from offset 0, after three
+// execs, receives all their events in order, then the next exec's live;
+// offsets increase by one without gaps; each exec's events are started,
+// output, ended.
+func TestEventsHistoryThenLive(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{})
+	for i := range 3 {
+		h.run(t, alice, s, ExecParams{Code: fmt.Sprintf("echo %d", i)})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seq, err := h.m.Subscribe(ctx, alice, s.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan eventlog.Entry[*Event], 100)
+	done := make(chan error, 1)
+	go func() {
+		for e, err := range seq {
+			if err != nil {
+				done <- err
+				return
+			}
+			got <- e
+		}
+		done <- nil
+	}()
+	var seen []eventlog.Entry[*Event]
+	take := func(n int) {
+		for range n {
+			select {
+			case e := <-got:
+				seen = append(seen, e)
+			case err := <-done:
+				t.Fatalf("subscription ended early: %v", err)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no event after %d", len(seen))
+			}
+		}
+	}
+	take(1 + 3*3) // ready, then started/output/ended of each exec
+	res, _ := h.run(t, alice, s, ExecParams{Code: "echo live"})
+	take(3)
+	if res.State != registry.StateCompleted {
+		t.Fatal(res)
+	}
+	if k := kinds(seen); k != "ready started output ended started output ended started output ended started output ended" {
+		t.Fatalf("kinds: %s", k)
+	}
+	for i, e := range seen {
+		if e.Offset != int64(i) {
+			t.Fatalf("event %d at offset %d", i, e.Offset)
+		}
+	}
+	if last := seen[len(seen)-2].Value; string(last.Data) != "live\n" || last.StreamOffset != 0 {
+		t.Fatalf("live output event %+v", last)
+	}
+	if end := seen[len(seen)-1].Value; end.Result.State != registry.StateCompleted || end.ExecutionID != seen[len(seen)-3].Value.ExecutionID {
+		t.Fatalf("live end event %+v", end)
+	}
+	// Deleting ends the subscription after the last event.
+	if _, err := h.m.Delete(alice, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	take(1)
+	if err := <-done; err != nil {
+		t.Fatalf("subscription ended with %v, want nil after the end", err)
+	}
+	if e := seen[len(seen)-1].Value; e.Kind != EventEnded || e.Reason != EndDeleted {
+		t.Fatalf("last event %+v", e)
+	}
+}
+
+// TestExpiry: a sandbox with a lifetime ends on its own: its running exec
+// ends CANCELLED, its box is closed, it is no longer found, and its log
+// (still readable) ends with expiring and then ended, reason expired.
+func TestExpiry(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{Lifetime: durationPtr(200 * time.Millisecond)})
+	e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sandbox did not expire")
+	}
+	if _, err := h.m.Get(alice, s.ID()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get after expiry: %v", err)
+	}
+	if res, _ := e.Result(); res.State != registry.StateCancelled {
+		t.Fatalf("exec result %+v, want CANCELLED", res)
+	}
+	if open := h.backend.open(); len(open) != 0 {
+		t.Fatalf("boxes open after expiry: %v", open)
+	}
+	es := events(t, h.m, alice, s.ID())
+	if k := kinds(es); !strings.HasSuffix(k, "expiring ended END") {
+		t.Fatalf("events: %s", k)
+	}
+	end := es[len(es)-1].Value
+	if end.Reason != EndExpired || end.CancelledExecs != 1 || es[len(es)-3].Value.Reason != EndExpired {
+		t.Fatalf("end event %+v", end)
+	}
+}
+
+// TestIdleTimeout: a running exec holds the idle timeout off; once
+// nothing runs, the sandbox ends after the idle timeout, reason idle.
+func TestIdleTimeout(t *testing.T) {
+	var mu sync.Mutex
+	var skew time.Duration // the clock runs ahead of real time by this
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(skew) }
+	h := newHarness(t, Config{Now: clock})
+	s := h.create(t, CreateParams{IdleTimeout: 100 * time.Millisecond})
+	e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An hour later, with the exec still running, the idle timer firing
+	// (as it would, were it armed) ends nothing.
+	mu.Lock()
+	skew = time.Hour
+	mu.Unlock()
+	h.m.expire(s, EndIdle)
+	if _, err := h.m.Get(alice, s.ID()); err != nil {
+		t.Fatalf("the sandbox idled out with an exec running: %v", err)
+	}
+	if _, err := e.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sandbox did not idle out")
+	}
+	es := events(t, h.m, alice, s.ID())
+	if end := es[len(es)-1].Value; end.Reason != EndIdle || end.CancelledExecs != 0 {
+		t.Fatalf("end %+v", end)
+	}
+}
+
+// TestDeleteCancelsExecs: deleting a sandbox cancels its running and
+// queued execs (CANCELLED), each logged as ended before the sandbox's
+// end, and frees everything.
+func TestDeleteCancelsExecs(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{})
+	var execs []*registry.Execution
+	for range 6 { // 4 slots: 4 run, 2 wait in the queue
+		e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		execs = append(execs, e)
+	}
+	n, err := h.m.Delete(alice, s.ID())
+	if err != nil || n != 6 {
+		t.Fatalf("Delete = %d, %v; want 6 cancelled", n, err)
+	}
+	for _, e := range execs {
+		if res, ok := e.Result(); !ok || res.State != registry.StateCancelled {
+			t.Fatalf("exec %s: %+v", e.ID(), res)
+		}
+	}
+	if _, err := h.m.Delete(alice, s.ID()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second Delete: %v", err)
+	}
+	es := events(t, h.m, alice, s.ID())
+	k := kinds(es)
+	if strings.Count(k, "started") != 6 || strings.Count(k, "ended") != 6 || !strings.HasSuffix(k, "ended END") {
+		t.Fatalf("events: %s", k)
+	}
+	if open := h.backend.open(); len(open) != 0 {
+		t.Fatalf("boxes open: %v", open)
+	}
+	if _, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "echo"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Exec after delete: %v", err)
+	}
+}
+
+// TestMaxExecs: a sandbox holds at most MaxExecs execs at once; the next
+// is refused with a *QuotaError until one ends.
+func TestMaxExecs(t *testing.T) {
+	h := newHarness(t, Config{MaxExecs: 2})
+	s := h.create(t, CreateParams{})
+	a, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"}); err != nil {
+		t.Fatal(err)
+	}
+	var q *QuotaError
+	if _, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "echo"}); !errors.As(err, &q) || q.Max != 2 {
+		t.Fatalf("third exec: %v", err)
+	}
+	if _, err := a.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(5*time.Second, func() bool { return s.Info().Execs == 1 }) {
+		t.Fatal("the cancelled exec still holds its place")
+	}
+	if res, _ := h.run(t, alice, s, ExecParams{Code: "echo ok"}); res.State != registry.StateCompleted {
+		t.Fatal(res)
+	}
+}
+
+// TestStdinAndSignals: an exec started with its standard input open reads
+// what WriteStdin gives it until the close; a write to an exec without
+// open input, or after the close, is refused; a signal reaches a running
+// exec through the mechanism.
+func TestStdinAndSignals(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{})
+	ctx := context.Background()
+	e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "stdin", Stdin: []byte("first "), StdinOpen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written before or after the program starts, in order.
+	for _, part := range []string{"second ", "third"} {
+		if err := h.m.WriteStdin(ctx, alice, e.ID(), []byte(part), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.m.WriteStdin(ctx, alice, e.ID(), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.m.WriteStdin(ctx, alice, e.ID(), []byte("late"), false); !errors.Is(err, ErrStdinClosed) && !errors.Is(err, ErrExecNotRunning) && !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("write after close: %v", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if res, err := e.Wait(wctx); err != nil || res.State != registry.StateCompleted {
+		t.Fatalf("stdin exec: %+v %v", res, err)
+	}
+	// The box's fake "stdin" program echoes its input; the first bytes
+	// came with the request (req.Stdin), which the fake does not read.
+	out, _, _, _ := e.Read(registry.Stdout, 0)
+	if string(out) != "second third" {
+		t.Fatalf("output %q", out)
+	}
+	closed, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.m.WriteStdin(ctx, alice, closed.ID(), []byte("x"), false); !errors.Is(err, ErrStdinClosed) {
+		t.Fatalf("write to an exec without open input: %v", err)
+	}
+	if !waitFor(5*time.Second, func() bool { return h.m.Signal(alice, closed.ID(), syscall.SIGINT) == nil }) {
+		t.Fatal("the signal never reached the running exec")
+	}
+	box := h.backend.boxes[0]
+	box.mu.Lock()
+	sig := strings.Join(box.signals, ",")
+	box.mu.Unlock()
+	if sig != closed.ID()+" interrupt" {
+		t.Fatalf("signals %q", sig)
+	}
+	if _, err := closed.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFiles: uploads, downloads, listings, stats, removals and mkdirs go
+// to the mechanism with resolved paths and log their events; a file over
+// the workspace's room is the mechanism's ENOSPC; a missing path is
+// exists false.
+func TestFiles(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{Limits: func() limits.Set { l := limits.Default(); l.WorkspaceBytes = 1 << 20; return l }()})
+	ctx := context.Background()
+	abs, n, err := h.m.Upload(ctx, alice, s.ID(), "a/b.bin", 0, bytes.NewReader(make([]byte, 1000)))
+	if err != nil || abs != "/workspace/a/b.bin" || n != 1000 {
+		t.Fatalf("Upload = %q, %d, %v", abs, n, err)
+	}
+	if _, _, err := h.m.Upload(ctx, alice, s.ID(), "big", 0, bytes.NewReader(make([]byte, 2<<20))); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("upload over the room: %v", err)
+	}
+	var got bytes.Buffer
+	if err := h.m.Download(ctx, alice, s.ID(), "/workspace/a/../a/b.bin", func(fi FileInfo, r io.Reader) error {
+		if fi.Size != 1000 {
+			t.Errorf("info %+v", fi)
+		}
+		_, err := io.Copy(&got, r)
+		return err
+	}); err != nil || got.Len() != 1000 {
+		t.Fatalf("Download: %d bytes, %v", got.Len(), err)
+	}
+	if err := h.m.Download(ctx, alice, s.ID(), "nope", func(FileInfo, io.Reader) error { return nil }); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("download of a missing file: %v", err)
+	}
+	if err := h.m.Mkdir(ctx, alice, s.ID(), "d", 0, false); err != nil {
+		t.Fatal(err)
+	}
+	dir, entries, total, err := h.m.ListFiles(ctx, alice, s.ID(), ".", 1)
+	if err != nil || dir != "/workspace" || total != 2 || len(entries) != 1 || entries[0].Name != "a" {
+		t.Fatalf("ListFiles = %q %v %d %v", dir, entries, total, err)
+	}
+	var fe *FieldError
+	if _, _, _, err := h.m.ListFiles(ctx, alice, s.ID(), ".", MaxEntries+1); !errors.As(err, &fe) || fe.Field != "max_entries" {
+		t.Fatalf("max_entries over the bound: %v", err)
+	}
+	if _, ok, err := h.m.Stat(ctx, alice, s.ID(), "missing"); err != nil || ok {
+		t.Fatalf("Stat(missing) = %v, %v; want false, nil", ok, err)
+	}
+	if err := h.m.Remove(ctx, alice, s.ID(), "a/b.bin", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/", "/workspace", "."} {
+		if err := h.m.Remove(ctx, alice, s.ID(), p, true); !errors.As(err, &fe) {
+			t.Errorf("Remove(%q): %v", p, err)
+		}
+	}
+	if _, _, err := h.m.Upload(ctx, alice, s.ID(), "../../etc/passwd", 0, strings.NewReader("x")); !errors.As(err, &fe) || fe.Field != "path" {
+		t.Fatalf("upload climbing above the root: %v", err)
+	}
+	if k := kinds(events(t, h.m, alice, s.ID())); k != "ready written mkdir removed" {
+		t.Fatalf("events %s", k)
+	}
+}
+
+// TestEndedLogRetained: an ended sandbox's log stays readable, for its
+// owner only, until the retention passes.
+func TestEndedLogRetained(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	h := newHarness(t, Config{Now: clock, EndedRetention: time.Minute})
+	s := h.create(t, CreateParams{})
+	if _, err := h.m.Delete(alice, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.m.ReadEvents(alice, s.ID(), 0, 0)
+	if err != nil || !p.Ended || kinds(p.Events) != "ready END" {
+		t.Fatalf("ReadEvents after delete = %+v, %v", p, err)
+	}
+	if _, err := h.m.ReadEvents(bob, s.ID(), 0, 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("bob reads alice's ended log: %v", err)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	if _, err := h.m.ReadEvents(alice, s.ID(), 0, 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("ReadEvents after the retention: %v", err)
+	}
+}
+
+// TestEventLogBound: a sandbox's log keeps its bound; reading a dropped
+// offset says which is the first held; a page stops at MaxPageBytes.
+func TestEventLogBound(t *testing.T) {
+	h := newHarness(t, Config{Events: eventlog.Config{MaxEntries: 8}})
+	s := h.create(t, CreateParams{})
+	for i := range 4 {
+		h.run(t, alice, s, ExecParams{Code: fmt.Sprintf("echo %d", i)})
+	}
+	var de *eventlog.DroppedError
+	if _, err := h.m.ReadEvents(alice, s.ID(), 0, 0); !errors.As(err, &de) || de.First != 5 {
+		t.Fatalf("ReadEvents(0): %v, want DroppedError with first 5", err)
+	}
+	p, err := h.m.ReadEvents(alice, s.ID(), 5, 0)
+	if err != nil || len(p.Events) != 8 || p.First != 5 || p.Next != 13 || p.Ended {
+		t.Fatalf("page %+v, %v", p, err)
+	}
+}
+
+// TestShutdownEndsEverySandbox: Shutdown ends every sandbox (reason
+// shutdown) and refuses new ones.
+func TestShutdownEndsEverySandbox(t *testing.T) {
+	h := newHarness(t, Config{})
+	a := h.create(t, CreateParams{Owner: alice})
+	b := h.create(t, CreateParams{Owner: bob})
+	if _, err := h.m.Exec(bob, b.ID(), ExecParams{Code: "block"}); err != nil {
+		t.Fatal(err)
+	}
+	h.m.Shutdown()
+	for _, s := range []*Sandbox{a, b} {
+		es := events(t, h.m, principal.Principal{Kind: principal.KindToken, Name: strings.TrimPrefix(s.owner, "token:")}, s.ID())
+		if end := es[len(es)-1].Value; end.Kind != EventEnded || end.Reason != EndShutdown {
+			t.Fatalf("%s ended with %+v", s.ID(), end)
+		}
+	}
+	if _, err := h.m.Create(context.Background(), CreateParams{Owner: alice, Limits: limits.Default()}); !errors.Is(err, ErrShuttingDown) {
+		t.Fatalf("Create after Shutdown: %v", err)
+	}
+}
+
+// TestConcurrentSandboxes: many sandboxes of two principals, each running
+// execs and file transfers at once (under -race), lose nothing; after
+// deleting them nothing is left.
+func TestConcurrentSandboxes(t *testing.T) {
+	h := newHarness(t, Config{MaxSandboxes: 20})
+	var wg sync.WaitGroup
+	errs := make(chan error, 20*10)
+	for i := range 20 {
+		owner := alice
+		if i%2 == 1 {
+			owner = bob
+		}
+		wg.Go(func() {
+			s, err := h.m.Create(context.Background(), CreateParams{Owner: owner, Limits: limits.Default()})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for j := range 10 {
+				name := fmt.Sprintf("f%d", j)
+				if _, _, err := h.m.Upload(context.Background(), owner, s.ID(), name, 0, strings.NewReader(name)); err != nil {
+					errs <- err
+					continue
+				}
+				e, err := h.m.Exec(owner, s.ID(), ExecParams{Code: "cat " + name})
+				if err != nil {
+					errs <- err
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				res, err := e.Wait(ctx)
+				cancel()
+				out, _, _, _ := e.Read(registry.Stdout, 0)
+				if err != nil || res.State != registry.StateCompleted || string(out) != name {
+					errs <- fmt.Errorf("sandbox %d exec %d: %+v %v %q", i, j, res, err, out)
+				}
+			}
+			if _, err := h.m.Delete(owner, s.ID()); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := h.m.Live(); n != 0 {
+		t.Fatalf("%d sandboxes live", n)
+	}
+	if open := h.backend.open(); len(open) != 0 {
+		t.Fatalf("boxes open: %v", open)
+	}
+}
+
+func TestResolvePath(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{".", "/workspace"},
+		{"a/b", "/workspace/a/b"},
+		{"/etc/passwd", "/etc/passwd"},
+		{"a/../../tmp/x", "/tmp/x"},
+		{"..", "/"},
+		{"../..", ""},
+		{"//workspace//./x/", "/workspace/x"},
+		{"/a/b/../../..", ""},
+		{"../../..", ""},
+		{"/..", ""},
+		{"", ""},
+		{"a\x00b", ""},
+		{strings.Repeat("a", MaxPathBytes+1), ""},
+	}
+	for _, tt := range tests {
+		got, err := ResolvePath("path", tt.in)
+		if tt.want == "" {
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != "path" {
+				t.Errorf("ResolvePath(%q) = %q, %v; want a *FieldError", tt.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ResolvePath(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// FuzzResolvePath: whatever a client sends, a resolved path is absolute,
+// clean (no "." or ".." element, no empty element) and free of NULs; or
+// the request is refused with a *FieldError.
+func FuzzResolvePath(f *testing.F) {
+	for _, s := range []string{".", "../x", "/a/../../b", "a//b/./c", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		got, err := ResolvePath("path", p)
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("ResolvePath(%q): %v is not a *FieldError", p, err)
+			}
+			return
+		}
+		if !strings.HasPrefix(got, "/") || strings.ContainsRune(got, 0) {
+			t.Fatalf("ResolvePath(%q) = %q", p, got)
+		}
+		if got != "/" {
+			for _, el := range strings.Split(got[1:], "/") {
+				if el == "" || el == "." || el == ".." {
+					t.Fatalf("ResolvePath(%q) = %q holds %q", p, got, el)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,113 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// MaxStdinBuffer is how many bytes of an exec's standard input wait, at
+// most, for the program to read them; a write that does not fit waits for
+// room. It is also the largest write (WriteStdin's data).
+const MaxStdinBuffer = 1 << 20
+
+// stdinPipe is an exec's open standard input: WriteStdin puts bytes in,
+// the mechanism reads them out (an io.Reader) and gives them to the
+// program. Writes are all or nothing and wait, bounded by their context,
+// for room in a buffer of MaxStdinBuffer bytes; no goroutine is left
+// behind by a write that gives up.
+type stdinPipe struct {
+	mu     sync.Mutex
+	buf    []byte
+	closed bool          // no more writes: the reader gets EOF once buf is read
+	gone   bool          // the exec ended: writes fail, reads get EOF
+	wake   chan struct{} // closed and cleared on every change; nil when nobody waits
+}
+
+func newStdinPipe() *stdinPipe { return &stdinPipe{} }
+
+// write appends p, then closes the input when close is set. It waits for
+// room (the program reading) until ctx ends. Errors: ErrStdinClosed after
+// a close, ErrExecNotRunning once the exec has ended, a *FieldError for p
+// larger than MaxStdinBuffer, ctx's error.
+func (p *stdinPipe) write(ctx context.Context, b []byte, close bool) error {
+	if len(b) > MaxStdinBuffer {
+		return &FieldError{Field: "data", Reason: fmt.Sprintf("%d bytes; at most %d per call", len(b), MaxStdinBuffer)}
+	}
+	for {
+		p.mu.Lock()
+		switch {
+		case p.gone:
+			p.mu.Unlock()
+			return ErrExecNotRunning
+		case p.closed:
+			p.mu.Unlock()
+			return ErrStdinClosed
+		case len(p.buf)+len(b) <= MaxStdinBuffer:
+			p.buf = append(p.buf, b...)
+			p.closed = close
+			p.wakeLocked()
+			p.mu.Unlock()
+			return nil
+		}
+		w := p.waitLocked()
+		p.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Read gives the program what was written, blocking until there is some;
+// io.EOF once the input is closed and read, or the exec has ended.
+func (p *stdinPipe) Read(b []byte) (int, error) {
+	for {
+		p.mu.Lock()
+		switch {
+		case p.gone:
+			p.mu.Unlock()
+			return 0, io.EOF
+		case len(p.buf) > 0:
+			n := copy(b, p.buf)
+			p.buf = p.buf[n:]
+			if len(p.buf) == 0 {
+				p.buf = nil // let a large buffer go
+			}
+			p.wakeLocked()
+			p.mu.Unlock()
+			return n, nil
+		case p.closed:
+			p.mu.Unlock()
+			return 0, io.EOF
+		}
+		w := p.waitLocked()
+		p.mu.Unlock()
+		<-w
+	}
+}
+
+// end marks the exec ended: writers waiting and to come fail, readers get
+// EOF, and what was not read is dropped.
+func (p *stdinPipe) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gone, p.buf = true, nil
+	p.wakeLocked()
+}
+
+func (p *stdinPipe) waitLocked() <-chan struct{} {
+	if p.wake == nil {
+		p.wake = make(chan struct{})
+	}
+	return p.wake
+}
+
+func (p *stdinPipe) wakeLocked() {
+	if p.wake != nil {
+		close(p.wake)
+		p.wake = nil
+	}
+}

@@ -1,0 +1,421 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"syscall"
+	"time"
+
+	"github.com/execfarm/execfarm/proto/execfarmv1"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/scheduler"
+	"github.com/execfarm/execfarm/supervisor/session"
+)
+
+// sessions serves execfarm.v1.SessionService: the gRPC surface of
+// supervisor/session. Every call acts as its caller's principal; every
+// error goes through rpcError.
+type sessions struct {
+	execfarmv1.UnimplementedSessionServiceServer
+	s *Server
+}
+
+// Bounds of the session service's streams (proto/PROTOCOL.md).
+const (
+	// maxFileChunk is the largest data message of an upload, and the
+	// size of a download's data messages, bytes.
+	maxFileChunk = 1 << 20
+	// downloadChunk is the size of a download's data messages, bytes.
+	downloadChunk = 256 << 10
+)
+
+// sessionRuntime maps the wire enum to a runtime name; unspecified is ""
+// (the sandbox's, or the session default).
+func (s *Server) sessionRuntime(r sandboxv1.Runtime) (string, error) {
+	if r == sandboxv1.Runtime_RUNTIME_UNSPECIFIED {
+		return "", nil
+	}
+	return s.runtimeName(r)
+}
+
+// seconds turns a request's seconds into a duration, saturating instead
+// of overflowing (a huge lifetime is then over any ceiling).
+func seconds(n int64) time.Duration {
+	if n > math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64
+	}
+	if n < math.MinInt64/int64(time.Second) {
+		return math.MinInt64
+	}
+	return time.Duration(n) * time.Second
+}
+
+func sandboxID(id string) error {
+	if id == "" {
+		return badRequest("sandbox_id", "sandbox_id is empty")
+	}
+	return nil
+}
+
+// CreateSandbox starts a sandbox for the caller and answers once it is
+// ready.
+func (ss sessions) CreateSandbox(ctx context.Context, req *execfarmv1.CreateSandboxRequest) (*execfarmv1.Sandbox, error) {
+	s := ss.s
+	rt, err := s.sessionRuntime(req.GetRuntime())
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	l, err := limits.Resolve(req.GetLimits(), nil, s.cfg.Defaults, s.cfg.Ceilings)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	p := session.CreateParams{Owner: caller(ctx), Runtime: rt, Limits: l, Labels: req.GetLabels(),
+		IdleTimeout: seconds(req.GetIdleTimeoutSeconds())}
+	if req.ShutdownAfterSeconds != nil {
+		d := seconds(req.GetShutdownAfterSeconds())
+		p.Lifetime = &d
+	}
+	sb, err := s.sessions.Create(ctx, p)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return sandboxToProto(sb.Info()), nil
+}
+
+// GetSandbox reports a sandbox's status; one the caller does not have is
+// SANDBOX_STATE_NOT_FOUND, not an error.
+func (ss sessions) GetSandbox(ctx context.Context, req *execfarmv1.GetSandboxRequest) (*execfarmv1.Sandbox, error) {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return nil, rpcError(err)
+	}
+	sb, err := ss.s.sessions.Get(caller(ctx), req.GetSandboxId())
+	if errors.Is(err, session.ErrNotFound) {
+		return notFoundSandbox(req.GetSandboxId()), nil
+	}
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return sandboxToProto(sb.Info()), nil
+}
+
+// ListSandboxes lists the caller's sandboxes carrying the labels.
+func (ss sessions) ListSandboxes(ctx context.Context, req *execfarmv1.ListSandboxesRequest) (*execfarmv1.ListSandboxesResponse, error) {
+	resp := &execfarmv1.ListSandboxesResponse{}
+	for _, sb := range ss.s.sessions.List(caller(ctx), req.GetLabels()) {
+		resp.Sandboxes = append(resp.Sandboxes, sandboxToProto(sb.Info()))
+	}
+	return resp, nil
+}
+
+// DeleteSandbox ends a sandbox and answers once nothing of it is left.
+func (ss sessions) DeleteSandbox(ctx context.Context, req *execfarmv1.DeleteSandboxRequest) (*execfarmv1.DeleteSandboxResponse, error) {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return nil, rpcError(err)
+	}
+	n, err := ss.s.sessions.Delete(caller(ctx), req.GetSandboxId())
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return &execfarmv1.DeleteSandboxResponse{CancelledExecs: int32(n)}, nil
+}
+
+// exec starts the exec of req for the caller.
+func (ss sessions) exec(ctx context.Context, req *execfarmv1.ExecRequest) (*registry.Execution, error) {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return nil, err
+	}
+	rt, err := ss.s.sessionRuntime(req.GetRuntime())
+	if err != nil {
+		return nil, err
+	}
+	p := session.ExecParams{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), StdinOpen: req.GetKeepStdinOpen(),
+		Env: req.GetEnv(), Workdir: req.GetWorkdir(), TimeoutMs: req.TimeoutMs, OutputBytes: req.MaxOutputBytes, CPUTimeMs: req.CpuTimeMs}
+	e, err := ss.s.sessions.Exec(caller(ctx), req.GetSandboxId(), p)
+	if errors.Is(err, scheduler.ErrQueueFull) {
+		err = describe(err, "execution queue full (%d waiting)", ss.s.cfg.QueueSize)
+	}
+	return e, err
+}
+
+// Exec runs an exec and streams its output, the result last. Closing the
+// call before the end cancels the exec.
+func (ss sessions) Exec(req *execfarmv1.ExecRequest, stream execfarmv1.SessionService_ExecServer) error {
+	ctx := stream.Context()
+	e, err := ss.exec(ctx, req)
+	if err != nil {
+		return rpcError(err)
+	}
+	if err := stream.Send(&execfarmv1.ExecChunk{ExecutionId: e.ID(), TimestampMs: time.Now().UnixMilli(),
+		Chunk: &execfarmv1.ExecChunk_Started{Started: &execfarmv1.ExecStarted{SandboxId: req.GetSandboxId(),
+			State: stateToProto(e.State()), QueuePosition: int32(ss.s.runner.QueuePosition(e.ID()))}}}); err != nil {
+		_, _ = e.Cancel()
+		return err
+	}
+	for ev, err := range e.Subscribe(ctx) {
+		if err != nil {
+			_, _ = e.Cancel()
+			return rpcError(err)
+		}
+		chunk := &execfarmv1.ExecChunk{ExecutionId: e.ID(), TimestampMs: time.Now().UnixMilli()}
+		switch {
+		case ev.Result != nil:
+			chunk.Chunk = &execfarmv1.ExecChunk_Result{Result: resultToProto(e.ID(), *ev.Result)}
+			return stream.Send(chunk)
+		case ev.Stream == registry.Stdout:
+			chunk.Chunk, chunk.StreamOffset = &execfarmv1.ExecChunk_Stdout{Stdout: ev.Data}, ev.Offset
+		default:
+			chunk.Chunk, chunk.StreamOffset = &execfarmv1.ExecChunk_Stderr{Stderr: ev.Data}, ev.Offset
+		}
+		if err := stream.Send(chunk); err != nil {
+			_, _ = e.Cancel()
+			return err
+		}
+	}
+	return rpcError(errors.New("output subscription ended without a result"))
+}
+
+// ExecAsync starts an exec and answers with its id.
+func (ss sessions) ExecAsync(ctx context.Context, req *execfarmv1.ExecRequest) (*sandboxv1.ExecuteAsyncResponse, error) {
+	e, err := ss.exec(ctx, req)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	return &sandboxv1.ExecuteAsyncResponse{ExecutionId: e.ID(), State: stateToProto(e.State()),
+		QueuePosition: int32(ss.s.runner.QueuePosition(e.ID()))}, nil
+}
+
+// sessionExec checks that id is the caller's exec of a session sandbox
+// that has not ended: the caller's other executions are
+// ErrNotSessionExec, ended ones registry.ErrTerminal.
+func (ss sessions) sessionExec(ctx context.Context, id string) error {
+	e, err := ss.s.lookup(ctx, id)
+	switch {
+	case err != nil:
+		return err
+	case e.Meta().SandboxID == "":
+		return describe(session.ErrNotSessionExec, "execution %s is not an exec of a session sandbox", id)
+	case e.State().Terminal():
+		return describe(registry.ErrTerminal, "exec %s already ended (%s)", id, e.State())
+	}
+	return nil
+}
+
+// held maps the session package's "no such held exec" for an exec that
+// sessionExec found: it ended in between.
+func held(id string, err error) error {
+	if errors.Is(err, registry.ErrNotFound) {
+		return describe(registry.ErrTerminal, "exec %s already ended", id)
+	}
+	return err
+}
+
+// WriteStdin gives more bytes to an exec's open standard input.
+func (ss sessions) WriteStdin(ctx context.Context, req *execfarmv1.WriteStdinRequest) (*execfarmv1.WriteStdinResponse, error) {
+	id := req.GetExecutionId()
+	if err := ss.sessionExec(ctx, id); err != nil {
+		return nil, rpcError(err)
+	}
+	if err := ss.s.sessions.WriteStdin(ctx, caller(ctx), id, req.GetData(), req.GetClose()); err != nil {
+		return nil, rpcError(held(id, err))
+	}
+	return &execfarmv1.WriteStdinResponse{}, nil
+}
+
+// allowedSignals are the signals a caller may send to an exec.
+var allowedSignals = map[int32]syscall.Signal{
+	1: syscall.SIGHUP, 2: syscall.SIGINT, 3: syscall.SIGQUIT, 9: syscall.SIGKILL, 10: syscall.SIGUSR1,
+	12: syscall.SIGUSR2, 15: syscall.SIGTERM, 18: syscall.SIGCONT, 19: syscall.SIGSTOP, 28: syscall.SIGWINCH,
+}
+
+// SignalExec sends a signal to a running exec.
+func (ss sessions) SignalExec(ctx context.Context, req *execfarmv1.SignalExecRequest) (*execfarmv1.SignalExecResponse, error) {
+	sig, ok := allowedSignals[req.GetSignal()]
+	if !ok {
+		return nil, rpcError(badRequest("signal", "signal %d: want one of 1 (HUP), 2 (INT), 3 (QUIT), 9 (KILL), 10 (USR1), 12 (USR2), 15 (TERM), 18 (CONT), 19 (STOP), 28 (WINCH)", req.GetSignal()))
+	}
+	id := req.GetExecutionId()
+	if err := ss.sessionExec(ctx, id); err != nil {
+		return nil, rpcError(err)
+	}
+	if err := ss.s.sessions.Signal(caller(ctx), id, sig); err != nil {
+		return nil, rpcError(held(id, err))
+	}
+	return &execfarmv1.SignalExecResponse{}, nil
+}
+
+// uploadReader reads an upload's data messages as one stream of bytes.
+type uploadReader struct {
+	stream execfarmv1.SessionService_UploadFileServer
+	buf    []byte
+}
+
+func (r *uploadReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		msg, err := r.stream.Recv()
+		if err != nil {
+			return 0, err // io.EOF at the end
+		}
+		d, ok := msg.GetPart().(*execfarmv1.UploadFileRequest_Data)
+		switch {
+		case !ok:
+			return 0, badRequest("header", "an upload has one header, first")
+		case len(d.Data) > maxFileChunk:
+			return 0, badRequest("data", "data message of %d bytes; at most %d", len(d.Data), maxFileChunk)
+		}
+		r.buf = d.Data
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+// UploadFile writes a streamed file into a sandbox.
+func (ss sessions) UploadFile(stream execfarmv1.SessionService_UploadFileServer) error {
+	ctx := stream.Context()
+	first, err := stream.Recv()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = badRequest("header", "an upload starts with its header")
+		}
+		return rpcError(err)
+	}
+	h := first.GetHeader()
+	if h == nil {
+		return rpcError(badRequest("header", "an upload starts with its header"))
+	}
+	if err := sandboxID(h.GetSandboxId()); err != nil {
+		return rpcError(err)
+	}
+	path, n, err := ss.s.sessions.Upload(ctx, caller(ctx), h.GetSandboxId(), h.GetPath(), h.GetMode(), &uploadReader{stream: stream})
+	if err != nil {
+		return rpcError(err)
+	}
+	return stream.SendAndClose(&execfarmv1.UploadFileResponse{Path: path, BytesWritten: n})
+}
+
+// DownloadFile streams a file out of a sandbox: its FileInfo, then data.
+func (ss sessions) DownloadFile(req *execfarmv1.DownloadFileRequest, stream execfarmv1.SessionService_DownloadFileServer) error {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return rpcError(err)
+	}
+	ctx := stream.Context()
+	err := ss.s.sessions.Download(ctx, caller(ctx), req.GetSandboxId(), req.GetPath(), func(fi session.FileInfo, r io.Reader) error {
+		if err := stream.Send(&execfarmv1.DownloadFileResponse{Part: &execfarmv1.DownloadFileResponse_Info{Info: fileInfoToProto(fi)}}); err != nil {
+			return err
+		}
+		for {
+			// A buffer per message: gRPC may keep a sent message (stats
+			// handlers), so its bytes must not change after Send.
+			buf := make([]byte, downloadChunk)
+			n, err := io.ReadFull(r, buf)
+			if n > 0 {
+				if err := stream.Send(&execfarmv1.DownloadFileResponse{Part: &execfarmv1.DownloadFileResponse_Data{Data: buf[:n]}}); err != nil {
+					return err
+				}
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	})
+	return rpcError(err)
+}
+
+// ListFiles lists a directory of a sandbox.
+func (ss sessions) ListFiles(ctx context.Context, req *execfarmv1.ListFilesRequest) (*execfarmv1.ListFilesResponse, error) {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return nil, rpcError(err)
+	}
+	dir, entries, total, err := ss.s.sessions.ListFiles(ctx, caller(ctx), req.GetSandboxId(), req.GetPath(), int(req.GetMaxEntries()))
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	resp := &execfarmv1.ListFilesResponse{Path: dir, TotalEntries: total, Truncated: total > int64(len(entries))}
+	for _, fi := range entries {
+		resp.Entries = append(resp.Entries, fileInfoToProto(fi))
+	}
+	return resp, nil
+}
+
+// StatFile says whether a path exists in a sandbox and what it is.
+func (ss sessions) StatFile(ctx context.Context, req *execfarmv1.StatFileRequest) (*execfarmv1.StatFileResponse, error) {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return nil, rpcError(err)
+	}
+	fi, ok, err := ss.s.sessions.Stat(ctx, caller(ctx), req.GetSandboxId(), req.GetPath())
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	resp := &execfarmv1.StatFileResponse{Exists: ok}
+	if ok {
+		resp.Info = fileInfoToProto(fi)
+	}
+	return resp, nil
+}
+
+// RemoveFile removes a path in a sandbox.
+func (ss sessions) RemoveFile(ctx context.Context, req *execfarmv1.RemoveFileRequest) (*execfarmv1.RemoveFileResponse, error) {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return nil, rpcError(err)
+	}
+	if err := ss.s.sessions.Remove(ctx, caller(ctx), req.GetSandboxId(), req.GetPath(), req.GetRecursive()); err != nil {
+		return nil, rpcError(err)
+	}
+	return &execfarmv1.RemoveFileResponse{}, nil
+}
+
+// MakeDirectory creates a directory in a sandbox.
+func (ss sessions) MakeDirectory(ctx context.Context, req *execfarmv1.MakeDirectoryRequest) (*execfarmv1.MakeDirectoryResponse, error) {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return nil, rpcError(err)
+	}
+	if err := ss.s.sessions.Mkdir(ctx, caller(ctx), req.GetSandboxId(), req.GetPath(), req.GetMode(), req.GetParents()); err != nil {
+		return nil, rpcError(err)
+	}
+	return &execfarmv1.MakeDirectoryResponse{}, nil
+}
+
+// ReadEvents returns a page of a sandbox's event log.
+func (ss sessions) ReadEvents(ctx context.Context, req *execfarmv1.ReadEventsRequest) (*execfarmv1.ReadEventsResponse, error) {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return nil, rpcError(err)
+	}
+	p, err := ss.s.sessions.ReadEvents(caller(ctx), req.GetSandboxId(), req.GetFromOffset(), int(req.GetMaxEvents()))
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	resp := &execfarmv1.ReadEventsResponse{NextOffset: p.Next, FirstOffset: p.First, Ended: p.Ended}
+	for _, en := range p.Events {
+		resp.Events = append(resp.Events, eventToProto(req.GetSandboxId(), en))
+	}
+	return resp, nil
+}
+
+// SubscribeEvents streams a sandbox's event log from an offset, history
+// then live, until the sandbox's last event.
+func (ss sessions) SubscribeEvents(req *execfarmv1.SubscribeEventsRequest, stream execfarmv1.SessionService_SubscribeEventsServer) error {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return rpcError(err)
+	}
+	ctx := stream.Context()
+	seq, err := ss.s.sessions.Subscribe(ctx, caller(ctx), req.GetSandboxId(), req.GetFromOffset())
+	if err != nil {
+		return rpcError(err)
+	}
+	for en, err := range seq {
+		if err != nil {
+			return rpcError(err)
+		}
+		if err := stream.Send(eventToProto(req.GetSandboxId(), en)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

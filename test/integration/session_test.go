@@ -1,0 +1,530 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/execfarmv1"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/transport"
+	"github.com/execfarm/execfarm/test/hostscan"
+)
+
+// Session instances take the window's slots from sessionSlot on; the
+// shared supervisor has [0, sharedSlots). Tests run one at a time, and
+// each stops its instance, so instances of different tests may share
+// slots.
+const (
+	sessionSlot  = sharedSlots
+	sessionSlots = uidSlots - sharedSlots
+)
+
+// The principals of session instances: their tokens' names.
+var sessionTokens = map[string]string{
+	"alice": "alice-token-0123456789abcdef",
+	"bob":   "bob-token-0123456789abcdef01",
+}
+
+// sessionInstance is a supervisor whose callers are named by bearer
+// tokens, with a session client and an execution client per principal.
+type sessionInstance struct {
+	*instance
+	sessions map[string]execfarmv1.SessionServiceClient
+	execs    map[string]sandboxv1.SandboxServiceClient
+}
+
+// startSessionInstance starts a supervisor with the token file of
+// sessionTokens, maxSandboxes session sandboxes at most and 4 execution
+// slots, on the session slots; it is stopped, and checked to have left
+// nothing, when the test ends.
+func startSessionInstance(t *testing.T, name string, maxSandboxes int, opts ...func(*supervisor.Config)) *sessionInstance {
+	t.Helper()
+	requireSandbox(t)
+	dir := filepath.Join(host.dir, name+"-tokens")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "tokens")
+	var b strings.Builder
+	for who, tok := range sessionTokens {
+		fmt.Fprintf(&b, "%s %s\n", who, tok)
+	}
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts = append([]func(*supervisor.Config){func(c *supervisor.Config) { c.Sessions.MaxSandboxes = maxSandboxes }}, opts...)
+	in, err := startInstanceOn(name, sessionSlot, sessionSlots, 4, 5*time.Second, func(tc *transport.Config) { tc.TokenPath = file }, opts...)
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	si := &sessionInstance{instance: in, sessions: map[string]execfarmv1.SessionServiceClient{}, execs: map[string]sandboxv1.SandboxServiceClient{}}
+	for who, tok := range sessionTokens {
+		c := in.tc
+		c.TokenPath, c.Token = "", tok
+		conn, err := c.Dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		si.sessions[who] = execfarmv1.NewSessionServiceClient(conn)
+		si.execs[who] = sandboxv1.NewSandboxServiceClient(conn)
+	}
+	t.Cleanup(func() {
+		if err := in.stop(); err != nil {
+			t.Errorf("stop %s: %v", name, err)
+		}
+		if l := leftovers(in); len(l) > 0 {
+			t.Errorf("leftovers after %s stopped:\n%s", name, strings.Join(l, "\n"))
+		}
+	})
+	return si
+}
+
+// create creates a sandbox as who and returns its id.
+func (si *sessionInstance) create(t *testing.T, who string, req *execfarmv1.CreateSandboxRequest) string {
+	t.Helper()
+	sb, err := si.sessions[who].CreateSandbox(callCtx(t), req)
+	if err != nil {
+		t.Fatalf("CreateSandbox as %s: %v", who, err)
+	}
+	if !sb.GetReady() || sb.GetState() != execfarmv1.SandboxState_SANDBOX_STATE_READY || sb.GetOwner() != "token:"+who {
+		t.Fatalf("new sandbox %v", sb)
+	}
+	return sb.GetSandboxId()
+}
+
+// execResult is an exec as Exec streamed it.
+type execResult struct {
+	id             string
+	stdout, stderr string
+	result         *sandboxv1.ExecuteResult
+}
+
+// exec runs code (shell) in sandbox id as who, through Exec, and returns
+// what it streamed; an RPC error is returned, not fatal.
+func (si *sessionInstance) exec(t *testing.T, who, id, code string) (execResult, error) {
+	t.Helper()
+	st, err := si.sessions[who].Exec(callCtx(t), &execfarmv1.ExecRequest{SandboxId: id, Code: code})
+	if err != nil {
+		return execResult{}, err
+	}
+	var r execResult
+	for {
+		c, err := st.Recv()
+		if err != nil {
+			return r, err
+		}
+		r.id = c.GetExecutionId()
+		switch x := c.GetChunk().(type) {
+		case *execfarmv1.ExecChunk_Stdout:
+			r.stdout += string(x.Stdout)
+		case *execfarmv1.ExecChunk_Stderr:
+			r.stderr += string(x.Stderr)
+		case *execfarmv1.ExecChunk_Result:
+			r.result = x.Result
+			return r, nil
+		}
+	}
+}
+
+// mustExec is exec, failing the test unless the exec completed.
+func (si *sessionInstance) mustExec(t *testing.T, who, id, code string) execResult {
+	t.Helper()
+	r, err := si.exec(t, who, id, code)
+	if err != nil {
+		t.Fatalf("Exec(%q) as %s: %v", code, who, err)
+	}
+	if !r.result.GetSuccess() {
+		t.Fatalf("Exec(%q) as %s: %v, stdout %q stderr %q", code, who, r.result, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// hostUIDOf reads a sandbox's host uid range from inside it (its
+// /proc/self/uid_map: "0 HOSTUID 65536").
+func (si *sessionInstance) hostUIDOf(t *testing.T, who, id string) uint32 {
+	t.Helper()
+	f := strings.Fields(si.mustExec(t, who, id, "cat /proc/self/uid_map").stdout)
+	if len(f) != 3 || f[0] != "0" {
+		t.Fatalf("uid_map %q", f)
+	}
+	u, err := strconv.ParseUint(f[1], 10, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint32(u)
+}
+
+// TestSessionExecsShareTheSandbox: a file one exec writes (in
+// /workspace, the working directory) the next reads; every exec is an
+// execution of the registry, tied to its sandbox: GetExecution and
+// ListExecutions (filtered by the sandbox) show it, with its result.
+func TestSessionExecsShareTheSandbox(t *testing.T) {
+	si := startSessionInstance(t, "sess-share", 4)
+	id := si.create(t, "alice", &execfarmv1.CreateSandboxRequest{Labels: map[string]string{"case": "share"}})
+	first := si.mustExec(t, "alice", id, "pwd; echo 'kept between execs' > note.txt; mkdir -p d && echo deep > d/f")
+	if first.stdout != "/workspace\n" {
+		t.Fatalf("first exec's working directory %q", first.stdout)
+	}
+	second := si.mustExec(t, "alice", id, "cat note.txt d/f")
+	if second.stdout != "kept between execs\ndeep\n" {
+		t.Fatalf("second exec read %q", second.stdout)
+	}
+	ctx := callCtx(t)
+	got, err := si.execs["alice"].GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: second.id})
+	if err != nil || got.GetOutput() != second.stdout || got.GetResult().GetOutcome().GetSandboxId() != id {
+		t.Fatalf("GetExecution of the exec: %v, %v", got, err)
+	}
+	l, err := si.execs["alice"].ListExecutions(ctx, &sandboxv1.ListExecutionsRequest{SandboxId: id})
+	if err != nil || len(l.GetExecutions()) != 2 {
+		t.Fatalf("ListExecutions of the sandbox: %v, %v", l, err)
+	}
+	for _, e := range l.GetExecutions() {
+		if e.GetSandboxId() != id || e.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED || e.GetRuntime() != sandboxv1.Runtime_RUNTIME_SHELL {
+			t.Errorf("listed exec %v", e)
+		}
+	}
+	sb, err := si.sessions["alice"].GetSandbox(ctx, &execfarmv1.GetSandboxRequest{SandboxId: id})
+	if err != nil || !sb.GetReady() || sb.GetNextEventOffset() < 1+2*3 || sb.GetUsage().GetCpuUserUs()+sb.GetUsage().GetCpuSystemUs() == 0 ||
+		sb.GetExpiresAtMs()-sb.GetCreatedAtMs() != 300_000 || sb.GetLabels()["case"] != "share" {
+		t.Fatalf("GetSandbox: %v, %v", sb, err)
+	}
+}
+
+// TestSessionPrincipalsAreIsolated: two principals' sandboxes see neither
+// each other's files nor processes and run under different host uids;
+// principal B cannot see, exec in, read the files or events of, or
+// delete principal A's sandbox, nor see or cancel its execs: every call
+// says NOT_FOUND, as for a sandbox that does not exist.
+func TestSessionPrincipalsAreIsolated(t *testing.T) {
+	si := startSessionInstance(t, "sess-owners", 4)
+	a := si.create(t, "alice", &execfarmv1.CreateSandboxRequest{})
+	b := si.create(t, "bob", &execfarmv1.CreateSandboxRequest{})
+	si.mustExec(t, "alice", a, "echo alice > mine.txt")
+	si.mustExec(t, "bob", b, "echo bob > mine.txt")
+	// A process of alice's that lives on between her execs.
+	si.mustExec(t, "alice", a, "setsid sleep 300 </dev/null >/dev/null 2>&1 &")
+	if out := si.mustExec(t, "bob", b, "cat mine.txt; ls /workspace; ls /proc | grep -c '^[0-9]'").stdout; !strings.HasPrefix(out, "bob\nmine.txt\n") {
+		t.Fatalf("bob's sandbox shows %q", out)
+	}
+	procs := si.mustExec(t, "bob", b, "for p in /proc/[0-9]*; do cat $p/cmdline | tr '\\0' ' '; echo; done").stdout
+	if strings.Contains(procs, "sleep 300") {
+		t.Fatalf("bob sees alice's process:\n%s", procs)
+	}
+	if ua, ub := si.hostUIDOf(t, "alice", a), si.hostUIDOf(t, "bob", b); ua == ub || ua < host.uidBase || ub < host.uidBase {
+		t.Fatalf("host uids %d and %d", ua, ub)
+	}
+	// An exec of alice's that runs while bob tries her sandbox (her
+	// last: her sandbox may serve one exec at a time).
+	running, err := si.sessions["alice"].ExecAsync(callCtx(t), &execfarmv1.ExecRequest{SandboxId: a, Code: "sleep 300"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx := callCtx(t)
+	bob := si.sessions["bob"]
+	notFound := func(what string, err error) {
+		t.Helper()
+		if status.Code(err) != codes.NotFound {
+			t.Errorf("bob's %s of alice's sandbox: %v, want NOT_FOUND", what, err)
+		}
+	}
+	if sb, err := bob.GetSandbox(ctx, &execfarmv1.GetSandboxRequest{SandboxId: a}); err != nil || sb.GetState() != execfarmv1.SandboxState_SANDBOX_STATE_NOT_FOUND || sb.GetReady() {
+		t.Errorf("bob's GetSandbox of alice's: %v, %v; want SandboxNotFound", sb, err)
+	}
+	if l, err := bob.ListSandboxes(ctx, &execfarmv1.ListSandboxesRequest{}); err != nil || len(l.GetSandboxes()) != 1 || l.GetSandboxes()[0].GetSandboxId() != b {
+		t.Errorf("bob's list: %v, %v; want his sandbox only", l, err)
+	}
+	_, err = si.exec(t, "bob", a, "cat mine.txt")
+	notFound("Exec", err)
+	_, err = bob.ExecAsync(ctx, &execfarmv1.ExecRequest{SandboxId: a, Code: "true"})
+	notFound("ExecAsync", err)
+	dl, err := bob.DownloadFile(ctx, &execfarmv1.DownloadFileRequest{SandboxId: a, Path: "mine.txt"})
+	if err == nil {
+		_, err = dl.Recv()
+	}
+	notFound("DownloadFile", err)
+	_, err = bob.ListFiles(ctx, &execfarmv1.ListFilesRequest{SandboxId: a, Path: "."})
+	notFound("ListFiles", err)
+	_, err = bob.StatFile(ctx, &execfarmv1.StatFileRequest{SandboxId: a, Path: "mine.txt"})
+	notFound("StatFile", err)
+	_, err = bob.RemoveFile(ctx, &execfarmv1.RemoveFileRequest{SandboxId: a, Path: "mine.txt"})
+	notFound("RemoveFile", err)
+	_, err = bob.MakeDirectory(ctx, &execfarmv1.MakeDirectoryRequest{SandboxId: a, Path: "x"})
+	notFound("MakeDirectory", err)
+	up, err := bob.UploadFile(ctx)
+	if err == nil {
+		_ = up.Send(&execfarmv1.UploadFileRequest{Part: &execfarmv1.UploadFileRequest_Header{Header: &execfarmv1.UploadFileHeader{SandboxId: a, Path: "x"}}})
+		_, err = up.CloseAndRecv()
+	}
+	notFound("UploadFile", err)
+	_, err = bob.ReadEvents(ctx, &execfarmv1.ReadEventsRequest{SandboxId: a})
+	notFound("ReadEvents", err)
+	sub, err := bob.SubscribeEvents(ctx, &execfarmv1.SubscribeEventsRequest{SandboxId: a})
+	if err == nil {
+		_, err = sub.Recv()
+	}
+	notFound("SubscribeEvents", err)
+	_, err = bob.WriteStdin(ctx, &execfarmv1.WriteStdinRequest{ExecutionId: running.GetExecutionId(), Data: []byte("x")})
+	notFound("WriteStdin", err)
+	_, err = bob.SignalExec(ctx, &execfarmv1.SignalExecRequest{ExecutionId: running.GetExecutionId(), Signal: 15})
+	notFound("SignalExec", err)
+	_, err = si.execs["bob"].GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: running.GetExecutionId()})
+	notFound("GetExecution", err)
+	_, err = si.execs["bob"].CancelExecution(ctx, &sandboxv1.CancelExecutionRequest{ExecutionId: running.GetExecutionId()})
+	notFound("CancelExecution", err)
+	if l, err := si.execs["bob"].ListExecutions(ctx, &sandboxv1.ListExecutionsRequest{}); err != nil || len(l.GetExecutions()) != 4 {
+		t.Errorf("bob lists %d executions (%v), want his 4", len(l.GetExecutions()), err)
+	}
+	_, err = bob.DeleteSandbox(ctx, &execfarmv1.DeleteSandboxRequest{SandboxId: a})
+	notFound("DeleteSandbox", err)
+
+	// Alice's sandbox and exec are untouched.
+	if e, err := si.execs["alice"].GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: running.GetExecutionId()}); err != nil || e.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_RUNNING {
+		t.Fatalf("alice's running exec: %v, %v", e, err)
+	}
+	if _, err := si.execs["alice"].CancelExecution(ctx, &sandboxv1.CancelExecutionRequest{ExecutionId: running.GetExecutionId()}); err != nil {
+		t.Fatal(err)
+	}
+	if out := si.mustExec(t, "alice", a, "cat mine.txt").stdout; out != "alice\n" {
+		t.Fatalf("alice's file now holds %q", out)
+	}
+	if e, err := si.execs["alice"].GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: running.GetExecutionId()}); err != nil || e.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_CANCELLED {
+		t.Fatalf("alice's exec after her cancel: %v, %v; want CANCELLED", e, err)
+	}
+}
+
+// TestSessionMaxSandboxes: with --max-sandboxes 5 the sixth create is
+// RESOURCE_EXHAUSTED and names the limit; deleting one makes room.
+func TestSessionMaxSandboxes(t *testing.T) {
+	si := startSessionInstance(t, "sess-max", 5)
+	var ids []string
+	for i := range 5 {
+		who := "alice"
+		if i%2 == 1 {
+			who = "bob"
+		}
+		ids = append(ids, si.create(t, who, &execfarmv1.CreateSandboxRequest{}))
+	}
+	_, err := si.sessions["alice"].CreateSandbox(callCtx(t), &execfarmv1.CreateSandboxRequest{})
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "--max-sandboxes") {
+		t.Fatalf("sixth create: %v, want RESOURCE_EXHAUSTED naming --max-sandboxes", err)
+	}
+	if _, err := si.sessions["alice"].DeleteSandbox(callCtx(t), &execfarmv1.DeleteSandboxRequest{SandboxId: ids[0]}); err != nil {
+		t.Fatal(err)
+	}
+	si.create(t, "alice", &execfarmv1.CreateSandboxRequest{})
+}
+
+// TestSessionExpiry: a sandbox created with shutdown_after_seconds 2 is
+// gone within 3 s: status SandboxNotFound, its processes and cgroup
+// removed, and its log (followed by a subscriber from the start) ends
+// with the expiry: expiring, its running exec's end (CANCELLED), then
+// ended with reason expired.
+func TestSessionExpiry(t *testing.T) {
+	si := startSessionInstance(t, "sess-expiry", 4)
+	ctx := callCtx(t)
+	alice := si.sessions["alice"]
+	ttl := int64(2)
+	created := time.Now()
+	sb, err := alice.CreateSandbox(ctx, &execfarmv1.CreateSandboxRequest{ShutdownAfterSeconds: &ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sb.GetSandboxId()
+	if sb.GetExpiresAtMs()-sb.GetCreatedAtMs() != 2000 {
+		t.Fatalf("expires %d ms after creation, want 2000", sb.GetExpiresAtMs()-sb.GetCreatedAtMs())
+	}
+	sub, err := alice.SubscribeEvents(ctx, &execfarmv1.SubscribeEventsRequest{SandboxId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := si.hostUIDOf(t, "alice", id)
+	if _, err := alice.ExecAsync(ctx, &execfarmv1.ExecRequest{SandboxId: id, Code: "sleep 300"}); err != nil {
+		t.Fatal(err)
+	}
+	cgroups := sandboxCgroups(id)
+	if len(cgroups) == 0 {
+		t.Fatalf("no cgroup found for %s", id)
+	}
+	var events []*execfarmv1.SandboxEvent
+	for {
+		ev, err := sub.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("subscription: %v", err)
+		}
+		events = append(events, ev)
+	}
+	gone := time.Since(created)
+	got, err := alice.GetSandbox(ctx, &execfarmv1.GetSandboxRequest{SandboxId: id})
+	if err != nil || got.GetState() != execfarmv1.SandboxState_SANDBOX_STATE_NOT_FOUND {
+		t.Fatalf("GetSandbox after expiry: %v, %v", got, err)
+	}
+	if gone > 3*time.Second {
+		t.Fatalf("the sandbox ended %v after its creation, want within 3 s", gone)
+	}
+	if left := sandboxCgroups(id); len(left) > 0 {
+		t.Fatalf("cgroups left: %v", left)
+	}
+	if procs := hostscan.InUIDWindow(uid, uid+rangeSize); len(procs) > 0 {
+		t.Fatalf("processes left in the sandbox's uid range: %v", procs)
+	}
+	n := len(events)
+	if n < 4 {
+		t.Fatalf("%d events", n)
+	}
+	end, ended, expiring := events[n-1].GetEnded(), events[n-2].GetExecEnded(), events[n-3].GetExpiring()
+	if end == nil || end.GetReason() != execfarmv1.EndReason_END_REASON_EXPIRED || end.GetCancelledExecs() != 1 ||
+		ended == nil || ended.GetResult().GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_CANCELLED ||
+		expiring == nil || expiring.GetReason() != execfarmv1.EndReason_END_REASON_EXPIRED {
+		t.Fatalf("last events:\n%v\n%v\n%v", events[n-3], events[n-2], events[n-1])
+	}
+	t.Logf("gone %v after creation", gone)
+}
+
+// TestSessionEventsHistoryThenLive: a subscriber started at offset 0
+// after three execs receives all their events in order (started, output,
+// ended), then the next exec's events live; offsets increase by one
+// without gaps. A page read agrees with the stream.
+func TestSessionEventsHistoryThenLive(t *testing.T) {
+	si := startSessionInstance(t, "sess-events", 4)
+	id := si.create(t, "alice", &execfarmv1.CreateSandboxRequest{})
+	var execIDs []string
+	for i := range 3 {
+		execIDs = append(execIDs, si.mustExec(t, "alice", id, fmt.Sprintf("echo out %d; echo err %d >&2", i, i)).id)
+	}
+	ctx, cancel := context.WithCancel(callCtx(t))
+	defer cancel()
+	sub, err := si.sessions["alice"].SubscribeEvents(ctx, &execfarmv1.SubscribeEventsRequest{SandboxId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []*execfarmv1.SandboxEvent
+	recv := func() *execfarmv1.SandboxEvent {
+		t.Helper()
+		ev, err := sub.Recv()
+		if err != nil {
+			t.Fatalf("subscription after %d events: %v", len(events), err)
+		}
+		if ev.GetOffset() != int64(len(events)) {
+			t.Fatalf("event %d has offset %d", len(events), ev.GetOffset())
+		}
+		events = append(events, ev)
+		return ev
+	}
+	if recv().GetReady() == nil {
+		t.Fatal("first event is not ready")
+	}
+	// History: each exec's start, its output (stdout and stderr, in some
+	// order of chunks), its end.
+	execEvents := func(execID, want string) {
+		t.Helper()
+		if s := recv().GetExecStarted(); s.GetExecutionId() != execID {
+			t.Fatalf("expected the start of %s, got %v", execID, events[len(events)-1])
+		}
+		var out, errOut string
+		for {
+			ev := recv()
+			if o := ev.GetExecOutput(); o != nil {
+				if o.GetExecutionId() != execID {
+					t.Fatalf("output of another exec: %v", ev)
+				}
+				if o.GetStream() == execfarmv1.OutputStream_OUTPUT_STREAM_STDOUT {
+					out += string(o.GetData())
+				} else {
+					errOut += string(o.GetData())
+				}
+				continue
+			}
+			e := ev.GetExecEnded()
+			if e.GetExecutionId() != execID || e.GetResult().GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED {
+				t.Fatalf("expected the end of %s, got %v", execID, ev)
+			}
+			break
+		}
+		if out != "out "+want+"\n" || errOut != "err "+want+"\n" {
+			t.Fatalf("exec %s output %q, %q", execID, out, errOut)
+		}
+	}
+	for i, e := range execIDs {
+		execEvents(e, strconv.Itoa(i))
+	}
+	// Live.
+	live := si.mustExec(t, "alice", id, "echo out 3; echo err 3 >&2")
+	execEvents(live.id, "3")
+	page, err := si.sessions["alice"].ReadEvents(callCtx(t), &execfarmv1.ReadEventsRequest{SandboxId: id, FromOffset: 1, MaxEvents: 1000})
+	if err != nil || page.GetFirstOffset() != 0 || page.GetNextOffset() != int64(len(events)) || page.GetEnded() || len(page.GetEvents()) != len(events)-1 {
+		t.Fatalf("ReadEvents: first %d next %d ended %v, %d events, %v", page.GetFirstOffset(), page.GetNextOffset(), page.GetEnded(), len(page.GetEvents()), err)
+	}
+	for i, ev := range page.GetEvents() {
+		if ev.GetOffset() != int64(i+1) || ev.GetSandboxId() != id {
+			t.Fatalf("paged event %d: %v", i, ev)
+		}
+	}
+	_, err = si.sessions["alice"].ReadEvents(callCtx(t), &execfarmv1.ReadEventsRequest{SandboxId: id, FromOffset: int64(len(events)) + 5})
+	if status.Code(err) != codes.OutOfRange {
+		t.Fatalf("ReadEvents past the end: %v, want OUT_OF_RANGE", err)
+	}
+}
+
+// TestSessionDeleteEndsEverything: deleting a sandbox with a running and
+// a queued exec cancels both (CANCELLED), and once DeleteSandbox answers
+// nothing of the sandbox is left: processes, cgroup, state directory.
+func TestSessionDeleteEndsEverything(t *testing.T) {
+	si := startSessionInstance(t, "sess-delete", 4)
+	ctx := callCtx(t)
+	alice := si.sessions["alice"]
+	id := si.create(t, "alice", &execfarmv1.CreateSandboxRequest{})
+	uid := si.hostUIDOf(t, "alice", id)
+	si.mustExec(t, "alice", id, "setsid sleep 300 </dev/null >/dev/null 2>&1 &")
+	var execIDs []string
+	for range 2 {
+		r, err := alice.ExecAsync(ctx, &execfarmv1.ExecRequest{SandboxId: id, Code: "sleep 300"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		execIDs = append(execIDs, r.GetExecutionId())
+	}
+	resp, err := alice.DeleteSandbox(ctx, &execfarmv1.DeleteSandboxRequest{SandboxId: id})
+	if err != nil || resp.GetCancelledExecs() != 2 {
+		t.Fatalf("DeleteSandbox = %v, %v; want 2 cancelled", resp, err)
+	}
+	for _, e := range execIDs {
+		got, err := si.execs["alice"].GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: e})
+		if err != nil || got.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_CANCELLED {
+			t.Fatalf("exec %s: %v, %v", e, got.GetState(), err)
+		}
+	}
+	if left := sandboxCgroups(id); len(left) > 0 {
+		t.Fatalf("cgroups left: %v", left)
+	}
+	if procs := hostscan.InUIDWindow(uid, uid+rangeSize); len(procs) > 0 {
+		t.Fatalf("processes left: %v", procs)
+	}
+	if _, err := os.Stat(filepath.Join(si.stateDir, "sb", id)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("state directory of %s: %v", id, err)
+	}
+	if sb, err := alice.GetSandbox(ctx, &execfarmv1.GetSandboxRequest{SandboxId: id}); err != nil || sb.GetState() != execfarmv1.SandboxState_SANDBOX_STATE_NOT_FOUND {
+		t.Fatalf("GetSandbox after delete: %v, %v", sb, err)
+	}
+	if _, err := alice.DeleteSandbox(ctx, &execfarmv1.DeleteSandboxRequest{SandboxId: id}); status.Code(err) != codes.NotFound {
+		t.Fatalf("second delete: %v", err)
+	}
+}
