@@ -52,7 +52,8 @@ type Config struct {
 	// MaxSandboxes, MaxPerPrincipal, DefaultLifetime, MaxLifetime,
 	// MaxExecs, Events, EndedRetention, DefaultRuntime; zero fields take
 	// session's defaults. New sets its Backend (sandboxes of Sandbox),
-	// Runner, Ceilings (Ceilings), Metrics and Logger. Every session
+	// Runner, Ceilings (Ceilings), IDs (the node's, as executions'),
+	// Metrics and Logger. Every session
 	// sandbox holds a uid range of Sandbox.IDs for its life: the pool
 	// needs one for each of MaxSandboxes besides the executions'.
 	Sessions session.Config

@@ -135,7 +135,7 @@ func build(cfg Config) (*Server, error) {
 	}
 	sc := cfg.Sessions
 	sc.Backend = session.SandboxBackend{Config: &s.cfg.Sandbox, Metrics: cfg.Metrics}
-	sc.Runner, sc.Ceilings, sc.Metrics, sc.Logger = s.runner, cfg.Ceilings, cfg.Metrics, cfg.Logger.Named("session")
+	sc.Runner, sc.Ceilings, sc.IDs, sc.Metrics, sc.Logger = s.runner, cfg.Ceilings, ids, cfg.Metrics, cfg.Logger.Named("session")
 	if s.sessions, err = session.New(sc); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}

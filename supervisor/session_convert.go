@@ -43,10 +43,9 @@ func sandboxToProto(in session.Info) *execfarmv1.Sandbox {
 }
 
 // notFoundSandbox is GetSandbox's answer for a sandbox the caller has
-// not: seed 001's SandboxNotFound, not an error.
-func notFoundSandbox(id string) *execfarmv1.Sandbox {
-	return &execfarmv1.Sandbox{SandboxId: id, State: execfarmv1.SandboxState_SANDBOX_STATE_NOT_FOUND,
-		Message: "sandbox " + id + " not found"}
+// not: seed 001's SandboxNotFound, not an error, with msg saying why.
+func notFoundSandbox(id, msg string) *execfarmv1.Sandbox {
+	return &execfarmv1.Sandbox{SandboxId: id, State: execfarmv1.SandboxState_SANDBOX_STATE_NOT_FOUND, Message: msg}
 }
 
 func fileInfoToProto(fi session.FileInfo) *execfarmv1.FileInfo {

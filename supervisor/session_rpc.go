@@ -11,6 +11,7 @@ import (
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 	"github.com/execfarm/execfarm/supervisor/session"
@@ -61,6 +62,20 @@ func sandboxID(id string) error {
 	return nil
 }
 
+// sandboxErr describes a lookup of sandbox id that found nothing of the
+// caller's as notHeld does (what the id says: another node's, an earlier
+// run's, or not found here); other errors pass as they are.
+func sandboxErr(id string, err error) error {
+	var (
+		other   *nodeid.OtherNodeError
+		earlier *nodeid.EarlierRunError
+	)
+	if errors.Is(err, session.ErrNotFound) || errors.As(err, &other) || errors.As(err, &earlier) {
+		return notHeld("sandbox", id, err)
+	}
+	return err
+}
+
 // CreateSandbox starts a sandbox for the caller and answers once it is
 // ready.
 func (ss sessions) CreateSandbox(ctx context.Context, req *execfarmv1.CreateSandboxRequest) (*execfarmv1.Sandbox, error) {
@@ -93,13 +108,15 @@ func (ss sessions) GetSandbox(ctx context.Context, req *execfarmv1.GetSandboxReq
 		return nil, rpcError(err)
 	}
 	sb, err := ss.s.sessions.Get(caller(ctx), req.GetSandboxId())
-	if errors.Is(err, session.ErrNotFound) {
-		return notFoundSandbox(req.GetSandboxId()), nil
+	var other *nodeid.OtherNodeError
+	switch {
+	case err == nil:
+		return sandboxToProto(sb.Info()), nil
+	case errors.As(err, &other):
+		// Not "not found": another node holds it.
+		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
-	if err != nil {
-		return nil, rpcError(err)
-	}
-	return sandboxToProto(sb.Info()), nil
+	return notFoundSandbox(req.GetSandboxId(), sandboxErr(req.GetSandboxId(), err).Error()), nil
 }
 
 // ListSandboxes lists the caller's sandboxes carrying the labels.
@@ -118,7 +135,7 @@ func (ss sessions) DeleteSandbox(ctx context.Context, req *execfarmv1.DeleteSand
 	}
 	n, err := ss.s.sessions.Delete(caller(ctx), req.GetSandboxId())
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
 	return &execfarmv1.DeleteSandboxResponse{CancelledExecs: int32(n)}, nil
 }
@@ -138,7 +155,7 @@ func (ss sessions) exec(ctx context.Context, req *execfarmv1.ExecRequest) (*regi
 	if errors.Is(err, scheduler.ErrQueueFull) {
 		err = describe(err, "execution queue full (%d waiting)", ss.s.cfg.QueueSize)
 	}
-	return e, err
+	return e, sandboxErr(req.GetSandboxId(), err)
 }
 
 // Exec runs an exec and streams its output, the result last. Closing the
@@ -292,7 +309,7 @@ func (ss sessions) UploadFile(stream execfarmv1.SessionService_UploadFileServer)
 	}
 	path, n, err := ss.s.sessions.Upload(ctx, caller(ctx), h.GetSandboxId(), h.GetPath(), h.GetMode(), &uploadReader{stream: stream})
 	if err != nil {
-		return rpcError(err)
+		return rpcError(sandboxErr(h.GetSandboxId(), err))
 	}
 	return stream.SendAndClose(&execfarmv1.UploadFileResponse{Path: path, BytesWritten: n})
 }
@@ -325,7 +342,7 @@ func (ss sessions) DownloadFile(req *execfarmv1.DownloadFileRequest, stream exec
 			}
 		}
 	})
-	return rpcError(err)
+	return rpcError(sandboxErr(req.GetSandboxId(), err))
 }
 
 // ListFiles lists a directory of a sandbox.
@@ -335,7 +352,7 @@ func (ss sessions) ListFiles(ctx context.Context, req *execfarmv1.ListFilesReque
 	}
 	dir, entries, total, err := ss.s.sessions.ListFiles(ctx, caller(ctx), req.GetSandboxId(), req.GetPath(), int(req.GetMaxEntries()))
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
 	resp := &execfarmv1.ListFilesResponse{Path: dir, TotalEntries: total, Truncated: total > int64(len(entries))}
 	for _, fi := range entries {
@@ -351,7 +368,7 @@ func (ss sessions) StatFile(ctx context.Context, req *execfarmv1.StatFileRequest
 	}
 	fi, ok, err := ss.s.sessions.Stat(ctx, caller(ctx), req.GetSandboxId(), req.GetPath())
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
 	resp := &execfarmv1.StatFileResponse{Exists: ok}
 	if ok {
@@ -366,7 +383,7 @@ func (ss sessions) RemoveFile(ctx context.Context, req *execfarmv1.RemoveFileReq
 		return nil, rpcError(err)
 	}
 	if err := ss.s.sessions.Remove(ctx, caller(ctx), req.GetSandboxId(), req.GetPath(), req.GetRecursive()); err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
 	return &execfarmv1.RemoveFileResponse{}, nil
 }
@@ -377,7 +394,7 @@ func (ss sessions) MakeDirectory(ctx context.Context, req *execfarmv1.MakeDirect
 		return nil, rpcError(err)
 	}
 	if err := ss.s.sessions.Mkdir(ctx, caller(ctx), req.GetSandboxId(), req.GetPath(), req.GetMode(), req.GetParents()); err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
 	return &execfarmv1.MakeDirectoryResponse{}, nil
 }
@@ -389,7 +406,7 @@ func (ss sessions) ReadEvents(ctx context.Context, req *execfarmv1.ReadEventsReq
 	}
 	p, err := ss.s.sessions.ReadEvents(caller(ctx), req.GetSandboxId(), req.GetFromOffset(), int(req.GetMaxEvents()))
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
 	resp := &execfarmv1.ReadEventsResponse{NextOffset: p.Next, FirstOffset: p.First, Ended: p.Ended}
 	for _, en := range p.Events {
@@ -407,7 +424,7 @@ func (ss sessions) SubscribeEvents(req *execfarmv1.SubscribeEventsRequest, strea
 	ctx := stream.Context()
 	seq, err := ss.s.sessions.Subscribe(ctx, caller(ctx), req.GetSandboxId(), req.GetFromOffset())
 	if err != nil {
-		return rpcError(err)
+		return rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
 	for en, err := range seq {
 		if err != nil {

@@ -3,6 +3,7 @@ package session
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/metrics"
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/principal"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
@@ -89,6 +91,9 @@ type Config struct {
 	// readable (ReadEvents, Subscribe); 0 = DefaultEndedRetention. At
 	// most MaxSandboxes ended logs are kept; past it the oldest go.
 	EndedRetention time.Duration
+	// IDs makes the sandboxes' ids (the node's, as executions'; share the
+	// registry's); nil = an issuer of its own for node "localhost".
+	IDs *nodeid.Issuer
 	// Metrics counts sandboxes, file bytes and dropped events; nil = none.
 	Metrics *metrics.Metrics
 	// Logger receives the Manager's logs; nil = none.
@@ -134,6 +139,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.IDs == nil {
+		cfg.IDs, _ = nodeid.NewIssuer("localhost") // a valid name: never fails
 	}
 	switch {
 	case cfg.MaxSandboxes < 0, cfg.MaxPerPrincipal < 0, cfg.MaxExecs < 0:
@@ -212,7 +220,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 	}
 	now := m.cfg.Now()
 	s := &Sandbox{
-		m: m, id: box.ID(), owner: owner, box: box,
+		m: m, id: m.cfg.IDs.New(), owner: owner, box: box,
 		runtime: cmp.Or(p.Runtime, m.cfg.DefaultRuntime), limits: p.Limits, labels: cloneLabels(p.Labels),
 		created: now, idle: p.IdleTimeout, lastActivity: now,
 		log:   eventlog.New[*Event](m.cfg.Events),
@@ -243,7 +251,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 	s.armIdleLocked()
 	s.mu.Unlock()
 	m.mu.Unlock()
-	m.log.Info("session sandbox created", "sandbox", s.id, "owner", owner, "lifetime", lifetime, "idle_timeout", p.IdleTimeout)
+	m.log.Info("session sandbox created", "sandbox", s.id, "box", box.ID(), "owner", owner, "lifetime", lifetime, "idle_timeout", p.IdleTimeout)
 	return s, nil
 }
 
@@ -301,15 +309,32 @@ func (m *Manager) unreserve(owner string) {
 }
 
 // Get returns owner's live sandbox id. Errors: ErrNotFound (wrapped) for
-// an unknown sandbox, an ended one, or another principal's.
+// an unknown sandbox, an ended one, or another principal's; for an id
+// this run of the node's supervisor did not make, what the id says
+// instead (nodeid.Issuer.Check): a *nodeid.OtherNodeError, a
+// *nodeid.EarlierRunError, or ErrNotFound and nodeid.ErrMalformed.
 func (m *Manager) Get(owner principal.Principal, id string) (*Sandbox, error) {
 	m.mu.Lock()
 	s, ok := m.live[id]
 	m.mu.Unlock()
 	if !ok || s.owner != owner.String() {
-		return nil, fmt.Errorf("sandbox %q: %w", id, ErrNotFound)
+		return nil, m.notFound(id)
 	}
 	return s, nil
+}
+
+// notFound is the error of a lookup of id that found nothing of the
+// caller's (Get).
+func (m *Manager) notFound(id string) error {
+	if err := m.cfg.IDs.Check(id); err != nil {
+		var other *nodeid.OtherNodeError
+		var earlier *nodeid.EarlierRunError
+		if errors.As(err, &other) || errors.As(err, &earlier) {
+			return fmt.Errorf("session: %w", err)
+		}
+		return fmt.Errorf("sandbox %q: %w: %w", id, ErrNotFound, err)
+	}
+	return fmt.Errorf("sandbox %q on node %q: %w", id, m.cfg.IDs.Node(), ErrNotFound)
 }
 
 // logOf returns the sandbox id of owner, live or ended within the
@@ -325,7 +350,7 @@ func (m *Manager) logOf(owner principal.Principal, id string) (*Sandbox, error) 
 		}
 	}
 	if !ok || s.owner != owner.String() {
-		return nil, fmt.Errorf("sandbox %q: %w", id, ErrNotFound)
+		return nil, m.notFound(id)
 	}
 	return s, nil
 }
@@ -368,6 +393,7 @@ func (m *Manager) Delete(owner principal.Principal, id string) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("sandbox %q is already ending: %w", id, ErrNotFound)
 	}
+	m.log.Debug("session sandbox deleted", "sandbox", id, "box", s.box.ID())
 	return n, nil
 }
 

@@ -56,7 +56,8 @@ type Sandbox struct {
 	done         chan struct{} // closed once ended
 }
 
-// ID returns the sandbox's id (its sandbox's: "sb-" and 16 hex digits).
+// ID returns the sandbox's id: the node's kind of id (package nodeid),
+// not its Box's, which names its cgroup and host directory.
 func (s *Sandbox) ID() string { return s.id }
 
 // Done returns a channel closed once the sandbox has ended and nothing
@@ -65,7 +66,9 @@ func (s *Sandbox) Done() <-chan struct{} { return s.done }
 
 // Info is a sandbox's status at one moment.
 type Info struct {
-	ID string
+	// ID is the sandbox's id; Box its Box's id (its cgroup's and host
+	// directory's name: "sb-" and 16 hex digits).
+	ID, Box string
 	// Owner is the owning principal's key (principal.Principal.String).
 	Owner string
 	// Ready is true while the sandbox serves; Message says why not.
@@ -97,7 +100,7 @@ type Info struct {
 func (s *Sandbox) Info() Info {
 	s.mu.Lock()
 	in := Info{
-		ID: s.id, Owner: s.owner, Ready: s.state == stateReady, Labels: maps.Clone(s.labels),
+		ID: s.id, Box: s.box.ID(), Owner: s.owner, Ready: s.state == stateReady, Labels: maps.Clone(s.labels),
 		Runtime: s.runtime, Limits: s.limits, Created: s.created, Expires: s.expires,
 		IdleTimeout: s.idle, LastActivity: s.lastActivity, Execs: len(s.execs),
 	}
@@ -214,7 +217,7 @@ func (s *Sandbox) end(reason EndReason, msg string) (int, bool) {
 		close(s.drained)
 	}
 	s.mu.Unlock()
-	log := s.m.log.With("sandbox", s.id, "owner", s.owner, "reason", reason.String())
+	log := s.m.log.With("sandbox", s.id, "box", s.box.ID(), "owner", s.owner, "reason", reason.String())
 	if reason == EndExpired || reason == EndIdle {
 		s.appendEvent(&Event{Kind: EventExpiring, Reason: reason})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/principal"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -767,4 +768,38 @@ func FuzzResolvePath(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestIDsNameTheirNode: a sandbox's id is the node's (package nodeid);
+// a lookup of another node's id, or of one made before a restart, says
+// so rather than a bare not found.
+func TestIDsNameTheirNode(t *testing.T) {
+	ids, err := nodeid.NewIssuer("node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{IDs: ids})
+	s := h.create(t, CreateParams{})
+	if p, err := nodeid.Parse(s.ID()); err != nil || p.Node != "node-a" {
+		t.Fatalf("id %q: %v", s.ID(), err)
+	}
+	if s.Info().Box == s.ID() || !strings.HasPrefix(s.Info().Box, "sb-") {
+		t.Fatalf("box id %q", s.Info().Box)
+	}
+	other, _ := nodeid.NewIssuer("node-b")
+	var oe *nodeid.OtherNodeError
+	if _, err := h.m.Get(alice, other.New()); !errors.As(err, &oe) || oe.Owner != "node-b" {
+		t.Fatalf("Get of node-b's id: %v", err)
+	}
+	earlier, _ := nodeid.NewIssuer("node-a")
+	var ee *nodeid.EarlierRunError
+	if _, err := h.m.Get(alice, earlier.New()); !errors.As(err, &ee) {
+		t.Fatalf("Get of an earlier run's id: %v", err)
+	}
+	if _, err := h.m.Get(alice, "sb-0123"); !errors.Is(err, ErrNotFound) || !errors.Is(err, nodeid.ErrMalformed) {
+		t.Fatalf("Get of a malformed id: %v", err)
+	}
+	if _, err := h.m.Get(bob, s.ID()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of alice's sandbox by bob: %v", err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -357,9 +358,11 @@ func TestSessionExpiry(t *testing.T) {
 	if _, err := alice.ExecAsync(ctx, &execfarmv1.ExecRequest{SandboxId: id, Code: "sleep 300"}); err != nil {
 		t.Fatal(err)
 	}
-	cgroups := sandboxCgroups(id)
-	if len(cgroups) == 0 {
-		t.Fatalf("no cgroup found for %s", id)
+	// The instance's one sandbox: its cgroup, state directory and
+	// processes are what leftovers finds now.
+	if l := leftovers(si.instance); !slices.ContainsFunc(l, func(s string) bool { return strings.HasPrefix(s, "cgroup ") }) ||
+		!slices.ContainsFunc(l, func(s string) bool { return strings.HasPrefix(s, "process ") }) {
+		t.Fatalf("the live sandbox's cgroup or processes not found:\n%s", strings.Join(l, "\n"))
 	}
 	var events []*execfarmv1.SandboxEvent
 	for {
@@ -380,8 +383,8 @@ func TestSessionExpiry(t *testing.T) {
 	if gone > 3*time.Second {
 		t.Fatalf("the sandbox ended %v after its creation, want within 3 s", gone)
 	}
-	if left := sandboxCgroups(id); len(left) > 0 {
-		t.Fatalf("cgroups left: %v", left)
+	if l := leftovers(si.instance); len(l) > 0 {
+		t.Fatalf("left after expiry:\n%s", strings.Join(l, "\n"))
 	}
 	if procs := hostscan.InUIDWindow(uid, uid+rangeSize); len(procs) > 0 {
 		t.Fatalf("processes left in the sandbox's uid range: %v", procs)
@@ -512,14 +515,11 @@ func TestSessionDeleteEndsEverything(t *testing.T) {
 			t.Fatalf("exec %s: %v, %v", e, got.GetState(), err)
 		}
 	}
-	if left := sandboxCgroups(id); len(left) > 0 {
-		t.Fatalf("cgroups left: %v", left)
+	if l := leftovers(si.instance); len(l) > 0 {
+		t.Fatalf("left after DeleteSandbox:\n%s", strings.Join(l, "\n"))
 	}
 	if procs := hostscan.InUIDWindow(uid, uid+rangeSize); len(procs) > 0 {
 		t.Fatalf("processes left: %v", procs)
-	}
-	if _, err := os.Stat(filepath.Join(si.stateDir, "sb", id)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("state directory of %s: %v", id, err)
 	}
 	if sb, err := alice.GetSandbox(ctx, &execfarmv1.GetSandboxRequest{SandboxId: id}); err != nil || sb.GetState() != execfarmv1.SandboxState_SANDBOX_STATE_NOT_FOUND {
 		t.Fatalf("GetSandbox after delete: %v, %v", sb, err)
