@@ -1,5 +1,7 @@
 // Package worker is the agent inside a sandbox. The worker binary
-// (cmd/execfarm-worker) is forked by the supervisor into fresh namespaces;
+// (cmd/execfarm-worker) is cloned into fresh namespaces by the fork server
+// (isolation/forkserver: the same binary run with --fork-server, started
+// once per supervisor process), at the supervisor's request;
 // Main waits to be placed in its cgroup (cgroup v1), applies the in-sandbox
 // isolation (root filesystem, hostname, loopback, rlimits: no core dumps
 // and the per-user counters RLIMIT_SIGPENDING and RLIMIT_MSGQUEUE,
@@ -15,7 +17,9 @@
 //
 //	supervisor                                  worker (pid 1 in sandbox)
 //	  create cgroup, set limits
-//	  fork+exec worker (clone flags, id maps) ──▶ start; v1: block on sync fd
+//	  spawn request to the fork server, which
+//	  clones and execs the worker (clone flags,
+//	  id maps; v2: into its cgroup)           ──▶ start; v1: block on sync fd
 //	  v1: write pid to cgroup, close sync fd  ──▶ go-plugin: listen on socket
 //	                                              rootfs, pivot_root, hostname,
 //	                                              lo up, rlimits, NNP, seccomp
@@ -23,4 +27,5 @@
 //	  Run(RunRequest)                         ──▶ fork runtime as uid 1000
 //	  ◀── RunEvent{stdout|stderr}* , Exit    ─── pump pipes, reap
 //	  read cgroup usage, kill cgroup, delete
+//	  (with reuse: Reset instead, then the next Run)
 package worker

@@ -202,7 +202,7 @@ func serveCmd() *cobra.Command {
 	f.StringVar(&cfg.NodeName, "node-name", "", "this node's name, which every execution id names (env EXECFARM_NODE_NAME; on Kubernetes the pod's spec.nodeName; default: the host name)")
 	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 0, "executions running at once (default: number of CPUs)")
 	f.IntVar(&cfg.QueueSize, "queue-size", 1000, "executions that may wait for a slot")
-	f.IntVar(&cfg.WarmPool, "warm-pool", 0, "sandboxes kept started ahead of demand (default limits only; single-use)")
+	f.IntVar(&cfg.WarmPool, "warm-pool", 0, "sandboxes kept started ahead of demand (default limits only; single-use unless --sandbox-reuse)")
 	f.StringVar(&cfg.DefaultRuntime, "default-runtime", "goja", "runtime of requests that name none: goja, shell, python")
 	f.StringVar(&worker, "worker", "", "execfarm-worker binary (env EXECFARM_WORKER; default: next to execfarm, then $PATH)")
 	f.IntVar(&cfg.SandboxReuse, "sandbox-reuse", 1, "executions one warm sandbox may serve, reset in between (README: Sandbox reuse); 1 = single-use; needs --warm-pool")

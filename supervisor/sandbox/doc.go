@@ -5,8 +5,10 @@
 // the process's fork server (package isolation/forkserver), so that its
 // cost does not grow with the supervisor's memory.
 //
-// A Sandbox is single-use: Start, one Run, Close. Close kills every
-// process in the sandbox's cgroup, removes the cgroup, and removes the
-// per-sandbox host directory that held the plugin socket and the root
-// mountpoint; nothing of the sandbox survives it. Linux only.
+// A Sandbox is single-use by default: Start, one Run, Close. With reuse
+// it serves several Runs, one at a time, with a Reset between them (what
+// a reset guarantees is on Reset). Close kills every process in the
+// sandbox's cgroup, removes the cgroup, and removes the per-sandbox host
+// directory that held the plugin socket and the root mountpoint; nothing
+// of the sandbox survives it. Linux only.
 package sandbox
