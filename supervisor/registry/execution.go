@@ -48,21 +48,22 @@ type Meta struct {
 	OnOutputLimit func(Stream)
 }
 
-// Info is a snapshot of an execution for listings.
+// Info is a snapshot of an execution for listings. A queued execution's
+// place in the queue is not here: the scheduler's ticket is its one
+// source (execution.Runner.QueuePosition).
 type Info struct {
-	ID            string
-	State         State
-	CreatedAt     time.Time // when Create was called
-	StartedAt     time.Time // when Start succeeded; zero if never started
-	FinishedAt    time.Time // when the execution became terminal; zero if not terminal
-	CodePreview   string    // first 100 characters of the code
-	Runtime       string    // as given in Meta
-	Reason        Reason    // why it ended; zero if not terminal
-	IsCached      bool
-	CachedName    string
-	QueuePosition int    // 1 = next to run, 0 = not queued
-	Owner         string // as given in Meta
-	SandboxID     string // as given in Meta
+	ID          string
+	State       State
+	CreatedAt   time.Time // when Create was called
+	StartedAt   time.Time // when Start succeeded; zero if never started
+	FinishedAt  time.Time // when the execution became terminal; zero if not terminal
+	CodePreview string    // first 100 characters of the code
+	Runtime     string    // as given in Meta
+	Reason      Reason    // why it ended; zero if not terminal
+	IsCached    bool
+	CachedName  string
+	Owner       string // as given in Meta
+	SandboxID   string // as given in Meta
 }
 
 // Execution is one run of code or a command. All methods are safe for
@@ -78,7 +79,6 @@ type Execution struct {
 	created       time.Time
 	started       time.Time
 	finished      time.Time
-	queuePos      int
 	bufs          [2]*outBuf
 	log           segLog
 	result        Result
@@ -112,37 +112,19 @@ func (e *Execution) Info() Info {
 
 func (e *Execution) infoLocked() Info {
 	return Info{
-		ID:            e.id,
-		State:         e.state,
-		CreatedAt:     e.created,
-		StartedAt:     e.started,
-		FinishedAt:    e.finished,
-		CodePreview:   e.meta.CodePreview,
-		Runtime:       e.meta.Runtime,
-		Reason:        e.result.Reason,
-		IsCached:      e.meta.IsCached,
-		CachedName:    e.meta.CachedName,
-		QueuePosition: e.queuePos,
-		Owner:         e.meta.Owner,
-		SandboxID:     e.meta.SandboxID,
+		ID:          e.id,
+		State:       e.state,
+		CreatedAt:   e.created,
+		StartedAt:   e.started,
+		FinishedAt:  e.finished,
+		CodePreview: e.meta.CodePreview,
+		Runtime:     e.meta.Runtime,
+		Reason:      e.result.Reason,
+		IsCached:    e.meta.IsCached,
+		CachedName:  e.meta.CachedName,
+		Owner:       e.meta.Owner,
+		SandboxID:   e.meta.SandboxID,
 	}
-}
-
-// SetQueuePosition records the position in the run queue: 1 = next to run,
-// 0 = not queued. It is ignored once the execution has left Pending.
-func (e *Execution) SetQueuePosition(n int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.state == StatePending {
-		e.queuePos = max(n, 0)
-	}
-}
-
-// QueuePosition returns the position in the run queue, 0 if not queued.
-func (e *Execution) QueuePosition() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.queuePos
 }
 
 // Start moves the execution from Pending to Running and records the start
@@ -160,7 +142,6 @@ func (e *Execution) Start() error {
 	}
 	e.state = StateRunning
 	e.started = e.reg.now()
-	e.queuePos = 0
 	e.wakeLocked()
 	return nil
 }
@@ -295,7 +276,6 @@ func (e *Execution) finishLocked(r Result) bool {
 	e.state = r.State
 	e.result = r
 	e.finished = e.reg.now()
-	e.queuePos = 0
 	e.cancel = nil
 	close(e.done)
 	e.wakeLocked()

@@ -325,21 +325,6 @@ func TestWait(t *testing.T) {
 	})
 }
 
-func TestQueuePosition(t *testing.T) {
-	e := newExec(t, 0)
-	e.SetQueuePosition(3)
-	if got := e.QueuePosition(); got != 3 {
-		t.Fatalf("QueuePosition = %d, want 3", got)
-	}
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.SetQueuePosition(2)
-	if got := e.QueuePosition(); got != 0 {
-		t.Fatalf("QueuePosition after Start = %d, want 0", got)
-	}
-}
-
 func TestPreview(t *testing.T) {
 	tests := []struct {
 		name, in, want string
