@@ -18,13 +18,18 @@ RUN CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}"
 
 # The node runtime bundle (@kubernetes/client-node, prometheus-query, uvu),
 # from its lock file.
-FROM node:20-bookworm-slim AS bundle
+FROM node:24-bookworm-slim AS bundle
 WORKDIR /bundle
 COPY runtime/node/bundle/package.json runtime/node/bundle/package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 
-# node 20 (the bundle needs >= 20.19; Debian bookworm's nodejs is 18).
-FROM node:20-bookworm-slim
+# Node.js 24, an LTS line: Active LTS until October 2026, then Maintenance
+# (security fixes) until April 2028. Node 20 reached its end of life in
+# April 2026, and Node 22 is in Maintenance only until April 2027; the
+# bundle needs >= 20.19, and Debian bookworm's own nodejs is 18. The
+# image's Debian (bookworm) is the build stage's, so the cgo binaries find
+# the glibc they were linked against.
+FROM node:24-bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 ca-certificates tini \
  && rm -rf /var/lib/apt/lists/* \

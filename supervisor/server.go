@@ -36,6 +36,7 @@ type Server struct {
 	runner   *execution.Runner
 	sessions *session.Manager
 	health   *health.Server
+	probes   probeState
 	log      hclog.Logger
 	ids      *nodeid.Issuer
 
@@ -160,16 +161,15 @@ func countFinished(m *metrics.Metrics, next func(registry.Meta, registry.Result)
 	}
 }
 
-// start starts the Server's goroutines, the registry's retention sweeper
-// and the warm pool's refill, and reports it SERVING.
+// start starts the Server's goroutines, the registry's retention sweeper,
+// the warm pool's refill and the first start of the fork server, after
+// which it reports itself ready (health.go).
 func (s *Server) start() {
 	var sweepCtx context.Context
 	sweepCtx, s.stopSweep = context.WithCancel(context.Background())
 	go func() { _ = s.reg.Run(sweepCtx) }()
 	s.runner.Start()
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	s.health.SetServingStatus(sandboxv1.SandboxService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	s.health.SetServingStatus(execfarmv1.SessionService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	s.startHealth()
 }
 
 // load is what a metrics scrape reads: the queue, the warm pool and the
@@ -218,7 +218,7 @@ func (s *Server) Registry() *registry.Registry { return s.reg }
 // ends every session sandbox (session.Manager.Shutdown: a restart loses
 // them). It returns an error when executions had to be killed.
 func (s *Server) Shutdown(grace time.Duration) error {
-	s.health.Shutdown()
+	s.stopHealth()
 	err := s.runner.Shutdown(grace)
 	s.sessions.Shutdown()
 	s.stopSweep()

@@ -77,7 +77,7 @@ func TestFailedNewLeavesNoGoroutine(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("New = %v, want an error containing %q", err, tt.want)
 			}
-			goleak.VerifyNone(t)
+			goleak.VerifyNone(t, processGoroutines()...)
 		})
 	}
 }

@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/probe"
@@ -49,6 +51,7 @@ func serveCmd() *cobra.Command {
 		defaultTimeout int64
 		metricsAddr    string
 		maxLifetime    time.Duration
+		probeAddr      string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -154,12 +157,19 @@ func serveCmd() *cobra.Command {
 			if promURL == "" {
 				promURL = os.Getenv("PROMETHEUS_URL")
 			}
-			policy := hostproxy.KubePolicy{Verbs: kubeVerbs, Namespaces: kubeNamespaces}
+			policy, err := kubePolicy(kubeVerbs, kubeNamespaces, os.Getenv)
+			if err != nil {
+				return err
+			}
 			if err := supervisor.HostAccess(&cfg, kubeconfig, policy, promURL); err != nil {
 				return err
 			}
 			if cfg.Kube != nil {
-				log.Info("kubernetes access for sandboxes", "context", cfg.Kube.Context(), "verbs", policy.Verbs, "namespaces", policy.Namespaces)
+				ns := any(policy.Namespaces)
+				if len(policy.Namespaces) == 0 {
+					ns = "all"
+				}
+				log.Info("kubernetes access for sandboxes", "context", cfg.Kube.Context(), "verbs", policy.Verbs, "namespaces", ns)
 			}
 			if metricsAddr = cmp.Or(metricsAddr, os.Getenv("EXECFARM_METRICS_ADDRESS")); metricsAddr != "" {
 				cfg.Metrics = metrics.New()
@@ -178,6 +188,16 @@ func serveCmd() *cobra.Command {
 			s, err := supervisor.New(cfg)
 			if err != nil {
 				return err
+			}
+			if probeAddr = cmp.Or(probeAddr, os.Getenv("EXECFARM_PROBE_ADDRESS")); probeAddr != "" {
+				lis, err := net.Listen("tcp", probeAddr)
+				if err != nil {
+					_ = s.Shutdown(0)
+					return fmt.Errorf("--probe-address: %w", err)
+				}
+				// Until the process exits: a draining supervisor stays live.
+				defer s.ServeProbes(lis)()
+				log.Info("serving probes", "address", lis.Addr().String(), "liveness", supervisor.HealthLiveness, "readiness", supervisor.HealthReadiness)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -216,11 +236,12 @@ func serveCmd() *cobra.Command {
 	f.DurationVar(&retention, "retention", 5*time.Minute, "how long finished executions stay readable")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the supervisor's Kubernetes access (env KUBECONFIG; else ~/.kube/config, then in-cluster)")
 	f.StringSliceVar(&kubeVerbs, "kube-verbs", nil, "Kubernetes verbs sandboxed code may use (default get,list,watch)")
-	f.StringSliceVar(&kubeNamespaces, "kube-namespaces", nil, "namespaces sandboxed code may read (default: all)")
+	f.StringSliceVar(&kubeNamespaces, "kube-namespaces", nil, "namespaces sandboxed code may read, or * for all (env EXECFARM_KUBE_NAMESPACES, a comma list; default: all; the shipped DaemonSet sets what its RBAC grants)")
 	f.StringVar(&promURL, "prometheus-url", "", "Prometheus server sandboxed code may query, read-only (env PROMETHEUS_URL)")
 	f.StringVar(&nodeBundle, "node-bundle", "", "node runtime bundle directory (env EXECFARM_NODE_BUNDLE; default: node-bundle next to execfarm, then runtime/node/bundle)")
 	f.StringVar(&cacheDir, "scripts-cache-dir", "", "directory of cached scripts (env SCRIPTS_CACHE_DIR; default "+defaultCacheDir+")")
 	f.Int64Var(&defaultTimeout, "default-timeout-ms", 0, "default wall-clock timeout in ms (default 30000)")
+	f.StringVar(&probeAddr, "probe-address", "", "serve grpc.health.v1 alone, in plaintext, at ADDRESS for the kubelet's gRPC probes (services liveness and readiness), e.g. :9465 (env EXECFARM_PROBE_ADDRESS; default: off)")
 	f.StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics, e.g. 127.0.0.1:9464 (env EXECFARM_METRICS_ADDRESS; default: off)")
 	f.IntVar(&cfg.Sessions.MaxSandboxes, "max-sandboxes", session.DefaultMaxSandboxes, "session sandboxes that may live at once (each holds its memory limit and a uid range for its life)")
 	f.IntVar(&cfg.Sessions.MaxPerPrincipal, "max-sandboxes-per-principal", 0, "session sandboxes one principal may hold (default: --max-sandboxes)")
@@ -228,6 +249,37 @@ func serveCmd() *cobra.Command {
 	f.DurationVar(&maxLifetime, "sandbox-max-lifetime", session.DefaultMaxLifetime, "ceiling on session sandbox lifetimes; 0 = none (then shutdown_after_seconds 0, no expiry, is allowed)")
 	f.IntVar(&cfg.Sessions.MaxExecs, "sandbox-max-execs", session.DefaultMaxExecs, "execs one session sandbox holds at once, pending and running")
 	return cmd
+}
+
+// kubePolicy is the policy serve applies to sandboxed code's Kubernetes
+// requests: verbs from --kube-verbs (default get, list, watch); namespaces
+// from --kube-namespaces, else EXECFARM_KUBE_NAMESPACES (getenv), a comma
+// list; "*" or nothing at all means every namespace. Each name must be a
+// namespace name (an RFC 1123 label).
+func kubePolicy(verbs, namespaces []string, getenv func(string) string) (hostproxy.KubePolicy, error) {
+	if len(namespaces) == 0 {
+		if v := getenv("EXECFARM_KUBE_NAMESPACES"); v != "" {
+			namespaces = strings.Split(v, ",")
+		}
+	}
+	var names []string
+	for _, n := range namespaces {
+		n = strings.TrimSpace(n)
+		switch {
+		case n == "*" && len(namespaces) == 1:
+			return hostproxy.KubePolicy{Verbs: verbs}, nil
+		case n == "":
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(n); len(msgs) > 0 {
+			return hostproxy.KubePolicy{}, fmt.Errorf("--kube-namespaces: %q is not a namespace name: %s", n, strings.Join(msgs, "; "))
+		}
+		names = append(names, n)
+	}
+	if len(namespaces) > 0 && len(names) == 0 {
+		return hostproxy.KubePolicy{}, errors.New("--kube-namespaces: no namespace named (use * for all)")
+	}
+	return hostproxy.KubePolicy{Verbs: verbs, Namespaces: names}, nil
 }
 
 // uidSlots is the number of sandbox uid ranges serve reserves: one per

@@ -22,6 +22,11 @@ func Start(ctx context.Context, cfg *Config, spec Spec) (*Sandbox, error) {
 	return nil, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }
 
+// StartForkServer is not supported off Linux.
+func StartForkServer(cfg *Config) error {
+	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+
 // StartInBackground is not supported off Linux.
 func StartInBackground(ctx context.Context, cfg *Config, spec Spec) (*Sandbox, error) {
 	return Start(ctx, cfg, spec)

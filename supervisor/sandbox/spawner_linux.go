@@ -115,3 +115,16 @@ func processFDs() []int {
 	}
 	return fds
 }
+
+// StartForkServer starts the process's fork server from cfg's worker
+// binary, if it is not running, so that the first sandbox does not wait
+// for it; a supervisor is ready to serve once it has. Sandboxes start it
+// themselves when it has gone.
+func StartForkServer(cfg *Config) error {
+	bin, err := Seal(cfg.WorkerBinary)
+	if err != nil {
+		return err
+	}
+	_, err = forkServer(bin)
+	return err
+}
