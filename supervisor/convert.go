@@ -1,11 +1,13 @@
 package supervisor
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/runtime/testresult"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/registry"
@@ -148,4 +150,41 @@ func cachedToProto(r registry.Result) *sandboxv1.CacheEntry {
 		return cacheEntryToProto(*x.Cached)
 	}
 	return nil
+}
+
+// testResponse is ExecuteTest's answer for the test run id that ended
+// with res: the per-test results and the summary its program wrote on the
+// results channel (Extra.Results), its output, and whether it succeeded:
+// it ended normally and every test that ran passed.
+func testResponse(id string, res registry.Result, stdout, stderr string) *sandboxv1.ExecuteTestResponse {
+	x, _ := res.Extra.(execution.Extra)
+	summary, results, _ := testresult.Parse(bytes.NewReader(x.Results))
+	resp := &sandboxv1.ExecuteTestResponse{
+		Summary: &sandboxv1.TestSummary{
+			Total: int32(summary.Total), Passed: int32(summary.Passed),
+			Failed: int32(summary.Failed), Skipped: int32(summary.Skipped),
+		},
+		Output:          stdout,
+		ErrorOutput:     stderr,
+		ExecutionTimeMs: res.Usage.WallMs,
+		Outcome:         outcomeToProto(id, res),
+	}
+	for _, r := range results {
+		tr := &sandboxv1.TestResult{Name: r.Name, Passed: r.Passed, DurationMs: r.DurationMs, Skipped: r.Skipped}
+		if r.Error != "" {
+			tr.Error = ptr(r.Error)
+		}
+		resp.Tests = append(resp.Tests, tr)
+	}
+	// Success: the program ended normally and every test that ran passed.
+	resp.Success = res.State == registry.StateCompleted && summary.Complete && summary.OK()
+	switch {
+	case summary.Error != "":
+		resp.Error = ptr(summary.Error)
+	case res.State != registry.StateCompleted && res.Reason != registry.ReasonExited:
+		resp.Error = errorText(res, stderr)
+	case !summary.Complete:
+		resp.Error = ptr("the test run ended before it reported a summary")
+	}
+	return resp
 }

@@ -27,18 +27,46 @@ import (
 // created.
 func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc transport.Config, stop func() error, err error) {
 	host.RemoveStaleEmbedded(cfg.Sandbox.Cgroup)
+	dir, err := embeddedDir()
+	if err != nil {
+		return tc, nil, err
+	}
+	cfg, err = embeddedConfig(cfg, dir, allowDegraded)
+	if err == nil {
+		var s *Server
+		if s, err = New(cfg); err == nil {
+			tc, stop, err = serveEmbedded(ctx, s, dir)
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return tc, nil, err
+	}
+	return tc, stop, nil
+}
+
+// embeddedDir makes an embedded supervisor's directory in
+// host.EmbeddedRoot, named after this process's pid. Its sandboxes' state
+// lives there too, not in the default state directory that a serve owns
+// (and cleans at start), so that a supervisor killed with SIGKILL leaves
+// it where host.RemoveStaleEmbedded looks. Workers pass through it: 0711.
+func embeddedDir() (string, error) {
 	dir, err := os.MkdirTemp(host.EmbeddedRoot, host.EmbeddedPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
-		return tc, nil, fmt.Errorf("supervisor: %w", err)
+		return "", fmt.Errorf("supervisor: %w", err)
 	}
-	// Its sandboxes' state lives here too, not in the default state
-	// directory that a serve owns (and cleans at start), so that a
-	// supervisor killed with SIGKILL leaves it where host.RemoveStaleEmbedded
-	// looks. Workers pass through it: 0711.
 	if err := os.Chmod(dir, 0o711); err != nil {
 		os.RemoveAll(dir)
-		return tc, nil, fmt.Errorf("supervisor: %w", err)
+		return "", fmt.Errorf("supervisor: %w", err)
 	}
+	return dir, nil
+}
+
+// embeddedConfig completes cfg for an embedded supervisor whose directory
+// is dir: its state directory, cgroup parent and uid window (unless cfg
+// sets them), the isolation layers the host probe allows, and a node
+// name. It refuses as host.Check does.
+func embeddedConfig(cfg Config, dir string, allowDegraded []string) (Config, error) {
 	if cfg.Sandbox.StateDir == "" {
 		cfg.Sandbox.StateDir = dir
 	}
@@ -52,18 +80,14 @@ func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc trans
 	}
 	allowed, err := probe.ParseAllowDegraded(allowDegraded)
 	if err != nil {
-		os.RemoveAll(dir)
-		return tc, nil, fmt.Errorf("supervisor: %w", err)
+		return cfg, fmt.Errorf("supervisor: %w", err)
 	}
 	if slices.Contains(allowed, probe.Seccomp) {
 		cfg.Sandbox.NoSeccomp = true
 	}
-	layers, err := host.Check(pc, allowed)
-	if err != nil {
-		os.RemoveAll(dir)
-		return tc, nil, err
+	if cfg.Layers, err = host.Check(pc, allowed); err != nil {
+		return cfg, err
 	}
-	cfg.Layers = layers
 	if cfg.NodeName == "" {
 		// Its ids go to one client only: a host name that cannot name a
 		// node (New would refuse it) is no reason not to start.
@@ -71,11 +95,13 @@ func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc trans
 			cfg.NodeName = "localhost"
 		}
 	}
-	s, err := New(cfg)
-	if err != nil {
-		os.RemoveAll(dir)
-		return tc, nil, err
-	}
+	return cfg, nil
+}
+
+// serveEmbedded serves s on a unix socket in dir, in the background, and
+// returns once it accepts calls. stop shuts s down and removes its cgroup
+// parent and dir; on an error the caller removes dir.
+func serveEmbedded(ctx context.Context, s *Server, dir string) (tc transport.Config, stop func() error, err error) {
 	tc = transport.Config{SocketPath: filepath.Join(dir, "execfarm.sock")}
 	sctx, cancel := context.WithCancel(ctx)
 	readyc := make(chan struct{})
@@ -87,14 +113,14 @@ func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc trans
 	case <-readyc:
 	case err := <-done:
 		cancel()
-		os.RemoveAll(dir)
 		return tc, nil, err
 	}
+	cg := s.cfg.Sandbox.Cgroup
 	stop = func() error {
 		cancel()
 		err := <-done
-		_, _ = cgroup.Cleanup(cfg.Sandbox.Cgroup)
-		_ = cgroup.RemoveParent(cfg.Sandbox.Cgroup)
+		_, _ = cgroup.Cleanup(cg)
+		_ = cgroup.RemoveParent(cg)
 		os.RemoveAll(dir)
 		return err
 	}

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
-	"github.com/execfarm/execfarm/runtime/testresult"
-	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
@@ -248,36 +245,7 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 	}
 	stdout, _ := readAll(e, registry.Stdout)
 	stderr, _ := readAll(e, registry.Stderr)
-	x, _ := res.Extra.(execution.Extra)
-	summary, results, _ := testresult.Parse(bytes.NewReader(x.Results))
-	resp := &sandboxv1.ExecuteTestResponse{
-		Summary: &sandboxv1.TestSummary{
-			Total: int32(summary.Total), Passed: int32(summary.Passed),
-			Failed: int32(summary.Failed), Skipped: int32(summary.Skipped),
-		},
-		Output:          stdout,
-		ErrorOutput:     stderr,
-		ExecutionTimeMs: res.Usage.WallMs,
-		Outcome:         outcomeToProto(e.ID(), res),
-	}
-	for _, r := range results {
-		tr := &sandboxv1.TestResult{Name: r.Name, Passed: r.Passed, DurationMs: r.DurationMs, Skipped: r.Skipped}
-		if r.Error != "" {
-			tr.Error = ptr(r.Error)
-		}
-		resp.Tests = append(resp.Tests, tr)
-	}
-	// Success: the program ended normally and every test that ran passed.
-	resp.Success = res.State == registry.StateCompleted && summary.Complete && summary.OK()
-	switch {
-	case summary.Error != "":
-		resp.Error = ptr(summary.Error)
-	case res.State != registry.StateCompleted && res.Reason != registry.ReasonExited:
-		resp.Error = errorText(res, stderr)
-	case !summary.Complete:
-		resp.Error = ptr("the test run ended before it reported a summary")
-	}
-	return resp, nil
+	return testResponse(e.ID(), res, stdout, stderr), nil
 }
 
 // ListCache lists cached scripts newest first, filtered by a substring or a

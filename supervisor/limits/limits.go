@@ -59,11 +59,22 @@ func DefaultCeilings() Set {
 }
 
 // Resolve applies the request's limits over the defaults and checks them
-// against the ceilings. Zero in a request field means "default"; negative
-// values and values above the ceiling are a *FieldError naming the field.
-// The request's top-level timeout_ms (ProDisco's) applies unless
-// limits.timeout_ms is set.
+// against the ceilings. Zero in a request field means "default";
+// negative values and values above the ceiling are a *FieldError naming
+// the field, and so are request limits below what a program needs to
+// start (minimums). The request's top-level timeout_ms (ProDisco's)
+// applies unless limits.timeout_ms is set.
 func Resolve(req *sandboxv1.ResourceLimits, timeoutMs *int32, def, ceil Set) (Set, error) {
+	out, err := overlay(req, timeoutMs, def, ceil)
+	if err != nil || req == nil {
+		return out, err
+	}
+	return out, out.checkMinimums()
+}
+
+// overlay returns def with the request's non-zero fields, each checked
+// against its ceiling.
+func overlay(req *sandboxv1.ResourceLimits, timeoutMs *int32, def, ceil Set) (Set, error) {
 	out := def
 	pick := func(field string, v, ceiling int64, dst *int64) error {
 		switch {
@@ -109,29 +120,33 @@ func Resolve(req *sandboxv1.ResourceLimits, timeoutMs *int32, def, ceil Set) (Se
 		}
 	}
 	out.CPUPercent, out.FileDescriptors, out.Processes = int32(cpu), int32(fds), int32(procs)
-	// Below these the program cannot start at all: say so instead of
-	// failing obscurely inside the sandbox.
+	return out, nil
+}
+
+// checkMinimums refuses limits below which the program cannot start at
+// all: it says so instead of failing obscurely inside the sandbox.
+func (l Set) checkMinimums() error {
 	minimums := []struct {
 		field string
 		v     int64
 		min   int64
 	}{
-		{"limits.max_memory_bytes", out.MemoryBytes, 16 << 20},
+		{"limits.max_memory_bytes", l.MemoryBytes, 16 << 20},
 		// The worker's own start-up runs under the sandbox's CPU quota.
-		{"limits.max_cpu_percent", int64(out.CPUPercent), 10},
-		{"limits.max_file_descriptors", int64(out.FileDescriptors), 16},
-		{"limits.max_processes", int64(out.Processes), 8},
-		{"limits.workspace_bytes", out.WorkspaceBytes, 1 << 20},
+		{"limits.max_cpu_percent", int64(l.CPUPercent), 10},
+		{"limits.max_file_descriptors", int64(l.FileDescriptors), 16},
+		{"limits.max_processes", int64(l.Processes), 8},
+		{"limits.workspace_bytes", l.WorkspaceBytes, 1 << 20},
 	}
-	if out.CPUTimeMs > 0 && out.CPUTimeMs < MinCPUTimeMs {
-		return out, &FieldError{Field: "limits.cpu_time_ms", Value: out.CPUTimeMs, Reason: fmt.Sprintf("below the minimum %d (the limit is checked every %s)", MinCPUTimeMs, CPUTimeCheckInterval)}
+	if l.CPUTimeMs > 0 && l.CPUTimeMs < MinCPUTimeMs {
+		return &FieldError{Field: "limits.cpu_time_ms", Value: l.CPUTimeMs, Reason: fmt.Sprintf("below the minimum %d (the limit is checked every %s)", MinCPUTimeMs, CPUTimeCheckInterval)}
 	}
 	for _, m := range minimums {
 		if m.v < m.min {
-			return out, &FieldError{Field: m.field, Value: m.v, Reason: fmt.Sprintf("below the minimum %d", m.min)}
+			return &FieldError{Field: m.field, Value: m.v, Reason: fmt.Sprintf("below the minimum %d", m.min)}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Rlimits returns the rlimits of a runtime process with limits l.
