@@ -10,7 +10,7 @@ STATICCHECK_VERSION        := v0.8.2
 # protoc itself comes from Debian's protobuf-compiler (3.21.12 on bookworm);
 # its version is written into the generated files, so drift shows up too.
 
-.PHONY: all build demo test deps bundle bench proto proto-check lint clean
+.PHONY: all build demo test test-cgroup2 deps bundle bench proto proto-check lint clean
 
 all: build
 
@@ -28,6 +28,14 @@ demo: build
 test: deps
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./supervisor/... ./worker/... ./runtime/...
+
+# The cgroup package's tests, the integration suite and the hostile suite
+# on a real, pure cgroup v2 kernel: Debian's kernel booted in qemu (TCG),
+# this host's root shared read-only, one run per deployment scenario
+# (test/cgroup2/README.md). Needs qemu-system-x86, linux-image-amd64,
+# busybox-static and cpio.
+test-cgroup2: bundle
+	test/cgroup2/run.sh
 
 # What the tests need from npm: the node runtime bundle and the Node.js
 # client of the compatibility test (test/compat).

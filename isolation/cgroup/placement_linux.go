@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup2"
 	"golang.org/x/sys/unix"
@@ -124,7 +125,13 @@ func placeAt(root, self string, pid int, noPlace bool) (Placement, error) {
 		return p, err
 	}
 	enable := "+" + strings.Join(v2Controllers, " +")
-	for range placeRounds {
+	for round := range placeRounds {
+		if round > 0 {
+			// The kernel may answer EBUSY for a moment after the last
+			// process left (crun retries too); a fork meanwhile is moved
+			// by this round. At most 190 ms in all.
+			time.Sleep(time.Duration(round) * time.Millisecond)
+		}
 		pids, err := readPids(dir(self))
 		if err != nil {
 			return p, fmt.Errorf("list processes of %s: %w", dir(self), err)
