@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -31,8 +30,9 @@ type forker struct {
 // tasks file (cgroup v1: every process forked from it is then born there),
 // and serves requests on it for the worker's lifetime (the goroutine never
 // unlocks, so Go never reuses the thread for anything else). It closes
-// tasks.
-func (f *forker) start(tasks *os.File) error {
+// tasks unless keep (a session sandbox's forking thread comes back to the
+// payload through it after each fork into an exec's cgroup).
+func (f *forker) start(tasks *os.File, keep bool) error {
 	f.reqs = make(chan func())
 	ready := make(chan error)
 	go func() {
@@ -44,7 +44,9 @@ func (f *forker) start(tasks *os.File) error {
 		if tasks != nil {
 			// "0" is the writing thread (tasks moves one thread).
 			_, err := tasks.WriteString("0")
-			tasks.Close()
+			if !keep {
+				tasks.Close()
+			}
 			if err != nil {
 				ready <- fmt.Errorf("forking thread into the payload cgroup: %w", err)
 				return
@@ -63,12 +65,6 @@ func (f *forker) do(fn func()) {
 	done := make(chan struct{})
 	f.reqs <- func() { fn(); close(done) }
 	<-done
-}
-
-// forkExec is syscall.ForkExec on the forker's thread.
-func (f *forker) forkExec(argv0 string, argv []string, attr *syscall.ProcAttr) (pid int, err error) {
-	f.do(func() { pid, err = syscall.ForkExec(argv0, argv, attr) })
-	return pid, err
 }
 
 // kill is kill(2) on the forker's thread.

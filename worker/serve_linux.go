@@ -53,12 +53,24 @@ func serve() int {
 		tasks = os.NewFile(uintptr(cfg.PayloadTasksFD), "payload/tasks")
 		srv.bornInPayload = true
 	}
-	if err := srv.forker.start(tasks); err != nil {
+	if err := srv.forker.start(tasks, cfg.Session); err != nil {
 		fmt.Fprintln(os.Stderr, "execfarm-worker:", err)
 		return 2
 	}
 	if cfg.PayloadProcsFD > 0 {
 		srv.payload = os.NewFile(uintptr(cfg.PayloadProcsFD), "payload/cgroup.procs")
+	}
+	if cfg.Session {
+		srv.session = true
+		srv.payloadTasks = tasks
+		if cfg.ExecCgroupFD > 0 {
+			c, err := newExecCgroups(os.NewFile(uintptr(cfg.ExecCgroupFD), "exec-cgroups"))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "execfarm-worker:", err)
+				return 2
+			}
+			srv.execCgroups = c
+		}
 	}
 	go srv.reap(notifyChildren())
 	logger := hclog.New(&hclog.LoggerOptions{Name: "worker", Output: os.Stderr, Level: hclog.Warn, JSONFormat: true})

@@ -41,8 +41,10 @@ const (
 // chunkSize is the largest output chunk read from a pipe in one go.
 const chunkSize = 32 << 10
 
-// server implements workerv1.WorkerServer. It runs one runtime process at
-// a time and, as pid 1 of the sandbox, reaps every child.
+// server implements workerv1.WorkerServer. A single-use sandbox's worker
+// runs one runtime process at a time (Run); a session sandbox's runs up to
+// plugin.MaxConcurrentExecs at once (Exec) and serves file operations. As
+// pid 1 of the sandbox it reaps every child.
 type server struct {
 	workerv1.UnimplementedWorkerServer
 
@@ -63,13 +65,34 @@ type server struct {
 	// startup times the worker's start-up (Startup).
 	startup phases
 
+	// session: a session sandbox (Exec, file calls; no Run, Prepare,
+	// Reset). See session_linux.go and files_linux.go.
+	session bool
+	// payloadTasks is the payload cgroup's tasks file, kept open in a
+	// session sandbox on cgroup v1 (bornInPayload): the forking thread
+	// returns to the payload through it after forking into an exec's
+	// cgroup.
+	payloadTasks *os.File
+	// execs counts the running execs (session).
+	execs execSlots
+	// execCgroups receives the execs' cgroup files (session).
+	execCgroups *execCgroups
+	// files runs file operations as the sandbox user (session).
+	files fileThread
+
 	mu      sync.Mutex
-	waiters map[int]chan unix.WaitStatus
-	exited  map[int]unix.WaitStatus // reaped before anyone waited
+	waiters map[int]chan exitStatus
+	exited  map[int]exitStatus // reaped before anyone waited
+}
+
+// exitStatus is what wait4 reports for a child.
+type exitStatus struct {
+	ws unix.WaitStatus
+	ru unix.Rusage
 }
 
 func newServer() *server {
-	return &server{waiters: map[int]chan unix.WaitStatus{}, exited: map[int]unix.WaitStatus{}}
+	return &server{waiters: map[int]chan exitStatus{}, exited: map[int]exitStatus{}}
 }
 
 // notifyChildren subscribes to SIGCHLD for reap. It must be called before
@@ -88,8 +111,8 @@ func notifyChildren() <-chan os.Signal {
 func (s *server) reap(ch <-chan os.Signal) {
 	for range ch {
 		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			var st exitStatus
+			pid, err := unix.Wait4(-1, &st.ws, unix.WNOHANG, &st.ru)
 			if err == unix.EINTR {
 				continue
 			}
@@ -99,23 +122,27 @@ func (s *server) reap(ch <-chan os.Signal) {
 			s.mu.Lock()
 			if w, ok := s.waiters[pid]; ok {
 				delete(s.waiters, pid)
-				w <- ws
-			} else {
-				s.exited[pid] = ws
+				w <- st
+			} else if !s.session {
+				s.exited[pid] = st
 			}
 			s.mu.Unlock()
 		}
 	}
 }
 
-// wait returns a channel that yields pid's wait status.
-func (s *server) wait(pid int) <-chan unix.WaitStatus {
-	w := make(chan unix.WaitStatus, 1)
+// wait returns a channel that yields pid's wait status. A session
+// sandbox's worker keeps no status nobody waits for (orphans of long-lived
+// daemons would pile up): there, wait must be called before the process
+// can exit, which s.start's callers do (its pid is registered on the
+// forking thread, before the process can run).
+func (s *server) wait(pid int) <-chan exitStatus {
+	w := make(chan exitStatus, 1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ws, ok := s.exited[pid]; ok {
+	if st, ok := s.exited[pid]; ok {
 		delete(s.exited, pid)
-		w <- ws
+		w <- st
 		return w
 	}
 	s.waiters[pid] = w
@@ -128,24 +155,17 @@ var rlimitResources = map[string]int{
 	"CPU": unix.RLIMIT_CPU,
 }
 
-// forkWithLimits applies req's rlimits to the worker and forks. rlimits
-// are per process and inherited: set them on the worker just before the
-// fork. A sandbox serves one execution, so lowering the worker's own
-// limits costs nothing later.
-func (s *server) forkWithLimits(req *workerv1.RunRequest, holdStdin bool) (*process, error) {
-	if len(req.GetArgv()) == 0 {
-		return nil, errors.New("empty argv")
-	}
-	for _, rl := range req.GetRlimits() {
-		res, ok := rlimitResources[rl.GetResource()]
+// checkRlimits resolves req's rlimits to setrlimit(2) resources.
+func checkRlimits(req *workerv1.RunRequest) ([]int, error) {
+	res := make([]int, len(req.GetRlimits()))
+	for i, rl := range req.GetRlimits() {
+		r, ok := rlimitResources[rl.GetResource()]
 		if !ok {
 			return nil, fmt.Errorf("unknown rlimit %s", rl.GetResource())
 		}
-		if err := unix.Setrlimit(res, &unix.Rlimit{Cur: rl.GetSoft(), Max: rl.GetHard()}); err != nil {
-			return nil, fmt.Errorf("setrlimit %s: %w", rl.GetResource(), err)
-		}
+		res[i] = r
 	}
-	return s.fork(req, holdStdin)
+	return res, nil
 }
 
 // Prepare forks the runtime process of req ahead of the Run that will use
@@ -153,12 +173,15 @@ func (s *server) forkWithLimits(req *workerv1.RunRequest, holdStdin bool) (*proc
 // releases it with its program and stdin. A Run of another shape kills it
 // and forks its own. req must take a program (goja, node).
 func (s *server) Prepare(_ context.Context, req *workerv1.RunRequest) (*workerv1.PrepareResponse, error) {
+	if s.session {
+		return nil, errSession
+	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	if s.prepared != nil {
 		return nil, status.Error(codes.FailedPrecondition, "a process is already prepared")
 	}
-	p, err := s.forkWithLimits(req, true)
+	p, err := s.start(req, startOpts{hold: true, stdinPipe: true, target: s.payloadTarget()})
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
@@ -185,6 +208,9 @@ func (s *server) SetBroker(b *goplugin.GRPCBroker) { s.broker = b }
 
 // Run starts the runtime process of req and streams its output.
 func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer) error {
+	if s.session {
+		return errSession
+	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	if id := req.GetProxyBrokerId(); id != 0 {
@@ -204,12 +230,25 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 	}
 	if p == nil {
 		var err error
-		if p, err = s.forkWithLimits(req, false); err != nil {
+		if p, err = s.start(req, startOpts{target: s.payloadTarget()}); err != nil {
 			return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: err.Error()}))
 		}
 	}
-	exitCh := s.wait(p.pid)
 	p.release(req.GetProgram(), req.GetStdin())
+	st, err := s.collect(p, stream.Send, stream.Context().Done())
+	if err != nil {
+		return err
+	}
+	return stream.Send(exitEvent(statusToExit(st)))
+}
+
+// collect streams p's output through send until p has exited and its pipes
+// are drained (or, after drainAfterExit, closed: a descendant holds them),
+// and returns p's exit status. When done closes (the call went away) or a
+// send fails, it kills p's process group and goes on until p has exited.
+// It returns an error only when flushing the last queued events fails.
+func (s *server) collect(p *process, send func(*workerv1.RunEvent) error, done <-chan struct{}) (exitStatus, error) {
+	exitCh := p.exit
 
 	events := make(chan *workerv1.RunEvent, 16)
 	var pumps sync.WaitGroup
@@ -223,17 +262,16 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 	pumpsDone := make(chan struct{})
 	go func() { pumps.Wait(); close(pumpsDone) }()
 
-	done := stream.Context().Done()
-	var ws unix.WaitStatus
+	var st exitStatus
 	exited, drained := false, false
 	var drain <-chan time.Time
 	for !exited || !drained {
 		select {
 		case ev := <-events:
-			if err := stream.Send(ev); err != nil {
+			if err := send(ev); err != nil {
 				s.killGroup(p.pid)
 			}
-		case ws = <-exitCh:
+		case st = <-exitCh:
 			exited, exitCh = true, nil
 			drain = time.After(drainAfterExit)
 		case <-drain:
@@ -252,8 +290,9 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 	for {
 		select {
 		case ev := <-events:
-			if err := stream.Send(ev); err != nil {
-				return err
+			if err := send(ev); err != nil {
+				p.closePipes()
+				return st, err
 			}
 			continue
 		default:
@@ -261,18 +300,22 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 		break
 	}
 	p.closePipes()
-	return stream.Send(exitEvent(statusToExit(ws)))
+	return st, nil
 }
 
 func exitEvent(e *workerv1.Exit) *workerv1.RunEvent {
 	return &workerv1.RunEvent{Event: &workerv1.RunEvent_Exit{Exit: e}}
 }
 
-func statusToExit(ws unix.WaitStatus) *workerv1.Exit {
-	if ws.Signaled() {
-		return &workerv1.Exit{ExitCode: -1, Signal: int32(ws.Signal())}
+func statusToExit(st exitStatus) *workerv1.Exit {
+	u := &workerv1.Rusage{
+		CpuUserMicros:   st.ru.Utime.Sec*1e6 + st.ru.Utime.Usec,
+		CpuSystemMicros: st.ru.Stime.Sec*1e6 + st.ru.Stime.Usec,
 	}
-	return &workerv1.Exit{ExitCode: int32(ws.ExitStatus())}
+	if st.ws.Signaled() {
+		return &workerv1.Exit{ExitCode: -1, Signal: int32(st.ws.Signal()), Usage: u}
+	}
+	return &workerv1.Exit{ExitCode: int32(st.ws.ExitStatus()), Usage: u}
 }
 
 // killGroup SIGKILLs the process group of pid, and pid, from the forker's
@@ -321,6 +364,7 @@ type process struct {
 	ready                   *os.File // read end of the readiness pipe (fd 5), until Prepare saw it closed
 	gated                   bool     // held at gateScript rather than by its program
 	shape                   *workerv1.RunRequest
+	exit                    <-chan exitStatus // its wait status, once reaped
 }
 
 // closePipes closes the read ends.
@@ -348,17 +392,66 @@ func (p *process) closeAll() {
 // read fails and the program never runs.
 const gateScript = `read -r _ <&3 && exec 3<&- && exec "$@"`
 
-// fork forks the runtime process of req as the sandbox user, with stdin,
+// target is the cgroup a runtime process is placed in: the payload, or an
+// exec's own cgroup (session sandbox).
+type target struct {
+	// procs is the cgroup.procs to write the process's pid to after the
+	// fork, while it is held (cgroup v2, or PlaceByGate); nil: none.
+	procs *os.File
+	// join is the tasks file (cgroup v1) the forking thread writes "0"
+	// to just before the fork, so that the process is born there, and
+	// back, the one it returns to right after (the payload's); nil: the
+	// forking thread stays where it is (in the payload, bornInPayload).
+	join, back *os.File
+}
+
+// payloadTarget places a runtime process in the payload cgroup: born
+// there when the forking thread sits in it (bornInPayload), else moved.
+func (s *server) payloadTarget() target {
+	if s.bornInPayload {
+		return target{}
+	}
+	return target{procs: s.payload}
+}
+
+// bornThere reports whether a process forked for t starts in its cgroup
+// (no move needed).
+func (t target) bornThere() bool { return t.procs == nil }
+
+// startOpts say how start starts a runtime process.
+type startOpts struct {
+	// hold keeps the process from running until release even when it is
+	// born in its cgroup (a prepared process: Prepare).
+	hold bool
+	// stdinPipe gives it a pipe for stdin whose write end p.stdin keeps:
+	// release writes a prepared process's stdin there, an exec streams it.
+	// Otherwise stdin is req.Stdin, then end of file.
+	stdinPipe bool
+	// target is its cgroup.
+	target target
+}
+
+// start forks the runtime process of req as the sandbox user, with stdin,
 // stdout and stderr wired to pipes (and fd 4 for results when asked), in
-// the payload cgroup: born there when the forking thread is in it (cgroup
-// v1, bornInPayload), else moved there right after the fork, before it
-// runs untrusted code: a runtime that takes a program (goja, node) waits
-// for it on fd 3, any other waits at gateScript; release lets it go. A
-// process born in the payload that takes no program runs at once. With
-// holdStdin, stdin is a pipe whose content release supplies (a prepared
-// process, see Prepare); otherwise it is req.Stdin. No instruction of the
-// program runs outside the payload cgroup.
-func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err error) {
+// its cgroup (o.target): born there when the forking thread is in it
+// (cgroup v1: it sits in the payload, or joins an exec's cgroup for the
+// fork), else moved there right after the fork, before it runs untrusted
+// code: a runtime that takes a program (goja, node) waits for it on fd 3,
+// any other waits at gateScript; release lets it go. A process born in
+// its cgroup that takes no program runs at once, unless o.hold. req's
+// rlimits are set on the worker on the forking thread just before the
+// fork (rlimits are per process and inherited; the worker cannot raise
+// them again, so a sandbox serves requests of one set of rlimits). The
+// process's wait status is registered before it can exit (p.exit). No
+// instruction of the program runs outside its cgroup.
+func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err error) {
+	if len(req.GetArgv()) == 0 {
+		return nil, errors.New("empty argv")
+	}
+	resources, err := checkRlimits(req)
+	if err != nil {
+		return nil, err
+	}
 	p := &process{shape: shapeOf(req)}
 	var childEnds []*os.File // closed once the child has them
 	defer func() {
@@ -370,7 +463,7 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 		}
 	}()
 	var stdin *os.File
-	if holdStdin {
+	if o.stdinPipe {
 		if stdin, p.stdin, err = os.Pipe(); err != nil {
 			return nil, err
 		}
@@ -389,9 +482,9 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 	childEnds = append(childEnds, errW)
 	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd()}
 	open := []*os.File{stdin, outW, errW}
-	// A process that takes no program and is born in the payload cgroup
-	// needs no gate: it may run at once.
-	gate := len(req.GetProgram()) > 0 || holdStdin || !s.bornInPayload
+	// A process that takes no program and is born in its cgroup needs no
+	// gate: it may run at once.
+	gate := len(req.GetProgram()) > 0 || o.hold || !o.target.bornThere()
 	if gate {
 		// fd 3: the program or the gate's release line.
 		if gateR, p.gate, err = os.Pipe(); err != nil {
@@ -410,7 +503,7 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 		files = append(files, resW.Fd()) // fd 4
 	}
 	env := req.GetEnv()
-	if holdStdin && req.GetSignalsReady() {
+	if o.hold && req.GetSignalsReady() {
 		// fd 5: closed by the runtime once it waits for its program.
 		var readyW *os.File
 		if p.ready, readyW, err = os.Pipe(); err != nil {
@@ -434,7 +527,7 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 		}
 	}
 	argv := req.GetArgv()
-	if gate && len(req.GetProgram()) == 0 && !holdStdin {
+	if gate && len(req.GetProgram()) == 0 && !o.hold {
 		argv = append([]string{"/bin/sh", "-c", gateScript, "execfarm-gate"}, argv...)
 		p.gated = true
 	}
@@ -443,7 +536,7 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 		dir = "/"
 	}
 	uid := uint32(namespace.SandboxUID)
-	pid, err := s.forker.forkExec(argv[0], argv, &syscall.ProcAttr{
+	attr := &syscall.ProcAttr{
 		Dir:   dir,
 		Env:   env,
 		Files: files,
@@ -452,15 +545,51 @@ func (s *server) fork(req *workerv1.RunRequest, holdStdin bool) (_ *process, err
 			Setpgid:    true,
 			Pdeathsig:  syscall.SIGKILL,
 		},
+	}
+	var pid int
+	s.forker.do(func() {
+		for i, rl := range req.GetRlimits() {
+			if err = unix.Setrlimit(resources[i], &unix.Rlimit{Cur: rl.GetSoft(), Max: rl.GetHard()}); err != nil {
+				err = fmt.Errorf("setrlimit %s: %w", rl.GetResource(), err)
+				return
+			}
+		}
+		if t := o.target; t.join != nil {
+			// "0" is the writing thread (tasks moves one thread).
+			if _, err = t.join.WriteString("0"); err != nil {
+				err = fmt.Errorf("forking thread into the exec's cgroup: %w", err)
+				return
+			}
+			defer func() {
+				if _, berr := t.back.WriteString("0"); berr != nil && err == nil {
+					err = fmt.Errorf("forking thread back into the payload cgroup: %w", berr)
+				}
+			}()
+		}
+		// The reaper delivers statuses under s.mu: holding it from the
+		// fork to the registration, no status of this child is missed.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if pid, err = syscall.ForkExec(argv[0], argv, attr); err != nil {
+			return
+		}
+		w := make(chan exitStatus, 1)
+		s.waiters[pid] = w
+		p.exit = w
 	})
+	if pid > 0 {
+		p.pid = pid
+	}
 	if err != nil {
+		if pid > 0 {
+			s.killGroup(pid) // held at its gate, or born where it must not run
+		}
 		return nil, fmt.Errorf("start %s: %w", req.GetArgv()[0], err)
 	}
-	p.pid = pid
-	if s.payload != nil && !s.bornInPayload {
-		if _, err := s.payload.WriteString(strconv.Itoa(pid)); err != nil {
+	if t := o.target; t.procs != nil {
+		if _, err := t.procs.WriteString(strconv.Itoa(pid)); err != nil {
 			s.killGroup(pid) // and the gate is closed unwritten: the program never runs
-			return nil, fmt.Errorf("place %s in the payload cgroup: %w", req.GetArgv()[0], err)
+			return nil, fmt.Errorf("place %s in its cgroup: %w", req.GetArgv()[0], err)
 		}
 	}
 	return p, nil
@@ -547,6 +676,9 @@ const resetTimeout = 2 * time.Second
 // It waits for a running Run to end first. Errors: DEADLINE_EXCEEDED when
 // processes are still there after resetTimeout.
 func (s *server) Reset(ctx context.Context, _ *workerv1.ResetRequest) (*workerv1.ResetResponse, error) {
+	if s.session {
+		return nil, errSession
+	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	if p := s.prepared; p != nil {

@@ -58,3 +58,17 @@ func RemoveParent(cfg Config) error { return notSupported("remove parent") }
 func SiblingParents(cfg Config, prefix string) ([]string, error) {
 	return nil, notSupported("list parents")
 }
+
+// Exec is an exec's cgroup; off Linux none can exist.
+type Exec struct{}
+
+// NewExec returns an error wrapping ErrNotSupported off Linux.
+func (m *Manager) NewExec(name string, byThread bool) (*Exec, *os.File, error) {
+	return nil, nil, notSupported("exec cgroup")
+}
+
+func (e *Exec) Path() string                     { return "" }
+func (e *Exec) Kill(skip int) error              { return notSupported("kill exec cgroup") }
+func (e *Exec) Populated(skip int) (bool, error) { return false, notSupported("list exec cgroup") }
+func (e *Exec) PidsPeak() (int64, bool)          { return 0, false }
+func (e *Exec) Remove() error                    { return notSupported("remove exec cgroup") }

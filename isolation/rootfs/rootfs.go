@@ -24,7 +24,8 @@ type Config struct {
 	GojaBinary string
 	// WorkspaceBytes, TmpBytes and ShmBytes size the tmpfs mounted at
 	// WorkspaceDir, /tmp and /dev/shm; 0 means 64 MiB. Their pages are
-	// charged to the sandbox's memory cgroup.
+	// charged to the sandbox's memory cgroup. The workspace holds one
+	// inode per 4 KiB of its size, at least 16384 (/tmp: 16384).
 	WorkspaceBytes, TmpBytes, ShmBytes int64
 	// UID and GID own the workspace (the sandbox user, 1000).
 	UID, GID int

@@ -74,7 +74,8 @@ func Setup(cfg Config) error {
 		return err
 	}
 	ws := filepath.Join(r, WorkspaceDir)
-	opts := fmt.Sprintf("size=%d,nr_inodes=16384,mode=0755,uid=%d,gid=%d", orDefault(cfg.WorkspaceBytes), cfg.UID, cfg.GID)
+	wsBytes := orDefault(cfg.WorkspaceBytes)
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755,uid=%d,gid=%d", wsBytes, workspaceInodes(wsBytes), cfg.UID, cfg.GID)
 	if err := mountTmpfs(ws, opts, unix.MS_NOSUID|unix.MS_NODEV); err != nil {
 		return err
 	}
@@ -91,6 +92,14 @@ func Setup(cfg Config) error {
 	}
 	return nil
 }
+
+// workspaceInodes is the workspace's inode limit: one per 4 KiB page of
+// its size, at least 16384 (the limit of the default 64 MiB workspace, and
+// of /tmp). Inodes cost kernel memory (about 1 KiB each with their dentry,
+// charged to the sandbox's memory cgroup) and a non-empty file costs at
+// least one page: a workspace of N bytes holds at most N/4096 files with
+// data anyway, and a larger workspace may hold more empty ones.
+func workspaceInodes(bytes int64) int64 { return max(16384, bytes/4096) }
 
 func orDefault(n int64) int64 {
 	if n <= 0 {

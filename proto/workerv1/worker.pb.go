@@ -25,6 +25,1172 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// FileType is the type of a file as lstat(2) sees it.
+type FileType int32
+
+const (
+	FileType_FILE_TYPE_UNSPECIFIED FileType = 0
+	FileType_FILE_TYPE_FILE        FileType = 1
+	FileType_FILE_TYPE_DIRECTORY   FileType = 2
+	FileType_FILE_TYPE_SYMLINK     FileType = 3
+	// A FIFO, socket or device node.
+	FileType_FILE_TYPE_OTHER FileType = 4
+)
+
+// Enum value maps for FileType.
+var (
+	FileType_name = map[int32]string{
+		0: "FILE_TYPE_UNSPECIFIED",
+		1: "FILE_TYPE_FILE",
+		2: "FILE_TYPE_DIRECTORY",
+		3: "FILE_TYPE_SYMLINK",
+		4: "FILE_TYPE_OTHER",
+	}
+	FileType_value = map[string]int32{
+		"FILE_TYPE_UNSPECIFIED": 0,
+		"FILE_TYPE_FILE":        1,
+		"FILE_TYPE_DIRECTORY":   2,
+		"FILE_TYPE_SYMLINK":     3,
+		"FILE_TYPE_OTHER":       4,
+	}
+)
+
+func (x FileType) Enum() *FileType {
+	p := new(FileType)
+	*p = x
+	return p
+}
+
+func (x FileType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FileType) Descriptor() protoreflect.EnumDescriptor {
+	return file_execfarm_worker_v1_worker_proto_enumTypes[0].Descriptor()
+}
+
+func (FileType) Type() protoreflect.EnumType {
+	return &file_execfarm_worker_v1_worker_proto_enumTypes[0]
+}
+
+func (x FileType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FileType.Descriptor instead.
+func (FileType) EnumDescriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{0}
+}
+
+// ExecStart is the first message of an Exec call.
+type ExecStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What to run, as for Run. request.stdin is the first bytes of the
+	// exec's standard input; proxy_broker_id and signals_ready are not
+	// supported (INVALID_ARGUMENT).
+	Request *RunRequest `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	// Keep standard input open after request.stdin for ExecInput.stdin
+	// until ExecInput.close_stdin (or the end of the call); false: end of
+	// file after request.stdin.
+	StdinOpen bool `protobuf:"varint,2,opt,name=stdin_open,json=stdinOpen,proto3" json:"stdin_open,omitempty"`
+	// The exec's cgroup: the token under which the supervisor sent the
+	// exec cgroup's file over the descriptor channel
+	// (SandboxConfig.exec_cgroup_fd) before this call. 0: the payload
+	// cgroup (no cgroup of its own).
+	CgroupToken   uint64 `protobuf:"varint,3,opt,name=cgroup_token,json=cgroupToken,proto3" json:"cgroup_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecStart) Reset() {
+	*x = ExecStart{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecStart) ProtoMessage() {}
+
+func (x *ExecStart) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
+func (*ExecStart) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ExecStart) GetRequest() *RunRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *ExecStart) GetStdinOpen() bool {
+	if x != nil {
+		return x.StdinOpen
+	}
+	return false
+}
+
+func (x *ExecStart) GetCgroupToken() uint64 {
+	if x != nil {
+		return x.CgroupToken
+	}
+	return 0
+}
+
+// ExecInput is one message from the supervisor in an Exec call.
+type ExecInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Input:
+	//
+	//	*ExecInput_Start
+	//	*ExecInput_Stdin
+	//	*ExecInput_CloseStdin
+	//	*ExecInput_Signal
+	Input         isExecInput_Input `protobuf_oneof:"input"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecInput) Reset() {
+	*x = ExecInput{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecInput) ProtoMessage() {}
+
+func (x *ExecInput) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecInput.ProtoReflect.Descriptor instead.
+func (*ExecInput) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ExecInput) GetInput() isExecInput_Input {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *ExecInput) GetStart() *ExecStart {
+	if x != nil {
+		if x, ok := x.Input.(*ExecInput_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+func (x *ExecInput) GetStdin() []byte {
+	if x != nil {
+		if x, ok := x.Input.(*ExecInput_Stdin); ok {
+			return x.Stdin
+		}
+	}
+	return nil
+}
+
+func (x *ExecInput) GetCloseStdin() bool {
+	if x != nil {
+		if x, ok := x.Input.(*ExecInput_CloseStdin); ok {
+			return x.CloseStdin
+		}
+	}
+	return false
+}
+
+func (x *ExecInput) GetSignal() int32 {
+	if x != nil {
+		if x, ok := x.Input.(*ExecInput_Signal); ok {
+			return x.Signal
+		}
+	}
+	return 0
+}
+
+type isExecInput_Input interface {
+	isExecInput_Input()
+}
+
+type ExecInput_Start struct {
+	// First message only.
+	Start *ExecStart `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
+}
+
+type ExecInput_Stdin struct {
+	// More standard input (ExecStart.stdin_open), at most 1 MiB.
+	Stdin []byte `protobuf:"bytes,2,opt,name=stdin,proto3,oneof"`
+}
+
+type ExecInput_CloseStdin struct {
+	// End of standard input.
+	CloseStdin bool `protobuf:"varint,3,opt,name=close_stdin,json=closeStdin,proto3,oneof"`
+}
+
+type ExecInput_Signal struct {
+	// A signal (1..31) for the exec's process group.
+	Signal int32 `protobuf:"varint,4,opt,name=signal,proto3,oneof"`
+}
+
+func (*ExecInput_Start) isExecInput_Input() {}
+
+func (*ExecInput_Stdin) isExecInput_Input() {}
+
+func (*ExecInput_CloseStdin) isExecInput_Input() {}
+
+func (*ExecInput_Signal) isExecInput_Input() {}
+
+// ExecStarted is the first event of an Exec call that started its
+// process.
+type ExecStarted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The runtime process's pid in the sandbox's pid namespace; it leads
+	// the exec's process group.
+	Pid           int32 `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecStarted) Reset() {
+	*x = ExecStarted{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecStarted) ProtoMessage() {}
+
+func (x *ExecStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecStarted.ProtoReflect.Descriptor instead.
+func (*ExecStarted) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ExecStarted) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+// Rusage is the CPU time wait4(2) reports for a runtime process: its own
+// and that of the descendants it waited for (a daemon left running is not
+// in it). ru_maxrss is left out: for a process forked and exec'd by the
+// worker it is at least the worker's own resident set at the fork (exec
+// keeps the old memory's high-water mark), so it says nothing of the
+// program.
+type Rusage struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	CpuUserMicros   int64                  `protobuf:"varint,1,opt,name=cpu_user_micros,json=cpuUserMicros,proto3" json:"cpu_user_micros,omitempty"`
+	CpuSystemMicros int64                  `protobuf:"varint,2,opt,name=cpu_system_micros,json=cpuSystemMicros,proto3" json:"cpu_system_micros,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Rusage) Reset() {
+	*x = Rusage{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rusage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rusage) ProtoMessage() {}
+
+func (x *Rusage) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rusage.ProtoReflect.Descriptor instead.
+func (*Rusage) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Rusage) GetCpuUserMicros() int64 {
+	if x != nil {
+		return x.CpuUserMicros
+	}
+	return 0
+}
+
+func (x *Rusage) GetCpuSystemMicros() int64 {
+	if x != nil {
+		return x.CpuSystemMicros
+	}
+	return 0
+}
+
+// FileInfo describes one file.
+type FileInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Base name (for Stat and Download: of the path asked for).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Size in bytes (of a symbolic link: its target's length).
+	Size int64    `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Type FileType `protobuf:"varint,3,opt,name=type,proto3,enum=execfarm.worker.v1.FileType" json:"type,omitempty"`
+	// Permission bits with setuid, setgid and sticky (mode & 07777).
+	Mode uint32 `protobuf:"varint,4,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Modification time, nanoseconds since the Unix epoch.
+	ModTimeUnixNano int64 `protobuf:"varint,5,opt,name=mod_time_unix_nano,json=modTimeUnixNano,proto3" json:"mod_time_unix_nano,omitempty"`
+	// A symbolic link's target, as stored (Stat and List only).
+	SymlinkTarget string `protobuf:"bytes,6,opt,name=symlink_target,json=symlinkTarget,proto3" json:"symlink_target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileInfo) Reset() {
+	*x = FileInfo{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileInfo) ProtoMessage() {}
+
+func (x *FileInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileInfo.ProtoReflect.Descriptor instead.
+func (*FileInfo) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *FileInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FileInfo) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *FileInfo) GetType() FileType {
+	if x != nil {
+		return x.Type
+	}
+	return FileType_FILE_TYPE_UNSPECIFIED
+}
+
+func (x *FileInfo) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *FileInfo) GetModTimeUnixNano() int64 {
+	if x != nil {
+		return x.ModTimeUnixNano
+	}
+	return 0
+}
+
+func (x *FileInfo) GetSymlinkTarget() string {
+	if x != nil {
+		return x.SymlinkTarget
+	}
+	return ""
+}
+
+type UploadHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path inside the sandbox: absolute, or relative to /workspace.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Permission bits of the new file (mode & 0777); 0 means 0644.
+	Mode          uint32 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UploadHeader) Reset() {
+	*x = UploadHeader{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UploadHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UploadHeader) ProtoMessage() {}
+
+func (x *UploadHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UploadHeader.ProtoReflect.Descriptor instead.
+func (*UploadHeader) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *UploadHeader) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *UploadHeader) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+type UploadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*UploadRequest_Header
+	//	*UploadRequest_Data
+	Part          isUploadRequest_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UploadRequest) Reset() {
+	*x = UploadRequest{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UploadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UploadRequest) ProtoMessage() {}
+
+func (x *UploadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UploadRequest.ProtoReflect.Descriptor instead.
+func (*UploadRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *UploadRequest) GetPart() isUploadRequest_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *UploadRequest) GetHeader() *UploadHeader {
+	if x != nil {
+		if x, ok := x.Part.(*UploadRequest_Header); ok {
+			return x.Header
+		}
+	}
+	return nil
+}
+
+func (x *UploadRequest) GetData() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*UploadRequest_Data); ok {
+			return x.Data
+		}
+	}
+	return nil
+}
+
+type isUploadRequest_Part interface {
+	isUploadRequest_Part()
+}
+
+type UploadRequest_Header struct {
+	// First message only.
+	Header *UploadHeader `protobuf:"bytes,1,opt,name=header,proto3,oneof"`
+}
+
+type UploadRequest_Data struct {
+	// The file's bytes, in order, at most 1 MiB per message.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
+}
+
+func (*UploadRequest_Header) isUploadRequest_Part() {}
+
+func (*UploadRequest_Data) isUploadRequest_Part() {}
+
+type UploadResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Bytes written.
+	Bytes         int64 `protobuf:"varint,1,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UploadResponse) Reset() {
+	*x = UploadResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UploadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UploadResponse) ProtoMessage() {}
+
+func (x *UploadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UploadResponse.ProtoReflect.Descriptor instead.
+func (*UploadResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *UploadResponse) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+type DownloadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path inside the sandbox: absolute, or relative to /workspace.
+	Path          string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownloadRequest) Reset() {
+	*x = DownloadRequest{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownloadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownloadRequest) ProtoMessage() {}
+
+func (x *DownloadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownloadRequest.ProtoReflect.Descriptor instead.
+func (*DownloadRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DownloadRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type DownloadResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*DownloadResponse_Info
+	//	*DownloadResponse_Data
+	Part          isDownloadResponse_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownloadResponse) Reset() {
+	*x = DownloadResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownloadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownloadResponse) ProtoMessage() {}
+
+func (x *DownloadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownloadResponse.ProtoReflect.Descriptor instead.
+func (*DownloadResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DownloadResponse) GetPart() isDownloadResponse_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *DownloadResponse) GetInfo() *FileInfo {
+	if x != nil {
+		if x, ok := x.Part.(*DownloadResponse_Info); ok {
+			return x.Info
+		}
+	}
+	return nil
+}
+
+func (x *DownloadResponse) GetData() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*DownloadResponse_Data); ok {
+			return x.Data
+		}
+	}
+	return nil
+}
+
+type isDownloadResponse_Part interface {
+	isDownloadResponse_Part()
+}
+
+type DownloadResponse_Info struct {
+	// First message only: the file as opened.
+	Info *FileInfo `protobuf:"bytes,1,opt,name=info,proto3,oneof"`
+}
+
+type DownloadResponse_Data struct {
+	// The file's bytes, in order, at most 64 KiB per message.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
+}
+
+func (*DownloadResponse_Info) isDownloadResponse_Part() {}
+
+func (*DownloadResponse_Data) isDownloadResponse_Part() {}
+
+type ListRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path of a directory inside the sandbox.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// At most this many entries (the first in byte order of their names);
+	// 0 means 1000, at most 10000 (INVALID_ARGUMENT beyond).
+	MaxEntries    int32 `protobuf:"varint,2,opt,name=max_entries,json=maxEntries,proto3" json:"max_entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequest) Reset() {
+	*x = ListRequest{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequest) ProtoMessage() {}
+
+func (x *ListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
+func (*ListRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ListRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ListRequest) GetMaxEntries() int32 {
+	if x != nil {
+		return x.MaxEntries
+	}
+	return 0
+}
+
+type ListResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A page of entries, in byte order of their names.
+	Entries []*FileInfo `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	// Last message only: how many entries the directory holds ("." and
+	// ".." left out), and whether some were left out of the listing.
+	TotalEntries int64 `protobuf:"varint,2,opt,name=total_entries,json=totalEntries,proto3" json:"total_entries,omitempty"`
+	Truncated    bool  `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// Set on the last message.
+	Done          bool `protobuf:"varint,4,opt,name=done,proto3" json:"done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResponse) Reset() {
+	*x = ListResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResponse) ProtoMessage() {}
+
+func (x *ListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
+func (*ListResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListResponse) GetEntries() []*FileInfo {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *ListResponse) GetTotalEntries() int64 {
+	if x != nil {
+		return x.TotalEntries
+	}
+	return 0
+}
+
+func (x *ListResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *ListResponse) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+type StatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatRequest) Reset() {
+	*x = StatRequest{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatRequest) ProtoMessage() {}
+
+func (x *StatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatRequest.ProtoReflect.Descriptor instead.
+func (*StatRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *StatRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type StatResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Exists bool                   `protobuf:"varint,1,opt,name=exists,proto3" json:"exists,omitempty"`
+	// Set when exists.
+	Info          *FileInfo `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatResponse) Reset() {
+	*x = StatResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatResponse) ProtoMessage() {}
+
+func (x *StatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatResponse.ProtoReflect.Descriptor instead.
+func (*StatResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *StatResponse) GetExists() bool {
+	if x != nil {
+		return x.Exists
+	}
+	return false
+}
+
+func (x *StatResponse) GetInfo() *FileInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+type RemoveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Remove a directory with everything below it (never following a
+	// symbolic link, never crossing into another mount).
+	Recursive     bool `protobuf:"varint,2,opt,name=recursive,proto3" json:"recursive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveRequest) Reset() {
+	*x = RemoveRequest{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveRequest) ProtoMessage() {}
+
+func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
+func (*RemoveRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RemoveRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RemoveRequest) GetRecursive() bool {
+	if x != nil {
+		return x.Recursive
+	}
+	return false
+}
+
+type RemoveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveResponse) Reset() {
+	*x = RemoveResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveResponse) ProtoMessage() {}
+
+func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
+func (*RemoveResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{15}
+}
+
+type MkdirRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Permission bits (mode & 0777); 0 means 0755.
+	Mode          uint32 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	Parents       bool   `protobuf:"varint,3,opt,name=parents,proto3" json:"parents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MkdirRequest) Reset() {
+	*x = MkdirRequest{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MkdirRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MkdirRequest) ProtoMessage() {}
+
+func (x *MkdirRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MkdirRequest.ProtoReflect.Descriptor instead.
+func (*MkdirRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *MkdirRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *MkdirRequest) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *MkdirRequest) GetParents() bool {
+	if x != nil {
+		return x.Parents
+	}
+	return false
+}
+
+type MkdirResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MkdirResponse) Reset() {
+	*x = MkdirResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MkdirResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MkdirResponse) ProtoMessage() {}
+
+func (x *MkdirResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MkdirResponse.ProtoReflect.Descriptor instead.
+func (*MkdirResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{17}
+}
+
 type ResetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -33,7 +1199,7 @@ type ResetRequest struct {
 
 func (x *ResetRequest) Reset() {
 	*x = ResetRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -45,7 +1211,7 @@ func (x *ResetRequest) String() string {
 func (*ResetRequest) ProtoMessage() {}
 
 func (x *ResetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[0]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -58,7 +1224,7 @@ func (x *ResetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetRequest.ProtoReflect.Descriptor instead.
 func (*ResetRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{0}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{18}
 }
 
 type ResetResponse struct {
@@ -71,7 +1237,7 @@ type ResetResponse struct {
 
 func (x *ResetResponse) Reset() {
 	*x = ResetResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -83,7 +1249,7 @@ func (x *ResetResponse) String() string {
 func (*ResetResponse) ProtoMessage() {}
 
 func (x *ResetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[1]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -96,7 +1262,7 @@ func (x *ResetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetResponse.ProtoReflect.Descriptor instead.
 func (*ResetResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{1}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ResetResponse) GetKilled() int32 {
@@ -114,7 +1280,7 @@ type PrepareResponse struct {
 
 func (x *PrepareResponse) Reset() {
 	*x = PrepareResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -126,7 +1292,7 @@ func (x *PrepareResponse) String() string {
 func (*PrepareResponse) ProtoMessage() {}
 
 func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[2]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -139,7 +1305,7 @@ func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
 func (*PrepareResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{2}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 type StartupRequest struct {
@@ -150,7 +1316,7 @@ type StartupRequest struct {
 
 func (x *StartupRequest) Reset() {
 	*x = StartupRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -162,7 +1328,7 @@ func (x *StartupRequest) String() string {
 func (*StartupRequest) ProtoMessage() {}
 
 func (x *StartupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[3]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -175,7 +1341,7 @@ func (x *StartupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartupRequest.ProtoReflect.Descriptor instead.
 func (*StartupRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{3}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 type StartupResponse struct {
@@ -188,7 +1354,7 @@ type StartupResponse struct {
 
 func (x *StartupResponse) Reset() {
 	*x = StartupResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -200,7 +1366,7 @@ func (x *StartupResponse) String() string {
 func (*StartupResponse) ProtoMessage() {}
 
 func (x *StartupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[4]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -213,7 +1379,7 @@ func (x *StartupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartupResponse.ProtoReflect.Descriptor instead.
 func (*StartupResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{4}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StartupResponse) GetPhases() []*Phase {
@@ -236,7 +1402,7 @@ type Phase struct {
 
 func (x *Phase) Reset() {
 	*x = Phase{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -248,7 +1414,7 @@ func (x *Phase) String() string {
 func (*Phase) ProtoMessage() {}
 
 func (x *Phase) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[5]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -261,7 +1427,7 @@ func (x *Phase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Phase.ProtoReflect.Descriptor instead.
 func (*Phase) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{5}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Phase) GetName() string {
@@ -290,7 +1456,7 @@ type Rlimit struct {
 
 func (x *Rlimit) Reset() {
 	*x = Rlimit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -302,7 +1468,7 @@ func (x *Rlimit) String() string {
 func (*Rlimit) ProtoMessage() {}
 
 func (x *Rlimit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[6]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -315,7 +1481,7 @@ func (x *Rlimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rlimit.ProtoReflect.Descriptor instead.
 func (*Rlimit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{6}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Rlimit) GetResource() string {
@@ -370,7 +1536,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +1548,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[7]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +1561,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{7}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RunRequest) GetArgv() []string {
@@ -468,14 +1634,16 @@ type Exit struct {
 	// Signal that ended the process, 0 if none.
 	Signal int32 `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
 	// Set when the worker could not start the process.
-	StartError    string `protobuf:"bytes,3,opt,name=start_error,json=startError,proto3" json:"start_error,omitempty"`
+	StartError string `protobuf:"bytes,3,opt,name=start_error,json=startError,proto3" json:"start_error,omitempty"`
+	// The process's resource usage (wait4), when it ran.
+	Usage         *Rusage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Exit) Reset() {
 	*x = Exit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +1655,7 @@ func (x *Exit) String() string {
 func (*Exit) ProtoMessage() {}
 
 func (x *Exit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[8]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +1668,7 @@ func (x *Exit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exit.ProtoReflect.Descriptor instead.
 func (*Exit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{8}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Exit) GetExitCode() int32 {
@@ -524,6 +1692,13 @@ func (x *Exit) GetStartError() string {
 	return ""
 }
 
+func (x *Exit) GetUsage() *Rusage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 type RunEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Event:
@@ -532,6 +1707,7 @@ type RunEvent struct {
 	//	*RunEvent_Stderr
 	//	*RunEvent_Exit
 	//	*RunEvent_Results
+	//	*RunEvent_Started
 	Event         isRunEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -539,7 +1715,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +1727,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[9]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +1740,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{9}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -610,6 +1786,15 @@ func (x *RunEvent) GetResults() []byte {
 	return nil
 }
 
+func (x *RunEvent) GetStarted() *ExecStarted {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
 type isRunEvent_Event interface {
 	isRunEvent_Event()
 }
@@ -631,6 +1816,11 @@ type RunEvent_Results struct {
 	Results []byte `protobuf:"bytes,4,opt,name=results,proto3,oneof"`
 }
 
+type RunEvent_Started struct {
+	// Exec only: the process started.
+	Started *ExecStarted `protobuf:"bytes,5,opt,name=started,proto3,oneof"`
+}
+
 func (*RunEvent_Stdout) isRunEvent_Event() {}
 
 func (*RunEvent_Stderr) isRunEvent_Event() {}
@@ -638,6 +1828,8 @@ func (*RunEvent_Stderr) isRunEvent_Event() {}
 func (*RunEvent_Exit) isRunEvent_Event() {}
 
 func (*RunEvent_Results) isRunEvent_Event() {}
+
+func (*RunEvent_Started) isRunEvent_Event() {}
 
 type Header struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -649,7 +1841,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +1853,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[10]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +1866,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{10}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Header) GetName() string {
@@ -706,7 +1898,7 @@ type ProxyRequest struct {
 
 func (x *ProxyRequest) Reset() {
 	*x = ProxyRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +1910,7 @@ func (x *ProxyRequest) String() string {
 func (*ProxyRequest) ProtoMessage() {}
 
 func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[11]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +1923,7 @@ func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyRequest.ProtoReflect.Descriptor instead.
 func (*ProxyRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{11}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ProxyRequest) GetTarget() string {
@@ -780,7 +1972,7 @@ type ProxyResponse struct {
 
 func (x *ProxyResponse) Reset() {
 	*x = ProxyResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +1984,7 @@ func (x *ProxyResponse) String() string {
 func (*ProxyResponse) ProtoMessage() {}
 
 func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[12]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +1997,7 @@ func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyResponse.ProtoReflect.Descriptor instead.
 func (*ProxyResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{12}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ProxyResponse) GetStatus() int32 {
@@ -833,7 +2025,69 @@ var File_execfarm_worker_v1_worker_proto protoreflect.FileDescriptor
 
 const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\n" +
-	"\x1fexecfarm/worker/v1/worker.proto\x12\x12execfarm.worker.v1\"\x0e\n" +
+	"\x1fexecfarm/worker/v1/worker.proto\x12\x12execfarm.worker.v1\"\x87\x01\n" +
+	"\tExecStart\x128\n" +
+	"\arequest\x18\x01 \x01(\v2\x1e.execfarm.worker.v1.RunRequestR\arequest\x12\x1d\n" +
+	"\n" +
+	"stdin_open\x18\x02 \x01(\bR\tstdinOpen\x12!\n" +
+	"\fcgroup_token\x18\x03 \x01(\x04R\vcgroupToken\"\xa0\x01\n" +
+	"\tExecInput\x125\n" +
+	"\x05start\x18\x01 \x01(\v2\x1d.execfarm.worker.v1.ExecStartH\x00R\x05start\x12\x16\n" +
+	"\x05stdin\x18\x02 \x01(\fH\x00R\x05stdin\x12!\n" +
+	"\vclose_stdin\x18\x03 \x01(\bH\x00R\n" +
+	"closeStdin\x12\x18\n" +
+	"\x06signal\x18\x04 \x01(\x05H\x00R\x06signalB\a\n" +
+	"\x05input\"\x1f\n" +
+	"\vExecStarted\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\"\\\n" +
+	"\x06Rusage\x12&\n" +
+	"\x0fcpu_user_micros\x18\x01 \x01(\x03R\rcpuUserMicros\x12*\n" +
+	"\x11cpu_system_micros\x18\x02 \x01(\x03R\x0fcpuSystemMicros\"\xcc\x01\n" +
+	"\bFileInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x120\n" +
+	"\x04type\x18\x03 \x01(\x0e2\x1c.execfarm.worker.v1.FileTypeR\x04type\x12\x12\n" +
+	"\x04mode\x18\x04 \x01(\rR\x04mode\x12+\n" +
+	"\x12mod_time_unix_nano\x18\x05 \x01(\x03R\x0fmodTimeUnixNano\x12%\n" +
+	"\x0esymlink_target\x18\x06 \x01(\tR\rsymlinkTarget\"6\n" +
+	"\fUploadHeader\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04mode\x18\x02 \x01(\rR\x04mode\"i\n" +
+	"\rUploadRequest\x12:\n" +
+	"\x06header\x18\x01 \x01(\v2 .execfarm.worker.v1.UploadHeaderH\x00R\x06header\x12\x14\n" +
+	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x06\n" +
+	"\x04part\"&\n" +
+	"\x0eUploadResponse\x12\x14\n" +
+	"\x05bytes\x18\x01 \x01(\x03R\x05bytes\"%\n" +
+	"\x0fDownloadRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"d\n" +
+	"\x10DownloadResponse\x122\n" +
+	"\x04info\x18\x01 \x01(\v2\x1c.execfarm.worker.v1.FileInfoH\x00R\x04info\x12\x14\n" +
+	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x06\n" +
+	"\x04part\"B\n" +
+	"\vListRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
+	"\vmax_entries\x18\x02 \x01(\x05R\n" +
+	"maxEntries\"\x9d\x01\n" +
+	"\fListResponse\x126\n" +
+	"\aentries\x18\x01 \x03(\v2\x1c.execfarm.worker.v1.FileInfoR\aentries\x12#\n" +
+	"\rtotal_entries\x18\x02 \x01(\x03R\ftotalEntries\x12\x1c\n" +
+	"\ttruncated\x18\x03 \x01(\bR\ttruncated\x12\x12\n" +
+	"\x04done\x18\x04 \x01(\bR\x04done\"!\n" +
+	"\vStatRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"X\n" +
+	"\fStatResponse\x12\x16\n" +
+	"\x06exists\x18\x01 \x01(\bR\x06exists\x120\n" +
+	"\x04info\x18\x02 \x01(\v2\x1c.execfarm.worker.v1.FileInfoR\x04info\"A\n" +
+	"\rRemoveRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1c\n" +
+	"\trecursive\x18\x02 \x01(\bR\trecursive\"\x10\n" +
+	"\x0eRemoveResponse\"P\n" +
+	"\fMkdirRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x18\n" +
+	"\aparents\x18\x03 \x01(\bR\aparents\"\x0f\n" +
+	"\rMkdirResponse\"\x0e\n" +
 	"\fResetRequest\"'\n" +
 	"\rResetResponse\x12\x16\n" +
 	"\x06killed\x18\x01 \x01(\x05R\x06killed\"\x11\n" +
@@ -858,17 +2112,19 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\arlimits\x18\x06 \x03(\v2\x1a.execfarm.worker.v1.RlimitR\arlimits\x12\x18\n" +
 	"\aresults\x18\a \x01(\bR\aresults\x12&\n" +
 	"\x0fproxy_broker_id\x18\b \x01(\rR\rproxyBrokerId\x12#\n" +
-	"\rsignals_ready\x18\t \x01(\bR\fsignalsReady\"\\\n" +
+	"\rsignals_ready\x18\t \x01(\bR\fsignalsReady\"\x8e\x01\n" +
 	"\x04Exit\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1f\n" +
 	"\vstart_error\x18\x03 \x01(\tR\n" +
-	"startError\"\x93\x01\n" +
+	"startError\x120\n" +
+	"\x05usage\x18\x04 \x01(\v2\x1a.execfarm.worker.v1.RusageR\x05usage\"\xd0\x01\n" +
 	"\bRunEvent\x12\x18\n" +
 	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x12.\n" +
 	"\x04exit\x18\x03 \x01(\v2\x18.execfarm.worker.v1.ExitH\x00R\x04exit\x12\x1a\n" +
-	"\aresults\x18\x04 \x01(\fH\x00R\aresultsB\a\n" +
+	"\aresults\x18\x04 \x01(\fH\x00R\aresults\x12;\n" +
+	"\astarted\x18\x05 \x01(\v2\x1f.execfarm.worker.v1.ExecStartedH\x00R\astartedB\a\n" +
 	"\x05event\"4\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
@@ -882,12 +2138,25 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\rProxyResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x124\n" +
 	"\aheaders\x18\x02 \x03(\v2\x1a.execfarm.worker.v1.HeaderR\aheaders\x12\x12\n" +
-	"\x04body\x18\x03 \x01(\fR\x04body2\xc1\x02\n" +
+	"\x04body\x18\x03 \x01(\fR\x04body*~\n" +
+	"\bFileType\x12\x19\n" +
+	"\x15FILE_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eFILE_TYPE_FILE\x10\x01\x12\x17\n" +
+	"\x13FILE_TYPE_DIRECTORY\x10\x02\x12\x15\n" +
+	"\x11FILE_TYPE_SYMLINK\x10\x03\x12\x13\n" +
+	"\x0fFILE_TYPE_OTHER\x10\x042\xed\x06\n" +
 	"\x06Worker\x12E\n" +
 	"\x03Run\x12\x1e.execfarm.worker.v1.RunRequest\x1a\x1c.execfarm.worker.v1.RunEvent0\x01\x12N\n" +
 	"\aPrepare\x12\x1e.execfarm.worker.v1.RunRequest\x1a#.execfarm.worker.v1.PrepareResponse\x12R\n" +
 	"\aStartup\x12\".execfarm.worker.v1.StartupRequest\x1a#.execfarm.worker.v1.StartupResponse\x12L\n" +
-	"\x05Reset\x12 .execfarm.worker.v1.ResetRequest\x1a!.execfarm.worker.v1.ResetResponse2]\n" +
+	"\x05Reset\x12 .execfarm.worker.v1.ResetRequest\x1a!.execfarm.worker.v1.ResetResponse\x12G\n" +
+	"\x04Exec\x12\x1d.execfarm.worker.v1.ExecInput\x1a\x1c.execfarm.worker.v1.RunEvent(\x010\x01\x12Q\n" +
+	"\x06Upload\x12!.execfarm.worker.v1.UploadRequest\x1a\".execfarm.worker.v1.UploadResponse(\x01\x12W\n" +
+	"\bDownload\x12#.execfarm.worker.v1.DownloadRequest\x1a$.execfarm.worker.v1.DownloadResponse0\x01\x12K\n" +
+	"\x04List\x12\x1f.execfarm.worker.v1.ListRequest\x1a .execfarm.worker.v1.ListResponse0\x01\x12I\n" +
+	"\x04Stat\x12\x1f.execfarm.worker.v1.StatRequest\x1a .execfarm.worker.v1.StatResponse\x12O\n" +
+	"\x06Remove\x12!.execfarm.worker.v1.RemoveRequest\x1a\".execfarm.worker.v1.RemoveResponse\x12L\n" +
+	"\x05Mkdir\x12 .execfarm.worker.v1.MkdirRequest\x1a!.execfarm.worker.v1.MkdirResponse2]\n" +
 	"\tHostProxy\x12P\n" +
 	"\tRoundTrip\x12 .execfarm.worker.v1.ProxyRequest\x1a!.execfarm.worker.v1.ProxyResponseB6Z4github.com/execfarm/execfarm/proto/workerv1;workerv1b\x06proto3"
 
@@ -903,43 +2172,86 @@ func file_execfarm_worker_v1_worker_proto_rawDescGZIP() []byte {
 	return file_execfarm_worker_v1_worker_proto_rawDescData
 }
 
-var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_execfarm_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_execfarm_worker_v1_worker_proto_goTypes = []any{
-	(*ResetRequest)(nil),    // 0: execfarm.worker.v1.ResetRequest
-	(*ResetResponse)(nil),   // 1: execfarm.worker.v1.ResetResponse
-	(*PrepareResponse)(nil), // 2: execfarm.worker.v1.PrepareResponse
-	(*StartupRequest)(nil),  // 3: execfarm.worker.v1.StartupRequest
-	(*StartupResponse)(nil), // 4: execfarm.worker.v1.StartupResponse
-	(*Phase)(nil),           // 5: execfarm.worker.v1.Phase
-	(*Rlimit)(nil),          // 6: execfarm.worker.v1.Rlimit
-	(*RunRequest)(nil),      // 7: execfarm.worker.v1.RunRequest
-	(*Exit)(nil),            // 8: execfarm.worker.v1.Exit
-	(*RunEvent)(nil),        // 9: execfarm.worker.v1.RunEvent
-	(*Header)(nil),          // 10: execfarm.worker.v1.Header
-	(*ProxyRequest)(nil),    // 11: execfarm.worker.v1.ProxyRequest
-	(*ProxyResponse)(nil),   // 12: execfarm.worker.v1.ProxyResponse
+	(FileType)(0),            // 0: execfarm.worker.v1.FileType
+	(*ExecStart)(nil),        // 1: execfarm.worker.v1.ExecStart
+	(*ExecInput)(nil),        // 2: execfarm.worker.v1.ExecInput
+	(*ExecStarted)(nil),      // 3: execfarm.worker.v1.ExecStarted
+	(*Rusage)(nil),           // 4: execfarm.worker.v1.Rusage
+	(*FileInfo)(nil),         // 5: execfarm.worker.v1.FileInfo
+	(*UploadHeader)(nil),     // 6: execfarm.worker.v1.UploadHeader
+	(*UploadRequest)(nil),    // 7: execfarm.worker.v1.UploadRequest
+	(*UploadResponse)(nil),   // 8: execfarm.worker.v1.UploadResponse
+	(*DownloadRequest)(nil),  // 9: execfarm.worker.v1.DownloadRequest
+	(*DownloadResponse)(nil), // 10: execfarm.worker.v1.DownloadResponse
+	(*ListRequest)(nil),      // 11: execfarm.worker.v1.ListRequest
+	(*ListResponse)(nil),     // 12: execfarm.worker.v1.ListResponse
+	(*StatRequest)(nil),      // 13: execfarm.worker.v1.StatRequest
+	(*StatResponse)(nil),     // 14: execfarm.worker.v1.StatResponse
+	(*RemoveRequest)(nil),    // 15: execfarm.worker.v1.RemoveRequest
+	(*RemoveResponse)(nil),   // 16: execfarm.worker.v1.RemoveResponse
+	(*MkdirRequest)(nil),     // 17: execfarm.worker.v1.MkdirRequest
+	(*MkdirResponse)(nil),    // 18: execfarm.worker.v1.MkdirResponse
+	(*ResetRequest)(nil),     // 19: execfarm.worker.v1.ResetRequest
+	(*ResetResponse)(nil),    // 20: execfarm.worker.v1.ResetResponse
+	(*PrepareResponse)(nil),  // 21: execfarm.worker.v1.PrepareResponse
+	(*StartupRequest)(nil),   // 22: execfarm.worker.v1.StartupRequest
+	(*StartupResponse)(nil),  // 23: execfarm.worker.v1.StartupResponse
+	(*Phase)(nil),            // 24: execfarm.worker.v1.Phase
+	(*Rlimit)(nil),           // 25: execfarm.worker.v1.Rlimit
+	(*RunRequest)(nil),       // 26: execfarm.worker.v1.RunRequest
+	(*Exit)(nil),             // 27: execfarm.worker.v1.Exit
+	(*RunEvent)(nil),         // 28: execfarm.worker.v1.RunEvent
+	(*Header)(nil),           // 29: execfarm.worker.v1.Header
+	(*ProxyRequest)(nil),     // 30: execfarm.worker.v1.ProxyRequest
+	(*ProxyResponse)(nil),    // 31: execfarm.worker.v1.ProxyResponse
 }
 var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
-	5,  // 0: execfarm.worker.v1.StartupResponse.phases:type_name -> execfarm.worker.v1.Phase
-	6,  // 1: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
-	8,  // 2: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
-	10, // 3: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
-	10, // 4: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
-	7,  // 5: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
-	7,  // 6: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
-	3,  // 7: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
-	0,  // 8: execfarm.worker.v1.Worker.Reset:input_type -> execfarm.worker.v1.ResetRequest
-	11, // 9: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
-	9,  // 10: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
-	2,  // 11: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
-	4,  // 12: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
-	1,  // 13: execfarm.worker.v1.Worker.Reset:output_type -> execfarm.worker.v1.ResetResponse
-	12, // 14: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
-	10, // [10:15] is the sub-list for method output_type
-	5,  // [5:10] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	26, // 0: execfarm.worker.v1.ExecStart.request:type_name -> execfarm.worker.v1.RunRequest
+	1,  // 1: execfarm.worker.v1.ExecInput.start:type_name -> execfarm.worker.v1.ExecStart
+	0,  // 2: execfarm.worker.v1.FileInfo.type:type_name -> execfarm.worker.v1.FileType
+	6,  // 3: execfarm.worker.v1.UploadRequest.header:type_name -> execfarm.worker.v1.UploadHeader
+	5,  // 4: execfarm.worker.v1.DownloadResponse.info:type_name -> execfarm.worker.v1.FileInfo
+	5,  // 5: execfarm.worker.v1.ListResponse.entries:type_name -> execfarm.worker.v1.FileInfo
+	5,  // 6: execfarm.worker.v1.StatResponse.info:type_name -> execfarm.worker.v1.FileInfo
+	24, // 7: execfarm.worker.v1.StartupResponse.phases:type_name -> execfarm.worker.v1.Phase
+	25, // 8: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
+	4,  // 9: execfarm.worker.v1.Exit.usage:type_name -> execfarm.worker.v1.Rusage
+	27, // 10: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
+	3,  // 11: execfarm.worker.v1.RunEvent.started:type_name -> execfarm.worker.v1.ExecStarted
+	29, // 12: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
+	29, // 13: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
+	26, // 14: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
+	26, // 15: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
+	22, // 16: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
+	19, // 17: execfarm.worker.v1.Worker.Reset:input_type -> execfarm.worker.v1.ResetRequest
+	2,  // 18: execfarm.worker.v1.Worker.Exec:input_type -> execfarm.worker.v1.ExecInput
+	7,  // 19: execfarm.worker.v1.Worker.Upload:input_type -> execfarm.worker.v1.UploadRequest
+	9,  // 20: execfarm.worker.v1.Worker.Download:input_type -> execfarm.worker.v1.DownloadRequest
+	11, // 21: execfarm.worker.v1.Worker.List:input_type -> execfarm.worker.v1.ListRequest
+	13, // 22: execfarm.worker.v1.Worker.Stat:input_type -> execfarm.worker.v1.StatRequest
+	15, // 23: execfarm.worker.v1.Worker.Remove:input_type -> execfarm.worker.v1.RemoveRequest
+	17, // 24: execfarm.worker.v1.Worker.Mkdir:input_type -> execfarm.worker.v1.MkdirRequest
+	30, // 25: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
+	28, // 26: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
+	21, // 27: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
+	23, // 28: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
+	20, // 29: execfarm.worker.v1.Worker.Reset:output_type -> execfarm.worker.v1.ResetResponse
+	28, // 30: execfarm.worker.v1.Worker.Exec:output_type -> execfarm.worker.v1.RunEvent
+	8,  // 31: execfarm.worker.v1.Worker.Upload:output_type -> execfarm.worker.v1.UploadResponse
+	10, // 32: execfarm.worker.v1.Worker.Download:output_type -> execfarm.worker.v1.DownloadResponse
+	12, // 33: execfarm.worker.v1.Worker.List:output_type -> execfarm.worker.v1.ListResponse
+	14, // 34: execfarm.worker.v1.Worker.Stat:output_type -> execfarm.worker.v1.StatResponse
+	16, // 35: execfarm.worker.v1.Worker.Remove:output_type -> execfarm.worker.v1.RemoveResponse
+	18, // 36: execfarm.worker.v1.Worker.Mkdir:output_type -> execfarm.worker.v1.MkdirResponse
+	31, // 37: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
+	26, // [26:38] is the sub-list for method output_type
+	14, // [14:26] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_execfarm_worker_v1_worker_proto_init() }
@@ -947,24 +2259,40 @@ func file_execfarm_worker_v1_worker_proto_init() {
 	if File_execfarm_worker_v1_worker_proto != nil {
 		return
 	}
+	file_execfarm_worker_v1_worker_proto_msgTypes[1].OneofWrappers = []any{
+		(*ExecInput_Start)(nil),
+		(*ExecInput_Stdin)(nil),
+		(*ExecInput_CloseStdin)(nil),
+		(*ExecInput_Signal)(nil),
+	}
+	file_execfarm_worker_v1_worker_proto_msgTypes[6].OneofWrappers = []any{
+		(*UploadRequest_Header)(nil),
+		(*UploadRequest_Data)(nil),
+	}
 	file_execfarm_worker_v1_worker_proto_msgTypes[9].OneofWrappers = []any{
+		(*DownloadResponse_Info)(nil),
+		(*DownloadResponse_Data)(nil),
+	}
+	file_execfarm_worker_v1_worker_proto_msgTypes[27].OneofWrappers = []any{
 		(*RunEvent_Stdout)(nil),
 		(*RunEvent_Stderr)(nil),
 		(*RunEvent_Exit)(nil),
 		(*RunEvent_Results)(nil),
+		(*RunEvent_Started)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_execfarm_worker_v1_worker_proto_rawDesc), len(file_execfarm_worker_v1_worker_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   13,
+			NumEnums:      1,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
 		GoTypes:           file_execfarm_worker_v1_worker_proto_goTypes,
 		DependencyIndexes: file_execfarm_worker_v1_worker_proto_depIdxs,
+		EnumInfos:         file_execfarm_worker_v1_worker_proto_enumTypes,
 		MessageInfos:      file_execfarm_worker_v1_worker_proto_msgTypes,
 	}.Build()
 	File_execfarm_worker_v1_worker_proto = out.File

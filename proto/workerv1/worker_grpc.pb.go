@@ -23,10 +23,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Worker_Run_FullMethodName     = "/execfarm.worker.v1.Worker/Run"
-	Worker_Prepare_FullMethodName = "/execfarm.worker.v1.Worker/Prepare"
-	Worker_Startup_FullMethodName = "/execfarm.worker.v1.Worker/Startup"
-	Worker_Reset_FullMethodName   = "/execfarm.worker.v1.Worker/Reset"
+	Worker_Run_FullMethodName      = "/execfarm.worker.v1.Worker/Run"
+	Worker_Prepare_FullMethodName  = "/execfarm.worker.v1.Worker/Prepare"
+	Worker_Startup_FullMethodName  = "/execfarm.worker.v1.Worker/Startup"
+	Worker_Reset_FullMethodName    = "/execfarm.worker.v1.Worker/Reset"
+	Worker_Exec_FullMethodName     = "/execfarm.worker.v1.Worker/Exec"
+	Worker_Upload_FullMethodName   = "/execfarm.worker.v1.Worker/Upload"
+	Worker_Download_FullMethodName = "/execfarm.worker.v1.Worker/Download"
+	Worker_List_FullMethodName     = "/execfarm.worker.v1.Worker/List"
+	Worker_Stat_FullMethodName     = "/execfarm.worker.v1.Worker/Stat"
+	Worker_Remove_FullMethodName   = "/execfarm.worker.v1.Worker/Remove"
+	Worker_Mkdir_FullMethodName    = "/execfarm.worker.v1.Worker/Mkdir"
 )
 
 // WorkerClient is the client API for Worker service.
@@ -51,6 +58,35 @@ type WorkerClient interface {
 	// serve another execution (serve --sandbox-reuse). The supervisor wipes
 	// the sandbox's files and IPC objects afterwards.
 	Reset(ctx context.Context, in *ResetRequest, opts ...grpc.CallOption) (*ResetResponse, error)
+	// Exec runs one runtime process next to the other execs of the sandbox,
+	// at most SandboxConfig.max_execs at once (beyond: RESOURCE_EXHAUSTED).
+	// The first ExecInput carries ExecStart; later ones feed stdin, close it
+	// or signal the exec's process group, in any order, until the exec ends.
+	// Events: ExecStarted first (or an Exit with start_error), then stdout,
+	// stderr and results chunks, Exit last. Cancelling the call SIGKILLs the
+	// exec's process group (the supervisor kills the exec's cgroup anyway).
+	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, RunEvent], error)
+	// Upload writes a file: UploadHeader first, then its bytes in chunks of
+	// at most 1 MiB. The bytes go to a new file next to the target, which is
+	// renamed over it once the call's send side has ended: a failed or
+	// cancelled upload (the workspace full: RESOURCE_EXHAUSTED) leaves no
+	// file behind. Missing parent directories are created (mode 0755).
+	Upload(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadRequest, UploadResponse], error)
+	// Download reads a regular file: its FileInfo first, then its bytes in
+	// chunks of at most 64 KiB.
+	Download(ctx context.Context, in *DownloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DownloadResponse], error)
+	// List lists a directory: pages of entries (at most 1000 each), the
+	// last message carrying total_entries and truncated.
+	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListResponse], error)
+	// Stat describes a path without following a final symbolic link; a
+	// missing path is exists false, not an error.
+	Stat(ctx context.Context, in *StatRequest, opts ...grpc.CallOption) (*StatResponse, error)
+	// Remove removes a file, a symbolic link or an empty directory; with
+	// recursive, a directory and everything below it.
+	Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error)
+	// Mkdir creates a directory; with parents, its missing parents too, and
+	// an existing directory is no error.
+	Mkdir(ctx context.Context, in *MkdirRequest, opts ...grpc.CallOption) (*MkdirResponse, error)
 }
 
 type workerClient struct {
@@ -110,6 +146,100 @@ func (c *workerClient) Reset(ctx context.Context, in *ResetRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *workerClient) Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, RunEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Worker_ServiceDesc.Streams[1], Worker_Exec_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecInput, RunEvent]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Worker_ExecClient = grpc.BidiStreamingClient[ExecInput, RunEvent]
+
+func (c *workerClient) Upload(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadRequest, UploadResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Worker_ServiceDesc.Streams[2], Worker_Upload_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[UploadRequest, UploadResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Worker_UploadClient = grpc.ClientStreamingClient[UploadRequest, UploadResponse]
+
+func (c *workerClient) Download(ctx context.Context, in *DownloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DownloadResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Worker_ServiceDesc.Streams[3], Worker_Download_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DownloadRequest, DownloadResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Worker_DownloadClient = grpc.ServerStreamingClient[DownloadResponse]
+
+func (c *workerClient) List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Worker_ServiceDesc.Streams[4], Worker_List_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ListRequest, ListResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Worker_ListClient = grpc.ServerStreamingClient[ListResponse]
+
+func (c *workerClient) Stat(ctx context.Context, in *StatRequest, opts ...grpc.CallOption) (*StatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StatResponse)
+	err := c.cc.Invoke(ctx, Worker_Stat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workerClient) Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveResponse)
+	err := c.cc.Invoke(ctx, Worker_Remove_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workerClient) Mkdir(ctx context.Context, in *MkdirRequest, opts ...grpc.CallOption) (*MkdirResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MkdirResponse)
+	err := c.cc.Invoke(ctx, Worker_Mkdir_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServer is the server API for Worker service.
 // All implementations must embed UnimplementedWorkerServer
 // for forward compatibility.
@@ -132,6 +262,35 @@ type WorkerServer interface {
 	// serve another execution (serve --sandbox-reuse). The supervisor wipes
 	// the sandbox's files and IPC objects afterwards.
 	Reset(context.Context, *ResetRequest) (*ResetResponse, error)
+	// Exec runs one runtime process next to the other execs of the sandbox,
+	// at most SandboxConfig.max_execs at once (beyond: RESOURCE_EXHAUSTED).
+	// The first ExecInput carries ExecStart; later ones feed stdin, close it
+	// or signal the exec's process group, in any order, until the exec ends.
+	// Events: ExecStarted first (or an Exit with start_error), then stdout,
+	// stderr and results chunks, Exit last. Cancelling the call SIGKILLs the
+	// exec's process group (the supervisor kills the exec's cgroup anyway).
+	Exec(grpc.BidiStreamingServer[ExecInput, RunEvent]) error
+	// Upload writes a file: UploadHeader first, then its bytes in chunks of
+	// at most 1 MiB. The bytes go to a new file next to the target, which is
+	// renamed over it once the call's send side has ended: a failed or
+	// cancelled upload (the workspace full: RESOURCE_EXHAUSTED) leaves no
+	// file behind. Missing parent directories are created (mode 0755).
+	Upload(grpc.ClientStreamingServer[UploadRequest, UploadResponse]) error
+	// Download reads a regular file: its FileInfo first, then its bytes in
+	// chunks of at most 64 KiB.
+	Download(*DownloadRequest, grpc.ServerStreamingServer[DownloadResponse]) error
+	// List lists a directory: pages of entries (at most 1000 each), the
+	// last message carrying total_entries and truncated.
+	List(*ListRequest, grpc.ServerStreamingServer[ListResponse]) error
+	// Stat describes a path without following a final symbolic link; a
+	// missing path is exists false, not an error.
+	Stat(context.Context, *StatRequest) (*StatResponse, error)
+	// Remove removes a file, a symbolic link or an empty directory; with
+	// recursive, a directory and everything below it.
+	Remove(context.Context, *RemoveRequest) (*RemoveResponse, error)
+	// Mkdir creates a directory; with parents, its missing parents too, and
+	// an existing directory is no error.
+	Mkdir(context.Context, *MkdirRequest) (*MkdirResponse, error)
 	mustEmbedUnimplementedWorkerServer()
 }
 
@@ -153,6 +312,27 @@ func (UnimplementedWorkerServer) Startup(context.Context, *StartupRequest) (*Sta
 }
 func (UnimplementedWorkerServer) Reset(context.Context, *ResetRequest) (*ResetResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Reset not implemented")
+}
+func (UnimplementedWorkerServer) Exec(grpc.BidiStreamingServer[ExecInput, RunEvent]) error {
+	return status.Errorf(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedWorkerServer) Upload(grpc.ClientStreamingServer[UploadRequest, UploadResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method Upload not implemented")
+}
+func (UnimplementedWorkerServer) Download(*DownloadRequest, grpc.ServerStreamingServer[DownloadResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method Download not implemented")
+}
+func (UnimplementedWorkerServer) List(*ListRequest, grpc.ServerStreamingServer[ListResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedWorkerServer) Stat(context.Context, *StatRequest) (*StatResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Stat not implemented")
+}
+func (UnimplementedWorkerServer) Remove(context.Context, *RemoveRequest) (*RemoveResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Remove not implemented")
+}
+func (UnimplementedWorkerServer) Mkdir(context.Context, *MkdirRequest) (*MkdirResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Mkdir not implemented")
 }
 func (UnimplementedWorkerServer) mustEmbedUnimplementedWorkerServer() {}
 func (UnimplementedWorkerServer) testEmbeddedByValue()                {}
@@ -240,6 +420,96 @@ func _Worker_Reset_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Worker_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(WorkerServer).Exec(&grpc.GenericServerStream[ExecInput, RunEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Worker_ExecServer = grpc.BidiStreamingServer[ExecInput, RunEvent]
+
+func _Worker_Upload_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(WorkerServer).Upload(&grpc.GenericServerStream[UploadRequest, UploadResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Worker_UploadServer = grpc.ClientStreamingServer[UploadRequest, UploadResponse]
+
+func _Worker_Download_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(DownloadRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(WorkerServer).Download(m, &grpc.GenericServerStream[DownloadRequest, DownloadResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Worker_DownloadServer = grpc.ServerStreamingServer[DownloadResponse]
+
+func _Worker_List_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ListRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(WorkerServer).List(m, &grpc.GenericServerStream[ListRequest, ListResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Worker_ListServer = grpc.ServerStreamingServer[ListResponse]
+
+func _Worker_Stat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).Stat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_Stat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).Stat(ctx, req.(*StatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Worker_Remove_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).Remove(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_Remove_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).Remove(ctx, req.(*RemoveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Worker_Mkdir_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MkdirRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).Mkdir(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_Mkdir_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).Mkdir(ctx, req.(*MkdirRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Worker_ServiceDesc is the grpc.ServiceDesc for Worker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -259,11 +529,44 @@ var Worker_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Reset",
 			Handler:    _Worker_Reset_Handler,
 		},
+		{
+			MethodName: "Stat",
+			Handler:    _Worker_Stat_Handler,
+		},
+		{
+			MethodName: "Remove",
+			Handler:    _Worker_Remove_Handler,
+		},
+		{
+			MethodName: "Mkdir",
+			Handler:    _Worker_Mkdir_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Run",
 			Handler:       _Worker_Run_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Exec",
+			Handler:       _Worker_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Upload",
+			Handler:       _Worker_Upload_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Download",
+			Handler:       _Worker_Download_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "List",
+			Handler:       _Worker_List_Handler,
 			ServerStreams: true,
 		},
 	},

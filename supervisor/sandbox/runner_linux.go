@@ -81,6 +81,10 @@ func newRunner(sb *Sandbox, cfg *Config, cmd *exec.Cmd, socketDir string, wc plu
 		cmd.ExtraFiles = append(cmd.ExtraFiles, sb.payloadTasks)
 		wc.PayloadTasksFD = 3 + len(cmd.ExtraFiles) - 1
 	}
+	if sb.sessWorkerEnd != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, sb.sessWorkerEnd)
+		wc.ExecCgroupFD = 3 + len(cmd.ExtraFiles) - 1
+	}
 	wc.WaitSync = r.v1
 	env, err := wc.Encode()
 	if err != nil {

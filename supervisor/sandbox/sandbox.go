@@ -102,7 +102,26 @@ type Spec struct {
 	// sandbox that has forked a process (a warm one) serves only requests
 	// with its rlimits: this field, and WorkspaceBytes for RLIMIT_FSIZE.
 	FileDescriptors int64
+	// Session makes a session sandbox: kept across many execs and file
+	// operations until Close, running up to MaxConcurrentExecs execs at
+	// once (Sandbox.Exec, each in its own cgroup below the payload),
+	// serving Upload, Download, List, Stat, Remove and Mkdir, and refusing
+	// Run, Prepare and Reset (ErrNotSession); a single-use sandbox refuses
+	// the session calls likewise. It needs Limits.PidsMax. A warm pool of
+	// another Spec never serves it (Spec equality).
+	Session bool
 }
+
+// sessionWindowBytes and sessionConnWindowBytes are the HTTP/2 flow
+// control windows of the supervisor's connection to a session sandbox's
+// worker (per stream, per connection). Fixed windows (grpc-go's BDP
+// estimation, off when they are set, would grow them to 16 MiB) bound what
+// the supervisor buffers of a download its client reads slowly: at most
+// 1 MiB per sandbox.
+const (
+	sessionWindowBytes     = 256 << 10
+	sessionConnWindowBytes = 1 << 20
+)
 
 // maxSocketPath is the longest unix socket path (sun_path, 108 bytes with
 // its NUL).

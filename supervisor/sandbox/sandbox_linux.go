@@ -48,6 +48,12 @@ type Sandbox struct {
 	uses            atomic.Int32 // Runs so far
 	// background: started by StartInBackground and not yet Foreground.
 	background bool
+	// sess is the state of a session sandbox (Spec.Session); nil for a
+	// single-use one.
+	sess *session
+	// sessWorkerEnd is the worker's end of the session's descriptor
+	// channel, until the worker has it.
+	sessWorkerEnd *os.File
 
 	closeOnce sync.Once
 	closeErr  error
@@ -95,6 +101,11 @@ func (s *Sandbox) Foreground() error {
 func start(ctx context.Context, cfg *Config, spec Spec, background bool) (_ *Sandbox, err error) {
 	if cfg.IDs == nil {
 		return nil, errors.New("sandbox: Config.IDs is nil")
+	}
+	if spec.Session && spec.Limits.PidsMax <= 0 {
+		// Each exec's cgroup is a child of the payload, which exists
+		// only with a pids limit.
+		return nil, errors.New("sandbox: a session sandbox needs a pids limit (Spec.Limits.PidsMax)")
 	}
 	s := &Sandbox{id: newID(), stderr: &boundedBuffer{max: 8 << 10}}
 	defer func() {
@@ -169,6 +180,14 @@ func start(ctx context.Context, cfg *Config, spec Spec, background bool) (_ *San
 		WorkspaceBytes: spec.WorkspaceBytes, TmpBytes: spec.TmpBytes, ShmBytes: spec.ShmBytes,
 		Binds:   cfg.Binds,
 		Seccomp: !cfg.NoSeccomp,
+		Session: spec.Session,
+	}
+	var dialOptions []grpc.DialOption
+	if spec.Session {
+		if s.sess, s.sessWorkerEnd, err = newSession(); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		dialOptions = sessionDialOptions()
 	}
 	if wc.Seccomp {
 		if wc.SeccompFilter, err = seccomp.Encoded(); err != nil {
@@ -188,6 +207,7 @@ func start(ctx context.Context, cfg *Config, spec Spec, background bool) (_ *San
 		// pivot_root the worker could not reach a new host socket.
 		GRPCBrokerMultiplex: cfg.Broker,
 		UnixSocketConfig:    &goplugin.UnixSocketConfig{TempDir: s.dir},
+		GRPCDialOptions:     dialOptions,
 		StartTimeout:        cfg.startTimeout(),
 		Logger:              logger.Named(s.id),
 		Stderr:              s.stderr,
@@ -196,7 +216,7 @@ func start(ctx context.Context, cfg *Config, spec Spec, background bool) (_ *San
 		},
 	})
 	rpc, err := s.client.Client()
-	for _, f := range []**os.File{&s.payload, &s.payloadTasks} {
+	for _, f := range []**os.File{&s.payload, &s.payloadTasks, &s.sessWorkerEnd} {
 		if *f != nil {
 			(*f).Close()
 			*f = nil
@@ -249,8 +269,12 @@ func (s *Sandbox) WorkerPhases(ctx context.Context) ([]Phase, error) {
 // Run runs one runtime process in the sandbox and calls onEvent for every
 // output chunk, in order. It returns the Exit the worker reported, or an
 // error when the stream broke (for example because the sandbox was
-// killed). Cancelling ctx makes the worker kill the process.
+// killed). Cancelling ctx makes the worker kill the process. A session
+// sandbox answers ErrNotSession: it serves Exec.
 func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
+	if s.sess != nil {
+		return nil, ErrNotSession
+	}
 	s.uses.Add(1)
 	stream, err := s.worker.Run(ctx, req)
 	if err != nil {
@@ -332,6 +356,9 @@ func (s *Sandbox) Exited() bool {
 func (s *Sandbox) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
+		if s.sess != nil {
+			s.sess.close()
+		}
 		if s.runner != nil {
 			// Fast path: killing the pid namespace's init empties the
 			// sandbox; the cgroup kill in Delete then finds nothing to
@@ -358,6 +385,9 @@ func (s *Sandbox) Close() error {
 		}
 		if s.payloadTasks != nil {
 			s.payloadTasks.Close()
+		}
+		if s.sessWorkerEnd != nil {
+			s.sessWorkerEnd.Close()
 		}
 		if s.runner != nil {
 			errs = append(errs, s.runner.release())

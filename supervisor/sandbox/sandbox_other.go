@@ -5,6 +5,8 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"io"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
@@ -72,3 +74,51 @@ func (s *Sandbox) Prepare(ctx context.Context, req *workerv1.RunRequest) error {
 }
 
 func processFDs() []int { return nil }
+
+// Exec is one exec of a session sandbox; off Linux none can exist.
+type Exec struct{}
+
+// Exec is not supported off Linux.
+func (s *Sandbox) Exec(ctx context.Context, req ExecRequest) (*Exec, error) {
+	return nil, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+func (s *Sandbox) RunningExecs() int { return 0 }
+func (s *Sandbox) Session() bool     { return false }
+func (e *Exec) ID() string           { return "" }
+func (e *Exec) Pid() int             { return 0 }
+func (e *Exec) Usage() ExecUsage     { return ExecUsage{} }
+func (e *Exec) Wait(onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
+	return nil, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+func (e *Exec) WriteStdin(p []byte) error       { return ErrExecEnded }
+func (e *Exec) CloseStdin() error               { return ErrExecEnded }
+func (e *Exec) Signal(sig syscall.Signal) error { return ErrExecEnded }
+func (e *Exec) Kill() error                     { return nil }
+
+// FileReader is a download in progress; off Linux none can exist.
+type FileReader struct{}
+
+func (r *FileReader) Info() FileInfo                     { return FileInfo{} }
+func (r *FileReader) Read(p []byte) (int, error)         { return 0, io.EOF }
+func (r *FileReader) WriteTo(w io.Writer) (int64, error) { return 0, nil }
+func (r *FileReader) Close() error                       { return nil }
+
+// The file calls are not supported off Linux.
+func (s *Sandbox) Upload(ctx context.Context, path string, mode uint32, r io.Reader) (int64, error) {
+	return 0, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+func (s *Sandbox) Download(ctx context.Context, path string) (*FileReader, error) {
+	return nil, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+func (s *Sandbox) List(ctx context.Context, path string, maxEntries int) (Listing, error) {
+	return Listing{}, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+func (s *Sandbox) Stat(ctx context.Context, path string) (FileInfo, bool, error) {
+	return FileInfo{}, false, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+func (s *Sandbox) Remove(ctx context.Context, path string, recursive bool) error {
+	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+func (s *Sandbox) Mkdir(ctx context.Context, path string, mode uint32, parents bool) error {
+	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}

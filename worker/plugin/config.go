@@ -17,6 +17,13 @@ const EnvConfig = "EXECFARM_SANDBOX_CONFIG"
 // closes its end; EOF releases the worker).
 const SyncFD = 3
 
+// MaxConcurrentExecs is how many execs a session sandbox runs at once
+// (Worker.Exec; beyond, RESOURCE_EXHAUSTED). Each costs the worker about
+// six descriptors, three goroutines and up to 1.5 MiB of buffered stdin
+// and output, charged to the sandbox; the sandbox's pids limit bounds
+// their processes together.
+const MaxConcurrentExecs = 16
+
 // SandboxConfig is what the worker needs to build its sandbox.
 type SandboxConfig struct {
 	// ID names the sandbox (hostname suffix, logs).
@@ -48,6 +55,18 @@ type SandboxConfig struct {
 	// the payload alone, so that every runtime process is born there and
 	// needs neither a gate nor a move (PayloadProcsFD is then unused).
 	PayloadTasksFD int `json:"payload_tasks_fd,omitempty"`
+	// Session makes the worker serve a session sandbox: Worker.Exec and
+	// the file calls, several execs at once; it then refuses Run, Prepare
+	// and Reset (and a worker without it refuses the session calls).
+	Session bool `json:"session,omitempty"`
+	// ExecCgroupFD is the worker's end of a session sandbox's descriptor
+	// channel (0 = none): a SOCK_SEQPACKET unix socket on which the
+	// supervisor sends, before each Exec that has a cgroup of its own,
+	// one message: the exec's token (8 bytes, little endian) with one
+	// descriptor as SCM_RIGHTS, the exec cgroup's tasks file when
+	// PayloadTasksFD is set (cgroup v1: the forking thread joins it for
+	// the fork), else its cgroup.procs.
+	ExecCgroupFD int `json:"exec_cgroup_fd,omitempty"`
 	// Seccomp loads the seccomp filter; false only in an explicitly
 	// degraded mode named by the operator.
 	Seccomp bool `json:"seccomp"`

@@ -1,0 +1,197 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Exec is the cgroup of one exec of a session sandbox: a child of the
+// payload cgroup (Manager.NewPayload), in the pids hierarchy on v1 and the
+// unified one on v2. It holds the exec's runtime process and everything
+// that process starts, daemons that double-fork and setsid included, so
+// that Kill ends exactly the exec's processes: not the worker, not the
+// other execs. Limits stay on the sandbox and payload cgroups above it,
+// which bound all execs together.
+type Exec struct {
+	dir string
+	// byThread: the worker's forking thread joins the cgroup for each fork
+	// (v1), so it is counted in pids.peak and may be listed in
+	// cgroup.procs while it forks.
+	byThread bool
+}
+
+// NewExec creates the payload's child cgroup name (one path element, not
+// PayloadName's) and returns it with the file through which the sandbox's
+// worker places the exec's process, opened for writing, O_CLOEXEC, by this
+// process (the kernel checks a write to it against the opener's
+// credentials, Linux 5.16+): with byThread (cgroup v1) the tasks file, to
+// which the worker's forking thread writes "0" before it forks (the
+// process is born there, Manager.PayloadTasks says why), else
+// cgroup.procs, to which it writes the held process's pid. On v2 the
+// payload enables the pids controller for its children first, so that
+// each exec has its own pids.peak; a session sandbox's payload holds no
+// process of its own, as v2 requires of a cgroup that does. Errors: no
+// payload, a bad name, or the kernel's.
+func (m *Manager) NewExec(name string, byThread bool) (*Exec, *os.File, error) {
+	d := m.payloadDir.Load()
+	if d == nil {
+		return nil, nil, errors.New("cgroup: no payload cgroup (NewPayload first)")
+	}
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') || name == PayloadName {
+		return nil, nil, fmt.Errorf("%w: exec cgroup %q", ErrInvalidName, name)
+	}
+	if byThread && m.mode != V1 {
+		return nil, nil, fmt.Errorf("%w: per-thread placement needs cgroup v1", ErrNotSupported)
+	}
+	if m.mode == V2 {
+		// Without it the exec has no pids.peak of its own; the pids limit
+		// of the payload holds either way.
+		_ = writeExisting(filepath.Join(*d, "cgroup.subtree_control"), "+pids")
+	}
+	e := &Exec{dir: filepath.Join(*d, name), byThread: byThread}
+	if err := os.Mkdir(e.dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("create exec cgroup: %w", err)
+	}
+	if m.afterMkdir != nil {
+		if err := m.afterMkdir(e.dir); err != nil {
+			_ = unix.Rmdir(e.dir)
+			return nil, nil, err
+		}
+	}
+	file := "cgroup.procs"
+	if byThread {
+		file = "tasks"
+	}
+	p := filepath.Join(e.dir, file)
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		_ = unix.Rmdir(e.dir)
+		return nil, nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return e, os.NewFile(uintptr(fd), p), nil
+}
+
+// Path returns the exec cgroup's directory.
+func (e *Exec) Path() string { return e.dir }
+
+// Kill SIGKILLs every process in the exec's cgroup but skip (the worker's
+// pid, which cgroup v1 lists while its forking thread sits there for a
+// fork; 0 = none) and waits, bounded, until the cgroup holds none. v2
+// writes cgroup.kill (Linux 5.14+), which also catches processes forked
+// meanwhile. Otherwise (v1, older v2) each round lists the cgroup, opens a
+// pidfd of every pid, lists it again and signals through the pidfds of the
+// pids still listed: a pidfd opened before a listing that still shows its
+// pid names the process listed, so a pid that was freed and reused by a
+// process outside the cgroup is never signalled (no freezer is needed,
+// and the rest of the sandbox keeps running). Errors wrap ErrKillTimeout
+// when processes remain after the deadline.
+func (e *Exec) Kill(skip int) error {
+	deadline := time.Now().Add(killTimeout)
+	killFile := filepath.Join(e.dir, "cgroup.kill")
+	useKillFile := !e.byThread && exists(killFile)
+	if useKillFile {
+		if err := writeExisting(killFile, "1"); err != nil {
+			return fmt.Errorf("kill exec cgroup %s: %w", e.dir, err)
+		}
+	}
+	for {
+		pids, err := e.procs(skip)
+		if err != nil {
+			return fmt.Errorf("kill exec cgroup %s: %w", e.dir, err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill exec cgroup %s: %w: pids %v", e.dir, ErrKillTimeout, pids)
+		}
+		if !useKillFile {
+			if err := e.signalListed(pids, skip); err != nil {
+				return fmt.Errorf("kill exec cgroup %s: %w", e.dir, err)
+			}
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// signalListed SIGKILLs, through pidfds, the pids that a listing after the
+// pidfds were opened still shows.
+func (e *Exec) signalListed(pids []int, skip int) error {
+	pidfds := make(map[int]int, len(pids))
+	defer func() {
+		for _, fd := range pidfds {
+			unix.Close(fd)
+		}
+	}()
+	for _, p := range pids {
+		if fd, err := unix.PidfdOpen(p, 0); err == nil {
+			pidfds[p] = fd
+		}
+	}
+	again, err := e.procs(skip)
+	if err != nil {
+		return err
+	}
+	for _, p := range again {
+		if fd, ok := pidfds[p]; ok {
+			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		}
+	}
+	return nil
+}
+
+// procs lists the exec cgroup's processes (and those of any child cgroup
+// a program could not create, but a listing covers), skip left out.
+func (e *Exec) procs(skip int) ([]int, error) {
+	pids, err := readProcsTree(e.dir)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(pids, func(p int) bool { return p == skip }), nil
+}
+
+// Populated reports whether a process other than skip is in the exec's
+// cgroup.
+func (e *Exec) Populated(skip int) (bool, error) {
+	pids, err := e.procs(skip)
+	return len(pids) > 0, err
+}
+
+// PidsPeak returns the most tasks the exec's cgroup held at once
+// (pids.peak; the worker's forking thread, there for each fork on v1, left
+// out). ok is false when the kernel keeps no peak there (pids.peak is
+// Linux 6.1+; on v2 it needs the pids controller enabled for the payload's
+// children).
+func (e *Exec) PidsPeak() (peak int64, ok bool) {
+	v, err := readSingle(filepath.Join(e.dir, "pids.peak"))
+	if err != nil {
+		return 0, false
+	}
+	if e.byThread {
+		v--
+	}
+	return max(0, v), true
+}
+
+// Remove removes the exec's cgroup. It fails (wrapping unix.EBUSY) while a
+// process is in it: a daemon the exec left running keeps it until it ends
+// or Manager.Delete removes the sandbox's whole tree. A missing cgroup is
+// no error.
+func (e *Exec) Remove() error {
+	err := unix.Rmdir(e.dir)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if !isCgroupFS(e.dir) {
+		// A fake tree in a test: plain files in a plain directory.
+		return removeTree(e.dir)
+	}
+	return &os.PathError{Op: "rmdir", Path: e.dir, Err: err}
+}

@@ -1,0 +1,120 @@
+package sandbox
+
+import (
+	"time"
+
+	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/worker/plugin"
+)
+
+// MaxConcurrentExecs is how many execs a session sandbox runs at once;
+// Sandbox.Exec answers ErrTooManyExecs beyond it. Each exec costs its
+// worker about six descriptors, three goroutines and up to 1.5 MiB of
+// buffered stdin and output (charged to the sandbox); the sandbox's pids
+// limit bounds all their processes together.
+const MaxConcurrentExecs = plugin.MaxConcurrentExecs
+
+// Bounds of the file calls.
+const (
+	// ChunkBytes is the size of the chunks Upload sends and the most a
+	// download chunk holds.
+	ChunkBytes = 64 << 10
+	// DefaultListEntries and MaxListEntries bound List's maxEntries (0 =
+	// DefaultListEntries); the listing holds at most that many entries.
+	DefaultListEntries = 1000
+	MaxListEntries     = 10000
+)
+
+// ExecRequest is one exec of a session sandbox.
+type ExecRequest struct {
+	// Run is what the worker starts, as for Sandbox.Run: argv, env, dir
+	// (inside the sandbox; "" = /), program, rlimits, results. Run.Stdin
+	// is the first bytes of the exec's stdin. ProxyBrokerId and
+	// SignalsReady are refused. The rlimits are set on the worker before
+	// it forks and cannot be raised again: give every exec of a sandbox
+	// the same (those of its limits, as limits.Set.Rlimits does).
+	Run *workerv1.RunRequest
+	// StdinOpen keeps stdin open after Run.Stdin for Exec.WriteStdin,
+	// until Exec.CloseStdin; false: end of file after Run.Stdin.
+	StdinOpen bool
+}
+
+// ExecUsage is what the kernel reports for one exec, from two sources:
+// wait4(2) of its runtime process (CPU time of that process and of the
+// descendants it waited for: a daemon it left running is not in it) and
+// the exec's own cgroup (pids.peak). What the kernel does not give per
+// exec: peak memory and OOM kills are the sandbox's (Sandbox.Usage; the
+// memory controller is on the sandbox's cgroup, not on each exec's), and
+// ru_maxrss is meaningless for a process the worker forked (it starts at
+// the worker's own resident set).
+type ExecUsage struct {
+	// CPUUserMicros and CPUSystemMicros are CPU time in µs.
+	CPUUserMicros, CPUSystemMicros int64
+	// PidsPeak is the most tasks the exec's cgroup held at once; 0 when
+	// PidsPeakKnown is false (a kernel without pids.peak, Linux < 6.1).
+	PidsPeak      int64
+	PidsPeakKnown bool
+}
+
+// FileType is a file's type as lstat(2) sees it.
+type FileType int
+
+// File types.
+const (
+	FileTypeUnknown FileType = iota
+	FileTypeFile
+	FileTypeDirectory
+	FileTypeSymlink
+	// FileTypeOther is a FIFO, socket or device node.
+	FileTypeOther
+)
+
+// String returns "file", "directory", "symlink", "other" (seed 001's
+// words for the first two).
+func (t FileType) String() string {
+	switch t {
+	case FileTypeFile:
+		return "file"
+	case FileTypeDirectory:
+		return "directory"
+	case FileTypeSymlink:
+		return "symlink"
+	case FileTypeOther:
+		return "other"
+	}
+	return "unknown"
+}
+
+// FileInfo describes one file of a sandbox.
+type FileInfo struct {
+	// Name is the base name.
+	Name string
+	// Size is in bytes (of a symbolic link: its target's length).
+	Size int64
+	Type FileType
+	// Mode is the permission bits with setuid, setgid and sticky (mode &
+	// 07777).
+	Mode uint32
+	// ModTime is the last modification.
+	ModTime time.Time
+	// SymlinkTarget is a symbolic link's target as stored (Stat, List).
+	SymlinkTarget string
+}
+
+// Listing is one directory listing: at most the maxEntries entries whose
+// names come first in byte order, sorted so.
+type Listing struct {
+	Entries []FileInfo
+	// TotalEntries is how many entries the directory holds ("." and ".."
+	// left out); Truncated reports that it is more than were returned.
+	TotalEntries int64
+	Truncated    bool
+}
+
+// fileInfo converts the worker's FileInfo.
+func fileInfo(fi *workerv1.FileInfo) FileInfo {
+	return FileInfo{
+		Name: fi.GetName(), Size: fi.GetSize(), Type: FileType(fi.GetType()), Mode: fi.GetMode(),
+		ModTime: time.Unix(0, fi.GetModTimeUnixNano()), SymlinkTarget: fi.GetSymlinkTarget(),
+	}
+}

@@ -1,0 +1,315 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/proto/workerv1"
+)
+
+// startSession starts a session sandbox for the test, closed at cleanup
+// (and checked to leave nothing).
+func startSession(t *testing.T, tweak ...func(*Spec)) *Sandbox {
+	t.Helper()
+	cfg := requireSandbox(t)
+	spec := Spec{
+		Limits:         cgroup.Limits{MemoryMaxBytes: 512 << 20, PidsMax: 128},
+		WorkspaceBytes: 16 << 20,
+		Session:        true,
+	}
+	for _, f := range tweak {
+		f(&spec)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sb, err := Start(ctx, cfg, spec)
+	if err != nil {
+		t.Fatalf("start session sandbox: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sb.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return sb
+}
+
+// shell is the request of a shell exec in /workspace.
+func shell(cmd string) *workerv1.RunRequest {
+	return &workerv1.RunRequest{
+		Argv: []string{"/bin/sh", "-c", cmd},
+		Env:  []string{"PATH=/usr/bin:/bin", "HOME=/workspace"},
+		Dir:  "/workspace",
+	}
+}
+
+// result is what an exec printed and how it ended.
+type result struct {
+	stdout, stderr string
+	exit           *workerv1.Exit
+	usage          ExecUsage
+}
+
+// collect waits for e and gathers its output.
+func collect(t *testing.T, e *Exec) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	exit, err := e.Wait(func(ev *workerv1.RunEvent) {
+		out.Write(ev.GetStdout())
+		errb.Write(ev.GetStderr())
+	})
+	if err != nil {
+		t.Fatalf("exec %s: wait: %v", e.ID(), err)
+	}
+	return result{stdout: out.String(), stderr: errb.String(), exit: exit, usage: e.Usage()}
+}
+
+// run runs cmd in sb and returns its result.
+func run(t *testing.T, sb *Sandbox, cmd string) result {
+	t.Helper()
+	e, err := sb.Exec(context.Background(), ExecRequest{Run: shell(cmd)})
+	if err != nil {
+		t.Fatalf("exec %q: %v", cmd, err)
+	}
+	return collect(t, e)
+}
+
+func TestSessionFilesPersistBetweenExecs(t *testing.T) {
+	sb := startSession(t)
+	r := run(t, sb, `pwd; id -u; echo hello > note.txt`)
+	if r.exit.GetExitCode() != 0 || r.stdout != "/workspace\n1000\n" {
+		t.Fatalf("first exec: %+v", r)
+	}
+	r = run(t, sb, `cat note.txt; exit 3`)
+	if r.exit.GetExitCode() != 3 || r.stdout != "hello\n" {
+		t.Fatalf("second exec: %+v", r)
+	}
+	if r.usage.CPUUserMicros+r.usage.CPUSystemMicros <= 0 {
+		t.Errorf("no usage from wait4: %+v", r.usage)
+	}
+	if !r.usage.PidsPeakKnown || r.usage.PidsPeak < 1 {
+		t.Errorf("pids peak of the exec's cgroup: %+v", r.usage)
+	}
+	if n := sb.RunningExecs(); n != 0 {
+		t.Errorf("RunningExecs after both ended: %d", n)
+	}
+}
+
+func TestSessionRefusesSingleUseCalls(t *testing.T) {
+	sb := startSession(t)
+	if _, err := sb.Run(context.Background(), shell("true"), func(*workerv1.RunEvent) {}); !errors.Is(err, ErrNotSession) {
+		t.Errorf("Run on a session sandbox: %v, want ErrNotSession", err)
+	}
+	one, err := Start(context.Background(), requireSandbox(t), Spec{Limits: cgroup.Limits{PidsMax: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if _, err := one.Exec(context.Background(), ExecRequest{Run: shell("true")}); !errors.Is(err, ErrNotSession) {
+		t.Errorf("Exec on a single-use sandbox: %v, want ErrNotSession", err)
+	}
+	if _, _, err := one.Stat(context.Background(), "x"); !errors.Is(err, ErrNotSession) {
+		t.Errorf("Stat on a single-use sandbox: %v, want ErrNotSession", err)
+	}
+}
+
+func TestSessionConcurrentExecs(t *testing.T) {
+	sb := startSession(t)
+	// Each exec waits for a line on stdin, so all of them run at once.
+	var execs []*Exec
+	for i := range MaxConcurrentExecs {
+		e, err := sb.Exec(context.Background(), ExecRequest{Run: shell(`read line; echo "$line" out; echo "$line" err >&2`), StdinOpen: true})
+		if err != nil {
+			t.Fatalf("exec %d: %v", i, err)
+		}
+		execs = append(execs, e)
+	}
+	if n := sb.RunningExecs(); n != MaxConcurrentExecs {
+		t.Errorf("RunningExecs: %d, want %d", n, MaxConcurrentExecs)
+	}
+	if _, err := sb.Exec(context.Background(), ExecRequest{Run: shell("true")}); !errors.Is(err, ErrTooManyExecs) {
+		t.Fatalf("exec beyond the bound: %v, want ErrTooManyExecs", err)
+	}
+	var wg sync.WaitGroup
+	results := make([]result, len(execs))
+	for i, e := range execs {
+		wg.Go(func() { results[i] = collect(t, e) })
+	}
+	for i, e := range execs {
+		if err := e.WriteStdin([]byte(strings.Repeat("x", i) + "\n")); err != nil {
+			t.Fatalf("stdin of %d: %v", i, err)
+		}
+		if err := e.CloseStdin(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	for i, r := range results {
+		want := strings.Repeat("x", i)
+		if r.stdout != want+" out\n" || r.stderr != want+" err\n" || r.exit.GetExitCode() != 0 {
+			t.Errorf("exec %d: %+v", i, r)
+		}
+	}
+	// A slot is free again.
+	if r := run(t, sb, "echo again"); r.stdout != "again\n" {
+		t.Errorf("after the bound: %+v", r)
+	}
+}
+
+// started runs req in sb and returns the exec once its stdout holds
+// marker, with a channel that yields its result.
+func started(t *testing.T, ctx context.Context, sb *Sandbox, req ExecRequest, marker string) (*Exec, <-chan result) {
+	t.Helper()
+	e, err := sb.Exec(ctx, req)
+	if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	seen := make(chan struct{})
+	done := make(chan result, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		var once sync.Once
+		exit, err := e.Wait(func(ev *workerv1.RunEvent) {
+			out.Write(ev.GetStdout())
+			errb.Write(ev.GetStderr())
+			if strings.Contains(out.String(), marker) {
+				once.Do(func() { close(seen) })
+			}
+		})
+		if err != nil {
+			exit = &workerv1.Exit{StartError: "wait: " + err.Error()}
+		}
+		done <- result{stdout: out.String(), stderr: errb.String(), exit: exit, usage: e.Usage()}
+	}()
+	select {
+	case <-seen:
+	case r := <-done:
+		t.Fatalf("exec ended before printing %q: %+v", marker, r)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("exec did not print %q", marker)
+	}
+	return e, done
+}
+
+// processes lists the command lines of the sandbox's processes, from an
+// exec of its own (which it leaves out).
+func processes(t *testing.T, sb *Sandbox) string {
+	t.Helper()
+	r := run(t, sb, `for p in /proc/[0-9]*; do [ "${p#/proc/}" = $$ ] && continue; tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done`)
+	return r.stdout
+}
+
+// count counts the lines of ps that are exactly cmd (with tr's trailing
+// space).
+func count(ps, cmd string) int {
+	n := 0
+	for _, l := range strings.Split(ps, "\n") {
+		if l == cmd+" " {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSessionKillEndsTheExecsTreeOnly(t *testing.T) {
+	sb := startSession(t)
+	// A: a background job, a setsid daemon and a double-forked one, all
+	// marked 1001; B, another exec, marked 1002.
+	a, aDone := started(t, context.Background(), sb, ExecRequest{Run: shell(
+		`sleep 1001 & setsid sleep 1001 & (setsid sh -c 'sleep 1001 & exit' &) ; echo ready; sleep 1001`)}, "ready")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, bDone := started(t, ctx, sb, ExecRequest{Run: shell(`echo ready; sleep 1002`)}, "ready")
+	if ps := processes(t, sb); count(ps, "sleep 1001") != 4 || count(ps, "sleep 1002") != 1 {
+		t.Fatalf("before the kill, processes:\n%s", ps)
+	}
+	if err := a.Kill(); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	r := <-aDone
+	if r.exit.GetSignal() != 9 {
+		t.Errorf("killed exec's exit: %+v", r.exit)
+	}
+	ps := processes(t, sb)
+	if strings.Contains(ps, "sleep 1001") || count(ps, "sleep 1002") != 1 {
+		t.Fatalf("after killing A, processes:\n%s", ps)
+	}
+	// Cancelling B's context kills B the same way (a timeout, a cancel).
+	cancel()
+	select {
+	case r := <-bDone:
+		if r.exit.GetSignal() != 9 {
+			t.Errorf("cancelled exec's exit: %+v", r.exit)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelled exec did not end")
+	}
+	if ps := processes(t, sb); strings.Contains(ps, "sleep 100") {
+		t.Fatalf("after cancelling B, processes:\n%s", ps)
+	}
+}
+
+func TestSessionSignalsReachTheProcessGroup(t *testing.T) {
+	sb := startSession(t)
+	e, done := started(t, context.Background(), sb, ExecRequest{Run: shell(
+		`trap 'echo got TERM; exit 7' TERM; echo ready; while :; do sleep 0.05; done`)}, "ready")
+	if err := e.Signal(0); !errors.Is(err, ErrInvalidSignal) {
+		t.Errorf("signal 0: %v, want ErrInvalidSignal", err)
+	}
+	if err := e.Signal(15); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.exit.GetExitCode() != 7 || !strings.Contains(r.stdout, "got TERM") {
+		t.Fatalf("after SIGTERM: %+v", r)
+	}
+	if err := e.Signal(15); !errors.Is(err, ErrExecEnded) {
+		t.Errorf("signal after the end: %v, want ErrExecEnded", err)
+	}
+}
+
+func TestSessionStdinStreams(t *testing.T) {
+	sb := startSession(t)
+	e, err := sb.Exec(context.Background(), ExecRequest{Run: shell(`wc -c`), StdinOpen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan result, 1)
+	go func() { done <- collect(t, e) }()
+	chunk := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	for range 3 {
+		if err := e.WriteStdin(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; strings.TrimSpace(r.stdout) != "3145728" {
+		t.Fatalf("wc -c of 3 MiB of stdin: %+v", r)
+	}
+	if err := e.WriteStdin([]byte("late")); !errors.Is(err, ErrExecEnded) {
+		t.Errorf("stdin after the end: %v, want ErrExecEnded", err)
+	}
+}
+
+func TestSessionStartError(t *testing.T) {
+	sb := startSession(t)
+	e, err := sb.Exec(context.Background(), ExecRequest{Run: &workerv1.RunRequest{Argv: []string{"/no/such/program"}, Dir: "/workspace"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := collect(t, e)
+	if r.exit.GetStartError() == "" {
+		t.Fatalf("exit of a missing program: %+v", r.exit)
+	}
+	if n := sb.RunningExecs(); n != 0 {
+		t.Errorf("RunningExecs: %d", n)
+	}
+}

@@ -1,0 +1,320 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/isolation/namespace"
+	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/worker/plugin"
+)
+
+// These tests run a session worker in the test process itself, outside any
+// sandbox, over a gRPC connection on a unix socket: its file calls resolve
+// in a temporary directory standing for the sandbox's root, next to the
+// host's real tree, so that a link planted there that the worker followed
+// out of its root would reach real host files. They need root (the file
+// thread's setfsuid, runtime processes as uid 1000). One server serves
+// every test: the worker reaps all children of its process, and two
+// reapers would take each other's.
+
+var testServer testWorker
+
+type testWorker struct {
+	once   sync.Once
+	root   string
+	client workerv1.WorkerClient
+	err    error
+}
+
+// sessionWorker returns a client of the test process's session worker and
+// its root directory (holding /workspace owned by the sandbox user and
+// /etc/passwd owned by root).
+func sessionWorker(t *testing.T) (workerv1.WorkerClient, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	ts := &testServer
+	ts.once.Do(func() { ts.err = ts.start() })
+	if ts.err != nil {
+		t.Fatal(ts.err)
+	}
+	return ts.client, ts.root
+}
+
+// start makes the root and serves a session worker in this process for
+// the rest of its life (TestMain ignores its goroutines).
+func (ts *testWorker) start() error {
+	root, err := os.MkdirTemp("", "worker-root-")
+	if err != nil {
+		return err
+	}
+	ts.root = root
+	ws := filepath.Join(root, "workspace")
+	for _, d := range []string{ws, filepath.Join(root, "etc")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chown(ws, namespace.SandboxUID, namespace.SandboxUID); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc", "passwd"), []byte("in-root passwd\n"), 0o644); err != nil {
+		return err
+	}
+	s := newServer()
+	s.session = true
+	s.files.rootDir = root
+	if err := s.forker.start(nil, false); err != nil {
+		return err
+	}
+	go s.reap(notifyChildren())
+	lis, err := net.Listen("unix", filepath.Join(root, "worker.sock"))
+	if err != nil {
+		return err
+	}
+	g := grpc.NewServer()
+	workerv1.RegisterWorkerServer(g, s)
+	go func() { _ = g.Serve(lis) }()
+	conn, err := grpc.NewClient("unix://"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	ts.client = workerv1.NewWorkerClient(conn)
+	return nil
+}
+
+func code(err error) codes.Code { return status.Code(err) }
+
+// reason is the worker's ErrorInfo reason of err ("" if none).
+func reason(err error) string {
+	st, _ := status.FromError(err)
+	for _, d := range st.Details() {
+		if info, ok := d.(interface{ GetReason() string }); ok {
+			return info.GetReason()
+		}
+	}
+	return ""
+}
+
+func download(c workerv1.WorkerClient, path string) ([]byte, error) {
+	stream, err := c.Download(context.Background(), &workerv1.DownloadRequest{Path: path})
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	for {
+		msg, err := stream.Recv()
+		if err == io.EOF {
+			return b.Bytes(), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		b.Write(msg.GetData())
+	}
+}
+
+func upload(c workerv1.WorkerClient, path string, data []byte) error {
+	stream, err := c.Upload(context.Background())
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&workerv1.UploadRequest{Part: &workerv1.UploadRequest_Header{Header: &workerv1.UploadHeader{Path: path}}}); err != nil {
+		_, err = stream.CloseAndRecv()
+		return err
+	}
+	if err := stream.Send(&workerv1.UploadRequest{Part: &workerv1.UploadRequest_Data{Data: data}}); err != nil {
+		_, err = stream.CloseAndRecv()
+		return err
+	}
+	_, err = stream.CloseAndRecv()
+	return err
+}
+
+// TestFileCallsResolveInTheirRoot plants links to host paths in the
+// worker's root: every call resolves them inside the root (openat2
+// RESOLVE_IN_ROOT), none reads or writes the host's file of that name.
+func TestFileCallsResolveInTheirRoot(t *testing.T) {
+	c, root := sessionWorker(t)
+	ws := filepath.Join(root, "workspace")
+	for name, target := range map[string]string{"up": "/", "p": "/etc/passwd", "tmpl": "/tmp", "dots": "../../../../../../etc/passwd"} {
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hostPasswd, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"up/etc/passwd", "p", "dots", "/workspace/up/workspace/up/etc/passwd"} {
+		got, err := download(c, p)
+		if err != nil || string(got) != "in-root passwd\n" {
+			t.Errorf("download %s: %q, %v; want the root's passwd", p, got, err)
+		}
+	}
+	if _, err := download(c, "up/etc/shadow"); code(err) != codes.NotFound {
+		t.Errorf("download up/etc/shadow: %v, want NOT_FOUND", err)
+	}
+	// Writes as the sandbox user, inside the root: the root's /etc is
+	// root's, so refused; a dangling link is no directory to create in;
+	// nothing appears on the host.
+	unique := "worker-test-" + filepath.Base(root)
+	for p, want := range map[string]codes.Code{"up/etc/" + unique: codes.PermissionDenied, "tmpl/" + unique: codes.FailedPrecondition} {
+		if err := upload(c, p, []byte("x")); code(err) != want {
+			t.Errorf("upload %s: %v, want %v", p, err, want)
+		}
+	}
+	for _, p := range []string{"/etc/" + unique, "/tmp/" + unique, filepath.Join(root, "tmp")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s exists", p)
+		}
+	}
+	if after, _ := os.ReadFile("/etc/passwd"); !bytes.Equal(after, hostPasswd) {
+		t.Fatal("the host's /etc/passwd changed")
+	}
+	// A new file belongs to the sandbox user.
+	if err := upload(c, "mine/f", []byte("mine")); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(ws, "mine", "f"), &st); err != nil || st.Uid != namespace.SandboxUID || st.Gid != namespace.SandboxUID {
+		t.Errorf("uploaded file: uid %d gid %d, %v", st.Uid, st.Gid, err)
+	}
+	for _, p := range []string{"../../x", "/..", "a\x00b"} {
+		_, err := c.Stat(context.Background(), &workerv1.StatRequest{Path: p})
+		if code(err) != codes.InvalidArgument || reason(err) != plugin.ReasonInvalidPath {
+			t.Errorf("stat %q: %v, want INVALID_ARGUMENT %s", p, err, plugin.ReasonInvalidPath)
+		}
+	}
+}
+
+// startExec starts an exec of sh -c cmd in the root's workspace, which is
+// the test's host directory: the process runs on the host, as uid 1000.
+func startExec(t *testing.T, c workerv1.WorkerClient, ctx context.Context, cmd string, stdinOpen bool) (workerv1.Worker_ExecClient, error) {
+	t.Helper()
+	_, root := sessionWorker(t)
+	stream, err := c.Exec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req := &workerv1.RunRequest{Argv: []string{"/bin/sh", "-c", cmd}, Dir: filepath.Join(root, "workspace"), Env: []string{"PATH=/usr/bin:/bin"}}
+	if err := stream.Send(&workerv1.ExecInput{Input: &workerv1.ExecInput_Start{Start: &workerv1.ExecStart{Request: req, StdinOpen: stdinOpen}}}); err != nil {
+		return nil, err
+	}
+	ev, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	if ev.GetStarted() == nil {
+		t.Fatalf("first event %v, want started", ev)
+	}
+	return stream, nil
+}
+
+// drain reads an exec's events to its Exit.
+func drain(stream workerv1.Worker_ExecClient) (string, *workerv1.Exit, error) {
+	var out bytes.Buffer
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return out.String(), nil, err
+		}
+		out.Write(ev.GetStdout())
+		if x := ev.GetExit(); x != nil {
+			return out.String(), x, nil
+		}
+	}
+}
+
+func TestExecBoundStdinAndSignals(t *testing.T) {
+	c, _ := sessionWorker(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var streams []workerv1.Worker_ExecClient
+	for range plugin.MaxConcurrentExecs {
+		s, err := startExec(t, c, ctx, `read l; echo "got $l"`, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, s)
+	}
+	if _, err := startExec(t, c, ctx, "true", false); code(err) != codes.ResourceExhausted {
+		t.Fatalf("exec %d: %v, want RESOURCE_EXHAUSTED", plugin.MaxConcurrentExecs+1, err)
+	}
+	for i, s := range streams {
+		switch i % 3 {
+		case 0: // stdin, then end of file
+			_ = s.Send(&workerv1.ExecInput{Input: &workerv1.ExecInput_Stdin{Stdin: []byte("line\n")}})
+			_ = s.Send(&workerv1.ExecInput{Input: &workerv1.ExecInput_CloseStdin{CloseStdin: true}})
+		case 1: // SIGTERM to the process group
+			_ = s.Send(&workerv1.ExecInput{Input: &workerv1.ExecInput_Signal{Signal: 15}})
+		case 2: // end of file at once
+			_ = s.Send(&workerv1.ExecInput{Input: &workerv1.ExecInput_CloseStdin{CloseStdin: true}})
+		}
+		out, exit, err := drain(s)
+		if err != nil {
+			t.Fatalf("exec %d: %v", i, err)
+		}
+		switch i % 3 {
+		case 0:
+			if out != "got line\n" || exit.GetExitCode() != 0 {
+				t.Errorf("exec %d: %q %v", i, out, exit)
+			}
+		case 1:
+			if exit.GetSignal() != 15 {
+				t.Errorf("exec %d after SIGTERM: %v", i, exit)
+			}
+		case 2:
+			if out != "got \n" || exit.GetExitCode() != 0 {
+				t.Errorf("exec %d: %q %v", i, out, exit)
+			}
+		}
+	}
+	// Cancelling the call kills the exec's process group.
+	cctx, ccancel := context.WithCancel(ctx)
+	s, err := startExec(t, c, cctx, `sleep 987654 & wait`, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccancel()
+	if _, _, err := drain(s); code(err) != codes.Canceled {
+		t.Errorf("after cancel: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ps, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		alive := false
+		for _, p := range ps {
+			b, _ := os.ReadFile(p)
+			if strings.HasPrefix(string(b), "sleep\x00987654") {
+				alive = true
+			}
+		}
+		if !alive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled exec's sleep 987654 is still running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
