@@ -9,6 +9,14 @@
 // execfarm.worker.v1 Worker service: each Run starts one runtime process as
 // the sandbox user (uid 1000) and streams its stdout and stderr back.
 //
+// A session sandbox's worker (plugin.SandboxConfig.Session) serves Exec
+// instead: up to plugin.MaxConcurrentExecs runtime processes at once, each
+// in its own process group and its own cgroup (session_linux.go draws the
+// exchange), with streamed stdin and signals; and the file calls (Upload,
+// Download, List, Stat, Remove, Mkdir), whose path operations run on one
+// thread with the sandbox user's filesystem ids and resolve every path in
+// the sandbox's root with openat2 (fsroot_linux.go says why).
+//
 // The worker is pid 1 of the sandbox's pid namespace: it reaps every
 // orphan, and when it exits the kernel kills everything left in the
 // sandbox. Keep it lean: its start-up is paid for every sandbox.

@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -32,9 +31,9 @@ const (
 )
 
 // fileError is err of op on path as a gRPC status whose code says what
-// the caller did wrong (or the sandbox lacks), with a google.rpc.ErrorInfo
-// detail naming the errno (plugin.ErrorDomain): the supervisor maps the
-// reason, never the message. A status error passes unchanged.
+// the caller did wrong (or the sandbox lacks), with a workerv1.ErrorDetail
+// naming the errno: the supervisor maps the reason, never the message. A
+// status error passes unchanged.
 func fileError(op, path string, err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
@@ -65,7 +64,7 @@ func fileError(op, path string, err error) error {
 
 // withReason attaches the ErrorInfo detail to st.
 func withReason(st *status.Status, reason string) error {
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: plugin.ErrorDomain}); err == nil {
+	if d, err := st.WithDetails(&workerv1.ErrorDetail{Reason: reason}); err == nil {
 		st = d
 	}
 	return st.Err()

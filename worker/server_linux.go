@@ -80,9 +80,11 @@ type server struct {
 	// files runs file operations as the sandbox user (session).
 	files fileThread
 
+	// mu guards waiters: the wait status channel of every runtime process
+	// start forked, registered before the process can exit. The status of
+	// any other child (an orphan the worker reaps as pid 1) is dropped.
 	mu      sync.Mutex
 	waiters map[int]chan exitStatus
-	exited  map[int]exitStatus // reaped before anyone waited
 }
 
 // exitStatus is what wait4 reports for a child.
@@ -92,7 +94,7 @@ type exitStatus struct {
 }
 
 func newServer() *server {
-	return &server{waiters: map[int]chan exitStatus{}, exited: map[int]exitStatus{}}
+	return &server{waiters: map[int]chan exitStatus{}}
 }
 
 // notifyChildren subscribes to SIGCHLD for reap. It must be called before
@@ -107,7 +109,7 @@ func notifyChildren() <-chan os.Signal {
 
 // reap collects every child that exits (orphans included, since the
 // worker is the sandbox's init) and hands the status of a waited-for pid
-// to its waiter. ch comes from notifyChildren.
+// to its waiter (see waiters). ch comes from notifyChildren.
 func (s *server) reap(ch <-chan os.Signal) {
 	for range ch {
 		for {
@@ -123,30 +125,10 @@ func (s *server) reap(ch <-chan os.Signal) {
 			if w, ok := s.waiters[pid]; ok {
 				delete(s.waiters, pid)
 				w <- st
-			} else if !s.session {
-				s.exited[pid] = st
 			}
 			s.mu.Unlock()
 		}
 	}
-}
-
-// wait returns a channel that yields pid's wait status. A session
-// sandbox's worker keeps no status nobody waits for (orphans of long-lived
-// daemons would pile up): there, wait must be called before the process
-// can exit, which s.start's callers do (its pid is registered on the
-// forking thread, before the process can run).
-func (s *server) wait(pid int) <-chan exitStatus {
-	w := make(chan exitStatus, 1)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st, ok := s.exited[pid]; ok {
-		delete(s.exited, pid)
-		w <- st
-		return w
-	}
-	s.waiters[pid] = w
-	return w
 }
 
 var rlimitResources = map[string]int{
@@ -708,9 +690,6 @@ func (s *server) Reset(ctx context.Context, _ *workerv1.ResetRequest) (*workerv1
 		killErr = s.forker.kill(-1, unix.SIGKILL)
 		time.Sleep(time.Millisecond) // let the kernel finish them and the reaper collect them
 	}
-	s.mu.Lock()
-	clear(s.exited)
-	s.mu.Unlock()
 	return &workerv1.ResetResponse{Killed: int32(killed)}, nil
 }
 

@@ -104,12 +104,12 @@ func (ts *testWorker) start() error {
 
 func code(err error) codes.Code { return status.Code(err) }
 
-// reason is the worker's ErrorInfo reason of err ("" if none).
+// reason is the worker's ErrorDetail reason of err ("" if none).
 func reason(err error) string {
 	st, _ := status.FromError(err)
 	for _, d := range st.Details() {
-		if info, ok := d.(interface{ GetReason() string }); ok {
-			return info.GetReason()
+		if detail, ok := d.(*workerv1.ErrorDetail); ok {
+			return detail.GetReason()
 		}
 	}
 	return ""

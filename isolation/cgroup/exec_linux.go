@@ -101,6 +101,9 @@ func (e *Exec) Kill(skip int) error {
 			return fmt.Errorf("kill exec cgroup %s: %w", e.dir, err)
 		}
 	}
+	// A killed process leaves cgroup.procs within microseconds: look
+	// again soon, then every pollInterval.
+	pause := pollInterval / 8
 	for {
 		pids, err := e.procs(skip)
 		if err != nil {
@@ -117,7 +120,8 @@ func (e *Exec) Kill(skip int) error {
 				return fmt.Errorf("kill exec cgroup %s: %w", e.dir, err)
 			}
 		}
-		time.Sleep(pollInterval)
+		time.Sleep(pause)
+		pause = min(2*pause, pollInterval)
 	}
 }
 

@@ -1191,6 +1191,56 @@ func (*MkdirResponse) Descriptor() ([]byte, []int) {
 	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
+// ErrorDetail is the detail of a failed file call's status: why, in a
+// form the supervisor maps without reading the message.
+type ErrorDetail struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The errno's name ("ENOENT", "ENOSPC"...) or one of the worker's own
+	// reasons: "INVALID_PATH" (a path no file call takes: a NUL byte, more
+	// than 4095 bytes, ".." above the root, the root where a file is
+	// needed), "NOT_REGULAR" (a download of a FIFO, socket or device).
+	Reason        string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ErrorDetail) Reset() {
+	*x = ErrorDetail{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ErrorDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ErrorDetail) ProtoMessage() {}
+
+func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
+func (*ErrorDetail) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ErrorDetail) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type ResetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1199,7 +1249,7 @@ type ResetRequest struct {
 
 func (x *ResetRequest) Reset() {
 	*x = ResetRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1261,7 @@ func (x *ResetRequest) String() string {
 func (*ResetRequest) ProtoMessage() {}
 
 func (x *ResetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1274,7 @@ func (x *ResetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetRequest.ProtoReflect.Descriptor instead.
 func (*ResetRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{19}
 }
 
 type ResetResponse struct {
@@ -1237,7 +1287,7 @@ type ResetResponse struct {
 
 func (x *ResetResponse) Reset() {
 	*x = ResetResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1299,7 @@ func (x *ResetResponse) String() string {
 func (*ResetResponse) ProtoMessage() {}
 
 func (x *ResetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1312,7 @@ func (x *ResetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetResponse.ProtoReflect.Descriptor instead.
 func (*ResetResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ResetResponse) GetKilled() int32 {
@@ -1280,7 +1330,7 @@ type PrepareResponse struct {
 
 func (x *PrepareResponse) Reset() {
 	*x = PrepareResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1292,7 +1342,7 @@ func (x *PrepareResponse) String() string {
 func (*PrepareResponse) ProtoMessage() {}
 
 func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1305,7 +1355,7 @@ func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
 func (*PrepareResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 type StartupRequest struct {
@@ -1316,7 +1366,7 @@ type StartupRequest struct {
 
 func (x *StartupRequest) Reset() {
 	*x = StartupRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1378,7 @@ func (x *StartupRequest) String() string {
 func (*StartupRequest) ProtoMessage() {}
 
 func (x *StartupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1391,7 @@ func (x *StartupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartupRequest.ProtoReflect.Descriptor instead.
 func (*StartupRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 type StartupResponse struct {
@@ -1354,7 +1404,7 @@ type StartupResponse struct {
 
 func (x *StartupResponse) Reset() {
 	*x = StartupResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[22]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1416,7 @@ func (x *StartupResponse) String() string {
 func (*StartupResponse) ProtoMessage() {}
 
 func (x *StartupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[22]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1429,7 @@ func (x *StartupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartupResponse.ProtoReflect.Descriptor instead.
 func (*StartupResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{22}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StartupResponse) GetPhases() []*Phase {
@@ -1402,7 +1452,7 @@ type Phase struct {
 
 func (x *Phase) Reset() {
 	*x = Phase{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[23]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1464,7 @@ func (x *Phase) String() string {
 func (*Phase) ProtoMessage() {}
 
 func (x *Phase) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[23]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1477,7 @@ func (x *Phase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Phase.ProtoReflect.Descriptor instead.
 func (*Phase) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{23}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Phase) GetName() string {
@@ -1456,7 +1506,7 @@ type Rlimit struct {
 
 func (x *Rlimit) Reset() {
 	*x = Rlimit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[24]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1518,7 @@ func (x *Rlimit) String() string {
 func (*Rlimit) ProtoMessage() {}
 
 func (x *Rlimit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[24]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1531,7 @@ func (x *Rlimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rlimit.ProtoReflect.Descriptor instead.
 func (*Rlimit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{24}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Rlimit) GetResource() string {
@@ -1536,7 +1586,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[25]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1548,7 +1598,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[25]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1561,7 +1611,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{25}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RunRequest) GetArgv() []string {
@@ -1643,7 +1693,7 @@ type Exit struct {
 
 func (x *Exit) Reset() {
 	*x = Exit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[26]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +1705,7 @@ func (x *Exit) String() string {
 func (*Exit) ProtoMessage() {}
 
 func (x *Exit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[26]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +1718,7 @@ func (x *Exit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exit.ProtoReflect.Descriptor instead.
 func (*Exit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{26}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Exit) GetExitCode() int32 {
@@ -1715,7 +1765,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[27]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1727,7 +1777,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[27]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1740,7 +1790,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{27}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -1841,7 +1891,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[28]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +1903,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[28]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +1916,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{28}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Header) GetName() string {
@@ -1898,7 +1948,7 @@ type ProxyRequest struct {
 
 func (x *ProxyRequest) Reset() {
 	*x = ProxyRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[29]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +1960,7 @@ func (x *ProxyRequest) String() string {
 func (*ProxyRequest) ProtoMessage() {}
 
 func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[29]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +1973,7 @@ func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyRequest.ProtoReflect.Descriptor instead.
 func (*ProxyRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{29}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ProxyRequest) GetTarget() string {
@@ -1972,7 +2022,7 @@ type ProxyResponse struct {
 
 func (x *ProxyResponse) Reset() {
 	*x = ProxyResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[30]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1984,7 +2034,7 @@ func (x *ProxyResponse) String() string {
 func (*ProxyResponse) ProtoMessage() {}
 
 func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[30]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1997,7 +2047,7 @@ func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyResponse.ProtoReflect.Descriptor instead.
 func (*ProxyResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{30}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ProxyResponse) GetStatus() int32 {
@@ -2087,7 +2137,9 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x18\n" +
 	"\aparents\x18\x03 \x01(\bR\aparents\"\x0f\n" +
-	"\rMkdirResponse\"\x0e\n" +
+	"\rMkdirResponse\"%\n" +
+	"\vErrorDetail\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x0e\n" +
 	"\fResetRequest\"'\n" +
 	"\rResetResponse\x12\x16\n" +
 	"\x06killed\x18\x01 \x01(\x05R\x06killed\"\x11\n" +
@@ -2173,7 +2225,7 @@ func file_execfarm_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_execfarm_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_execfarm_worker_v1_worker_proto_goTypes = []any{
 	(FileType)(0),            // 0: execfarm.worker.v1.FileType
 	(*ExecStart)(nil),        // 1: execfarm.worker.v1.ExecStart
@@ -2194,39 +2246,40 @@ var file_execfarm_worker_v1_worker_proto_goTypes = []any{
 	(*RemoveResponse)(nil),   // 16: execfarm.worker.v1.RemoveResponse
 	(*MkdirRequest)(nil),     // 17: execfarm.worker.v1.MkdirRequest
 	(*MkdirResponse)(nil),    // 18: execfarm.worker.v1.MkdirResponse
-	(*ResetRequest)(nil),     // 19: execfarm.worker.v1.ResetRequest
-	(*ResetResponse)(nil),    // 20: execfarm.worker.v1.ResetResponse
-	(*PrepareResponse)(nil),  // 21: execfarm.worker.v1.PrepareResponse
-	(*StartupRequest)(nil),   // 22: execfarm.worker.v1.StartupRequest
-	(*StartupResponse)(nil),  // 23: execfarm.worker.v1.StartupResponse
-	(*Phase)(nil),            // 24: execfarm.worker.v1.Phase
-	(*Rlimit)(nil),           // 25: execfarm.worker.v1.Rlimit
-	(*RunRequest)(nil),       // 26: execfarm.worker.v1.RunRequest
-	(*Exit)(nil),             // 27: execfarm.worker.v1.Exit
-	(*RunEvent)(nil),         // 28: execfarm.worker.v1.RunEvent
-	(*Header)(nil),           // 29: execfarm.worker.v1.Header
-	(*ProxyRequest)(nil),     // 30: execfarm.worker.v1.ProxyRequest
-	(*ProxyResponse)(nil),    // 31: execfarm.worker.v1.ProxyResponse
+	(*ErrorDetail)(nil),      // 19: execfarm.worker.v1.ErrorDetail
+	(*ResetRequest)(nil),     // 20: execfarm.worker.v1.ResetRequest
+	(*ResetResponse)(nil),    // 21: execfarm.worker.v1.ResetResponse
+	(*PrepareResponse)(nil),  // 22: execfarm.worker.v1.PrepareResponse
+	(*StartupRequest)(nil),   // 23: execfarm.worker.v1.StartupRequest
+	(*StartupResponse)(nil),  // 24: execfarm.worker.v1.StartupResponse
+	(*Phase)(nil),            // 25: execfarm.worker.v1.Phase
+	(*Rlimit)(nil),           // 26: execfarm.worker.v1.Rlimit
+	(*RunRequest)(nil),       // 27: execfarm.worker.v1.RunRequest
+	(*Exit)(nil),             // 28: execfarm.worker.v1.Exit
+	(*RunEvent)(nil),         // 29: execfarm.worker.v1.RunEvent
+	(*Header)(nil),           // 30: execfarm.worker.v1.Header
+	(*ProxyRequest)(nil),     // 31: execfarm.worker.v1.ProxyRequest
+	(*ProxyResponse)(nil),    // 32: execfarm.worker.v1.ProxyResponse
 }
 var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
-	26, // 0: execfarm.worker.v1.ExecStart.request:type_name -> execfarm.worker.v1.RunRequest
+	27, // 0: execfarm.worker.v1.ExecStart.request:type_name -> execfarm.worker.v1.RunRequest
 	1,  // 1: execfarm.worker.v1.ExecInput.start:type_name -> execfarm.worker.v1.ExecStart
 	0,  // 2: execfarm.worker.v1.FileInfo.type:type_name -> execfarm.worker.v1.FileType
 	6,  // 3: execfarm.worker.v1.UploadRequest.header:type_name -> execfarm.worker.v1.UploadHeader
 	5,  // 4: execfarm.worker.v1.DownloadResponse.info:type_name -> execfarm.worker.v1.FileInfo
 	5,  // 5: execfarm.worker.v1.ListResponse.entries:type_name -> execfarm.worker.v1.FileInfo
 	5,  // 6: execfarm.worker.v1.StatResponse.info:type_name -> execfarm.worker.v1.FileInfo
-	24, // 7: execfarm.worker.v1.StartupResponse.phases:type_name -> execfarm.worker.v1.Phase
-	25, // 8: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
+	25, // 7: execfarm.worker.v1.StartupResponse.phases:type_name -> execfarm.worker.v1.Phase
+	26, // 8: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
 	4,  // 9: execfarm.worker.v1.Exit.usage:type_name -> execfarm.worker.v1.Rusage
-	27, // 10: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
+	28, // 10: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
 	3,  // 11: execfarm.worker.v1.RunEvent.started:type_name -> execfarm.worker.v1.ExecStarted
-	29, // 12: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
-	29, // 13: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
-	26, // 14: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
-	26, // 15: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
-	22, // 16: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
-	19, // 17: execfarm.worker.v1.Worker.Reset:input_type -> execfarm.worker.v1.ResetRequest
+	30, // 12: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
+	30, // 13: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
+	27, // 14: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
+	27, // 15: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
+	23, // 16: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
+	20, // 17: execfarm.worker.v1.Worker.Reset:input_type -> execfarm.worker.v1.ResetRequest
 	2,  // 18: execfarm.worker.v1.Worker.Exec:input_type -> execfarm.worker.v1.ExecInput
 	7,  // 19: execfarm.worker.v1.Worker.Upload:input_type -> execfarm.worker.v1.UploadRequest
 	9,  // 20: execfarm.worker.v1.Worker.Download:input_type -> execfarm.worker.v1.DownloadRequest
@@ -2234,19 +2287,19 @@ var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
 	13, // 22: execfarm.worker.v1.Worker.Stat:input_type -> execfarm.worker.v1.StatRequest
 	15, // 23: execfarm.worker.v1.Worker.Remove:input_type -> execfarm.worker.v1.RemoveRequest
 	17, // 24: execfarm.worker.v1.Worker.Mkdir:input_type -> execfarm.worker.v1.MkdirRequest
-	30, // 25: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
-	28, // 26: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
-	21, // 27: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
-	23, // 28: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
-	20, // 29: execfarm.worker.v1.Worker.Reset:output_type -> execfarm.worker.v1.ResetResponse
-	28, // 30: execfarm.worker.v1.Worker.Exec:output_type -> execfarm.worker.v1.RunEvent
+	31, // 25: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
+	29, // 26: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
+	22, // 27: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
+	24, // 28: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
+	21, // 29: execfarm.worker.v1.Worker.Reset:output_type -> execfarm.worker.v1.ResetResponse
+	29, // 30: execfarm.worker.v1.Worker.Exec:output_type -> execfarm.worker.v1.RunEvent
 	8,  // 31: execfarm.worker.v1.Worker.Upload:output_type -> execfarm.worker.v1.UploadResponse
 	10, // 32: execfarm.worker.v1.Worker.Download:output_type -> execfarm.worker.v1.DownloadResponse
 	12, // 33: execfarm.worker.v1.Worker.List:output_type -> execfarm.worker.v1.ListResponse
 	14, // 34: execfarm.worker.v1.Worker.Stat:output_type -> execfarm.worker.v1.StatResponse
 	16, // 35: execfarm.worker.v1.Worker.Remove:output_type -> execfarm.worker.v1.RemoveResponse
 	18, // 36: execfarm.worker.v1.Worker.Mkdir:output_type -> execfarm.worker.v1.MkdirResponse
-	31, // 37: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
+	32, // 37: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
 	26, // [26:38] is the sub-list for method output_type
 	14, // [14:26] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
@@ -2273,7 +2326,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 		(*DownloadResponse_Info)(nil),
 		(*DownloadResponse_Data)(nil),
 	}
-	file_execfarm_worker_v1_worker_proto_msgTypes[27].OneofWrappers = []any{
+	file_execfarm_worker_v1_worker_proto_msgTypes[28].OneofWrappers = []any{
 		(*RunEvent_Stdout)(nil),
 		(*RunEvent_Stderr)(nil),
 		(*RunEvent_Exit)(nil),
@@ -2286,7 +2339,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_execfarm_worker_v1_worker_proto_rawDesc), len(file_execfarm_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

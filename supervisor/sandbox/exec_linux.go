@@ -97,22 +97,27 @@ func (s *Sandbox) Exec(ctx context.Context, req ExecRequest) (_ *Exec, err error
 		}
 	}()
 	s.sweepLingering()
-	cg, f, err := s.cg.NewExec(e.id, s.forkerInPayload)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: exec: %w", err)
-	}
-	e.cg = cg
-	err = ss.send(token, f)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: exec: hand the exec's cgroup to the worker: %w", err)
+	if !req.inPayload {
+		cg, f, err := s.cg.NewExec(e.id, s.forkerInPayload)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: exec: %w", err)
+		}
+		e.cg = cg
+		err = ss.send(token, f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: exec: hand the exec's cgroup to the worker: %w", err)
+		}
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	if e.stream, err = s.worker.Exec(sctx); err != nil {
 		return nil, sessionError("exec", "", err)
 	}
-	start := &workerv1.ExecStart{Request: req.Run, StdinOpen: req.StdinOpen, CgroupToken: token}
+	start := &workerv1.ExecStart{Request: req.Run, StdinOpen: req.StdinOpen}
+	if e.cg != nil {
+		start.CgroupToken = token
+	}
 	if err := e.stream.Send(&workerv1.ExecInput{Input: &workerv1.ExecInput_Start{Start: start}}); err != nil {
 		return nil, sessionError("exec", "", e.recvError(err))
 	}
@@ -259,7 +264,7 @@ func (e *Exec) send(in *workerv1.ExecInput) error {
 // for Wait.
 func (e *Exec) Kill() error {
 	if e.cg == nil {
-		return nil
+		return e.Signal(9) // in the payload (a benchmark's baseline): its process group
 	}
 	if err := e.cg.Kill(e.sb.workerPid()); err != nil {
 		return fmt.Errorf("sandbox: %w", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -269,7 +268,7 @@ func (s *Sandbox) Mkdir(ctx context.Context, path string, mode uint32, parents b
 	return nil
 }
 
-// reasonErrors maps the worker's ErrorInfo reasons (errno names and
+// reasonErrors maps the worker's ErrorDetail reasons (errno names and
 // plugin's reasons) to this package's errors.
 var reasonErrors = map[string]error{
 	"ENOENT": ErrNotExist, "EEXIST": ErrExist,
@@ -283,7 +282,7 @@ var reasonErrors = map[string]error{
 }
 
 // sessionError is the one map from the worker's answers to a session call
-// (Exec: path "") to this package's errors: by the ErrorInfo reason when
+// (Exec: path "") to this package's errors: by the ErrorDetail reason when
 // the worker gave one, else by code. Cancellation keeps context's errors.
 func sessionError(op, path string, err error) error {
 	st, ok := status.FromError(err)
@@ -292,8 +291,8 @@ func sessionError(op, path string, err error) error {
 	}
 	var sentinel error
 	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == plugin.ErrorDomain {
-			sentinel = reasonErrors[info.GetReason()]
+		if detail, ok := d.(*workerv1.ErrorDetail); ok {
+			sentinel = reasonErrors[detail.GetReason()]
 		}
 	}
 	if sentinel == nil {

@@ -37,6 +37,10 @@ type ExecRequest struct {
 	// StdinOpen keeps stdin open after Run.Stdin for Exec.WriteStdin,
 	// until Exec.CloseStdin; false: end of file after Run.Stdin.
 	StdinOpen bool
+
+	// inPayload runs the exec in the payload cgroup, without a cgroup of
+	// its own (BenchmarkExec measures what its own costs).
+	inPayload bool
 }
 
 // ExecUsage is what the kernel reports for one exec, from two sources:
