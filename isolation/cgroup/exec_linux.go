@@ -151,10 +151,14 @@ func (e *Exec) signalListed(pids []int, skip int) error {
 	return nil
 }
 
-// procs lists the exec cgroup's processes (and those of any child cgroup
-// a program could not create, but a listing covers), skip left out.
+// procs lists the exec cgroup's processes, skip left out. A cgroup
+// removed meanwhile (ENOENT, or ENODEV while its removal is under way:
+// Remove succeeds only on an empty cgroup) holds none.
 func (e *Exec) procs(skip int) ([]int, error) {
 	pids, err := readProcsTree(e.dir)
+	if errors.Is(err, unix.ENODEV) || errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

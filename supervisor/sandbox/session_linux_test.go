@@ -205,6 +205,21 @@ func processes(t *testing.T, sb *Sandbox) string {
 	return r.stdout
 }
 
+// waitProcesses waits, bounded, until the sandbox's processes satisfy ok.
+func waitProcesses(t *testing.T, sb *Sandbox, ok func(ps string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ps := processes(t, sb)
+		if ok(ps) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of the sandbox never became as expected:\n%s", ps)
+		}
+	}
+}
+
 // count counts the lines of ps that are exactly cmd (with tr's trailing
 // space).
 func count(ps, cmd string) int {
@@ -226,9 +241,8 @@ func TestSessionKillEndsTheExecsTreeOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, bDone := started(t, ctx, sb, ExecRequest{Run: shell(`echo ready; sleep 1002`)}, "ready")
-	if ps := processes(t, sb); count(ps, "sleep 1001") != 4 || count(ps, "sleep 1002") != 1 {
-		t.Fatalf("before the kill, processes:\n%s", ps)
-	}
+	// "ready" may come before the children have exec'd sleep.
+	waitProcesses(t, sb, func(ps string) bool { return count(ps, "sleep 1001") == 4 && count(ps, "sleep 1002") == 1 })
 	if err := a.Kill(); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
