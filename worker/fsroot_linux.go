@@ -50,6 +50,7 @@ type fileThread struct {
 	once sync.Once
 	reqs chan func(root int)
 	err  error
+	root int // the root's descriptor, once started (0 before)
 }
 
 // inRoot are the openat2 resolve flags of a path resolved in the sandbox's
@@ -108,6 +109,7 @@ func (f *fileThread) start() {
 			return
 		}
 		unix.Close(fd)
+		f.root = root
 		close(ready)
 		for r := range f.reqs {
 			r(root)

@@ -39,6 +39,33 @@ type testWorker struct {
 	root   string
 	client workerv1.WorkerClient
 	err    error
+
+	srv  *server
+	grpc *grpc.Server
+	conn *grpc.ClientConn
+}
+
+// stop stops the gRPC server and client and removes the root; the
+// worker's own threads live on (a worker never ends them).
+func (ts *testWorker) stop() {
+	if ts.conn != nil {
+		ts.conn.Close()
+	}
+	if ts.grpc != nil {
+		ts.grpc.Stop()
+	}
+	if ts.root != "" {
+		os.RemoveAll(ts.root)
+	}
+}
+
+// lifelongFDs are the worker's descriptors that live as long as it: the
+// file thread's root.
+func (ts *testWorker) lifelongFDs() []int {
+	if ts.srv == nil || ts.srv.files.root <= 0 {
+		return nil
+	}
+	return []int{ts.srv.files.root}
 }
 
 // sessionWorker returns a client of the test process's session worker and
@@ -91,14 +118,14 @@ func (ts *testWorker) start() error {
 	if err != nil {
 		return err
 	}
-	g := grpc.NewServer()
-	workerv1.RegisterWorkerServer(g, s)
-	go func() { _ = g.Serve(lis) }()
-	conn, err := grpc.NewClient("unix://"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
+	ts.srv = s
+	ts.grpc = grpc.NewServer()
+	workerv1.RegisterWorkerServer(ts.grpc, s)
+	go func() { _ = ts.grpc.Serve(lis) }()
+	if ts.conn, err = grpc.NewClient("unix://"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
 		return err
 	}
-	ts.client = workerv1.NewWorkerClient(conn)
+	ts.client = workerv1.NewWorkerClient(ts.conn)
 	return nil
 }
 

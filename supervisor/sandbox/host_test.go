@@ -10,43 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/execfarm/execfarm/isolation/cgroup"
-	"github.com/execfarm/execfarm/isolation/forkserver"
 	"github.com/execfarm/execfarm/isolation/probe"
-	"github.com/execfarm/execfarm/worker"
-	"github.com/execfarm/execfarm/worker/plugin"
 )
-
-// The test binary is also the worker and the fork server of the sandboxes
-// its tests start (go-plugin's and runc's helper-process pattern): the
-// fork server runs it with forkserver.Arg, and a worker finds its
-// configuration in plugin.EnvConfig.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == forkserver.Arg {
-		os.Exit(forkserver.Main())
-	}
-	if os.Getenv(plugin.EnvConfig) != "" {
-		os.Exit(worker.Main())
-	}
-	code := m.Run()
-	if err := testHost.teardown(); err != nil {
-		fmt.Fprintln(os.Stderr, "sandbox: teardown:", err)
-		code = 1
-	}
-	if code == 0 {
-		var opts []goleak.Option
-		for _, f := range ProcessGoroutines {
-			opts = append(opts, goleak.IgnoreAnyFunction(f))
-		}
-		if err := goleak.Find(opts...); err != nil {
-			fmt.Fprintln(os.Stderr, "sandbox: leaked goroutines:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
 
 // testHost is what the tests of this process set up once on the host: a
 // cgroup parent, a state directory and a uid window of their own.
