@@ -134,7 +134,7 @@ func TestMemoryLimitEndsInOOMKill(t *testing.T) {
 			if tt.req.GetRuntime() == sandboxv1.Runtime_RUNTIME_PYTHON {
 				requirePython(t)
 			}
-			tt.req.Limits = &sandboxv1.ResourceLimits{MaxMemoryBytes: 64 << 20, TimeoutMs: 30_000}
+			tt.req.Limits = &sandboxv1.ResourceLimits{MaxMemoryBytes: 64 << 20, TimeoutMs: 30_000 * testbin.TimeScale()}
 			resp := execute(t, in.client, tt.req)
 			o := resp.GetOutcome()
 			if resp.GetState() != stateFailed || o.GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_MEMORY || resp.GetSuccess() {
