@@ -50,7 +50,9 @@
 // background processes running (the cgroup stays until they end or Close).
 // Files written by one exec are there for the next: /workspace and /tmp
 // persist. The rlimits of every exec of a sandbox must be the same (the
-// worker sets them on itself before it forks and cannot raise them again).
+// worker sets them on itself before it forks and cannot raise them again),
+// and RLIMIT_NOFILE at least MinSessionFileDescriptors (256): the worker
+// needs descriptors for its execs and file calls under it.
 //
 // Files: paths are absolute or relative to /workspace (rootfs.SandboxPath;
 // ".." above the root is ErrInvalidPath). The worker resolves them in the
@@ -64,7 +66,8 @@
 // upload goes to a hidden file renamed over its target at the end, and
 // one that fails (ErrNoSpace when the workspace is full) leaves nothing.
 // List holds at most maxEntries (≤ MaxListEntries) entries on either side,
-// whatever the directory's size. Errors are *FileError wrapping the
+// whatever the directory's size. At most MaxConcurrentFileCalls (16) file
+// calls run at once per sandbox; more wait their turn. Errors are *FileError wrapping the
 // sentinels of errors.go; each names the gRPC status the public API gives
 // it.
 //

@@ -22,6 +22,10 @@ var (
 	// ErrExecEnded: stdin or a signal for an exec that has ended.
 	// [FAILED_PRECONDITION]
 	ErrExecEnded = errors.New("sandbox: the exec has ended")
+	// ErrFileDescriptors: a session sandbox, or one of its execs, with an
+	// RLIMIT_NOFILE below MinSessionFileDescriptors. [INVALID_ARGUMENT,
+	// naming limits.max_file_descriptors]
+	ErrFileDescriptors = errors.New("sandbox: a session sandbox needs more file descriptors")
 	// ErrInvalidSignal: a signal outside 1..31. [INVALID_ARGUMENT]
 	ErrInvalidSignal = errors.New("sandbox: invalid signal")
 	// ErrInvalidPath: a path with a NUL byte, longer than 4095 bytes,

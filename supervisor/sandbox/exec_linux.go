@@ -26,6 +26,10 @@ type session struct {
 	ctlMu sync.Mutex
 	ctl   int
 
+	// files holds a token per file call in flight
+	// (MaxConcurrentFileCalls).
+	files chan struct{}
+
 	mu      sync.Mutex
 	running int // execs started and not yet waited for
 	seq     uint64
@@ -73,6 +77,11 @@ func (s *Sandbox) Exec(ctx context.Context, req ExecRequest) (_ *Exec, err error
 	}
 	if req.Run == nil {
 		return nil, errors.New("sandbox: exec: no request")
+	}
+	for _, rl := range req.Run.GetRlimits() {
+		if rl.GetResource() == "NOFILE" && rl.GetHard() < MinSessionFileDescriptors {
+			return nil, fmt.Errorf("%w: NOFILE %d, at least %d", ErrFileDescriptors, rl.GetHard(), MinSessionFileDescriptors)
+		}
 	}
 	ss.mu.Lock()
 	switch {
@@ -315,7 +324,7 @@ func newSession() (*session, *os.File, error) {
 	if err != nil {
 		return nil, nil, os.NewSyscallError("socketpair", err)
 	}
-	return &session{ctl: fds[0]}, os.NewFile(uintptr(fds[1]), "exec-cgroups"), nil
+	return &session{ctl: fds[0], files: make(chan struct{}, MaxConcurrentFileCalls)}, os.NewFile(uintptr(fds[1]), "exec-cgroups"), nil
 }
 
 // send hands f to the worker under token.
@@ -336,6 +345,17 @@ func (ss *session) send(token uint64, f *os.File) error {
 			return os.NewSyscallError("sendmsg", err)
 		}
 		return nil
+	}
+}
+
+// fileTurn waits for a file call's turn (MaxConcurrentFileCalls) and
+// returns its release, or ctx's error.
+func (ss *session) fileTurn(ctx context.Context) (func(), error) {
+	select {
+	case ss.files <- struct{}{}:
+		return func() { <-ss.files }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,8 +21,9 @@ import (
 // to another sandbox's file. Every transfer is streamed in chunks of at
 // most ChunkBytes (uploads) or 64 KiB (downloads), under gRPC flow
 // control on a connection whose windows are bounded (sessionDialOptions),
-// so neither side holds a whole file. Errors are *FileError wrapping one
-// of the sentinels of errors.go.
+// so neither side holds a whole file. At most MaxConcurrentFileCalls run
+// at once per sandbox (the worker's descriptors are the sandbox's). Errors
+// are *FileError wrapping one of the sentinels of errors.go.
 
 // Upload writes what r yields to path (mode&0777 as its permission bits;
 // 0 = 0644), creating missing parent directories (0755). The bytes go to
@@ -35,6 +37,11 @@ func (s *Sandbox) Upload(ctx context.Context, path string, mode uint32, r io.Rea
 	if s.sess == nil {
 		return 0, ErrNotSession
 	}
+	done, err := s.sess.fileTurn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := s.worker.Upload(ctx)
@@ -89,35 +96,45 @@ type FileReader struct {
 	info   FileInfo
 	stream workerv1.Worker_DownloadClient
 	cancel context.CancelFunc
+	done   func() // ends its file-call turn
+	once   sync.Once
 	buf    []byte
 	err    error
 }
 
 // Download opens the regular file at path (a final symbolic link is
-// followed, inside the sandbox's root) for reading. Errors: ErrNotSession,
+// followed, inside the sandbox's root) for reading; the download holds one
+// of the sandbox's MaxConcurrentFileCalls turns until Close. Errors:
+// ErrNotSession,
 // ErrInvalidPath, ErrNotExist, ErrPermission, ErrIsDirectory,
 // ErrNotRegular.
 func (s *Sandbox) Download(ctx context.Context, path string) (*FileReader, error) {
 	if s.sess == nil {
 		return nil, ErrNotSession
 	}
+	done, err := s.sess.fileTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
+	fail := func(err error) (*FileReader, error) {
+		cancel()
+		done()
+		return nil, err
+	}
 	stream, err := s.worker.Download(ctx, &workerv1.DownloadRequest{Path: path})
 	if err != nil {
-		cancel()
-		return nil, sessionError("download", path, err)
+		return fail(sessionError("download", path, err))
 	}
 	first, err := stream.Recv()
 	if err != nil {
-		cancel()
-		return nil, sessionError("download", path, err)
+		return fail(sessionError("download", path, err))
 	}
 	fi := first.GetInfo()
 	if fi == nil {
-		cancel()
-		return nil, fmt.Errorf("sandbox: download %s: the worker sent no file info first", path)
+		return fail(fmt.Errorf("sandbox: download %s: the worker sent no file info first", path))
 	}
-	return &FileReader{path: path, info: fileInfo(fi), stream: stream, cancel: cancel}, nil
+	return &FileReader{path: path, info: fileInfo(fi), stream: stream, cancel: cancel, done: done}, nil
 }
 
 // Info describes the file as opened (its size then: a file the sandbox
@@ -172,9 +189,12 @@ func (r *FileReader) WriteTo(w io.Writer) (int64, error) {
 	return n, r.err
 }
 
-// Close ends the download.
+// Close ends the download (and its file-call turn). Idempotent.
 func (r *FileReader) Close() error {
-	r.cancel()
+	r.once.Do(func() {
+		r.cancel()
+		r.done()
+	})
 	return nil
 }
 
@@ -192,6 +212,11 @@ func (s *Sandbox) List(ctx context.Context, path string, maxEntries int) (Listin
 	if maxEntries < 0 || maxEntries > MaxListEntries {
 		return Listing{}, &FileError{Op: "list", Path: path, Err: ErrInvalidPath, Detail: fmt.Sprintf("max entries %d: at most %d", maxEntries, MaxListEntries)}
 	}
+	done, err := s.sess.fileTurn(ctx)
+	if err != nil {
+		return Listing{}, err
+	}
+	defer done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := s.worker.List(ctx, &workerv1.ListRequest{Path: path, MaxEntries: int32(maxEntries)})
@@ -227,6 +252,11 @@ func (s *Sandbox) Stat(ctx context.Context, path string) (fi FileInfo, exists bo
 	if s.sess == nil {
 		return FileInfo{}, false, ErrNotSession
 	}
+	done, err := s.sess.fileTurn(ctx)
+	if err != nil {
+		return FileInfo{}, false, err
+	}
+	defer done()
 	resp, err := s.worker.Stat(ctx, &workerv1.StatRequest{Path: path})
 	if err != nil {
 		return FileInfo{}, false, sessionError("stat", path, err)
@@ -247,6 +277,11 @@ func (s *Sandbox) Remove(ctx context.Context, path string, recursive bool) error
 	if s.sess == nil {
 		return ErrNotSession
 	}
+	done, err := s.sess.fileTurn(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if _, err := s.worker.Remove(ctx, &workerv1.RemoveRequest{Path: path, Recursive: recursive}); err != nil {
 		return sessionError("remove", path, err)
 	}
@@ -262,6 +297,11 @@ func (s *Sandbox) Mkdir(ctx context.Context, path string, mode uint32, parents b
 	if s.sess == nil {
 		return ErrNotSession
 	}
+	done, err := s.sess.fileTurn(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if _, err := s.worker.Mkdir(ctx, &workerv1.MkdirRequest{Path: path, Mode: mode, Parents: parents}); err != nil {
 		return sessionError("mkdir", path, err)
 	}

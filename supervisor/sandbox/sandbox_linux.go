@@ -107,6 +107,9 @@ func start(ctx context.Context, cfg *Config, spec Spec, background bool) (_ *San
 		// only with a pids limit.
 		return nil, errors.New("sandbox: a session sandbox needs a pids limit (Spec.Limits.PidsMax)")
 	}
+	if spec.Session && spec.FileDescriptors > 0 && spec.FileDescriptors < MinSessionFileDescriptors {
+		return nil, fmt.Errorf("%w: %d, at least %d", ErrFileDescriptors, spec.FileDescriptors, MinSessionFileDescriptors)
+	}
 	s := &Sandbox{id: newID(), stderr: &boundedBuffer{max: 8 << 10}}
 	defer func() {
 		if err != nil {

@@ -14,6 +14,19 @@ import (
 // limit bounds all their processes together.
 const MaxConcurrentExecs = plugin.MaxConcurrentExecs
 
+// MinSessionFileDescriptors is the lowest RLIMIT_NOFILE a session
+// sandbox takes (Spec.FileDescriptors, and the NOFILE rlimit of each
+// exec): its worker sets the execs' rlimits on itself before it forks, and
+// then needs descriptors for MaxConcurrentExecs execs (about six each),
+// MaxConcurrentFileCalls file calls (about three each) and its own
+// connections. Start and Exec refuse less with ErrFileDescriptors.
+const MinSessionFileDescriptors = 256
+
+// MaxConcurrentFileCalls is how many file calls (Upload, Download while
+// open, List, Stat, Remove, Mkdir) one session sandbox serves at once;
+// more wait for a turn, or their ctx's end.
+const MaxConcurrentFileCalls = 16
+
 // Bounds of the file calls.
 const (
 	// ChunkBytes is the size of the chunks Upload sends and the most a

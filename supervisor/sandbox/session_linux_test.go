@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -325,5 +328,132 @@ func TestSessionStartError(t *testing.T) {
 	}
 	if n := sb.RunningExecs(); n != 0 {
 		t.Errorf("RunningExecs: %d", n)
+	}
+}
+
+func TestSessionFileDescriptorsMinimum(t *testing.T) {
+	cfg := requireSandbox(t)
+	_, err := Start(context.Background(), cfg, Spec{Limits: cgroup.Limits{PidsMax: 16}, Session: true, FileDescriptors: 64})
+	if !errors.Is(err, ErrFileDescriptors) {
+		t.Fatalf("session with 64 descriptors: %v, want ErrFileDescriptors", err)
+	}
+	sb := startSession(t, func(s *Spec) { s.FileDescriptors = 1024 })
+	low := shell("true")
+	low.Rlimits = []*workerv1.Rlimit{{Resource: "NOFILE", Soft: 64, Hard: 64}}
+	if _, err := sb.Exec(context.Background(), ExecRequest{Run: low}); !errors.Is(err, ErrFileDescriptors) {
+		t.Fatalf("exec with NOFILE 64: %v, want ErrFileDescriptors", err)
+	}
+	// The sandbox's own rlimits, exec after exec.
+	for range 3 {
+		req := shell("ulimit -n")
+		req.Rlimits = []*workerv1.Rlimit{{Resource: "NOFILE", Soft: 1024, Hard: 1024}, {Resource: "FSIZE", Soft: 16 << 20, Hard: 16 << 20}}
+		e, err := sb.Exec(context.Background(), ExecRequest{Run: req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := collect(t, e); r.stdout != "1024\n" {
+			t.Fatalf("ulimit -n: %+v", r)
+		}
+	}
+}
+
+func TestSessionFileCallTurns(t *testing.T) {
+	sb := startSession(t)
+	upload(t, sb, "f", 0, []byte("x"))
+	var open []*FileReader
+	for range MaxConcurrentFileCalls {
+		r, err := sb.Download(context.Background(), "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, _, err := sb.Stat(ctx, "f"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a file call beyond the bound: %v, want to wait until its deadline", err)
+	}
+	open[0].Close()
+	open[0].Close() // idempotent: gives back one turn only
+	if _, ok, err := sb.Stat(context.Background(), "f"); !ok || err != nil {
+		t.Fatalf("stat once a turn is free: %v %v", ok, err)
+	}
+	for _, r := range open[1:] {
+		r.Close()
+	}
+}
+
+func TestSessionCloseLeavesNothing(t *testing.T) {
+	cfg := requireSandbox(t)
+	sb, err := Start(context.Background(), cfg, Spec{Limits: cgroup.Limits{MemoryMaxBytes: 256 << 20, PidsMax: 64}, Session: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A daemon left by an ended exec, and an exec still running.
+	if r := run(t, sb, `setsid sleep 1003 > /dev/null 2>&1 < /dev/null & echo started`); r.stdout != "started\n" {
+		t.Fatalf("daemon: %+v", r)
+	}
+	e, done := started(t, context.Background(), sb, ExecRequest{Run: shell(`echo ready; sleep 1004`)}, "ready")
+	cgPath, hostUID := sb.CgroupPath(), sb.HostUID()
+	if err := sb.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if r := <-done; r.exit.GetStartError() == "" {
+		t.Errorf("the running exec after Close: %+v, want its Wait to fail", r)
+	}
+	if _, err := sb.Exec(context.Background(), ExecRequest{Run: shell("true")}); !errors.Is(err, ErrClosed) {
+		t.Errorf("exec after Close: %v, want ErrClosed", err)
+	}
+	if err := e.Kill(); err != nil {
+		t.Errorf("kill after Close: %v", err)
+	}
+	if _, err := os.Stat(cgPath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("cgroup %s after Close: %v", cgPath, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, "sb", sb.ID())); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("host directory after Close: %v", err)
+	}
+	// No process of the sandbox's uid range is left on the host.
+	entries, _ := os.ReadDir("/proc")
+	for _, ent := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 2 && f[0] == "Uid:" {
+				if uid, _ := strconv.ParseUint(f[1], 10, 32); uid >= uint64(hostUID) && uid < uint64(hostUID)+65536 {
+					t.Errorf("process %s of the sandbox's uid range left: %s", ent.Name(), strings.TrimSpace(l))
+				}
+			}
+		}
+	}
+}
+
+// TestSessionPlaceByGate runs execs the way cgroup v2 places them (held at
+// the gate, moved into their cgroup by pid) on any host: each is in its
+// own cgroup, and a kill ends its tree there too.
+func TestSessionPlaceByGate(t *testing.T) {
+	cfg := *requireSandbox(t)
+	cfg.PlaceByGate = true
+	sb, err := Start(context.Background(), &cfg, Spec{Limits: cgroup.Limits{MemoryMaxBytes: 256 << 20, PidsMax: 64}, Session: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if r := run(t, sb, `grep -E 'pids|^0::' /proc/self/cgroup | head -1 | sed 's/.*://'`); r.stdout != "/payload/x1\n" {
+		t.Errorf("the exec's cgroup: %q, want /payload/x1", r.stdout)
+	}
+	a, aDone := started(t, context.Background(), sb, ExecRequest{Run: shell(`setsid sleep 1005 & echo ready; sleep 1005`)}, "ready")
+	waitProcesses(t, sb, func(ps string) bool { return count(ps, "sleep 1005") == 2 })
+	if err := a.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-aDone; r.exit.GetSignal() != 9 {
+		t.Errorf("killed exec: %+v", r.exit)
+	}
+	if ps := processes(t, sb); strings.Contains(ps, "sleep 1005") {
+		t.Errorf("after the kill:\n%s", ps)
 	}
 }
