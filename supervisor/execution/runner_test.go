@@ -68,6 +68,18 @@ func wait(t *testing.T, e *registry.Execution) registry.Result {
 	return res
 }
 
+// submitStuck submits a job whose sandbox never comes (p blocks until
+// the run is stopped) and returns once the run asks p for it.
+func submitStuck(t *testing.T, r *Runner, p *noSandbox) *registry.Execution {
+	t.Helper()
+	e, err := r.SubmitIn(p, job())
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.asked
+	return e
+}
+
 // TestRunWithoutSandbox follows a run through the steps that end it before
 // any program runs: the sandbox's start fails, or a cancel comes while it
 // is queued or while its sandbox starts. Each ends with its own result
@@ -90,12 +102,7 @@ func TestRunWithoutSandbox(t *testing.T) {
 	})
 	t.Run("cancel while the sandbox starts", func(t *testing.T) {
 		r := newRunner(t, 1, 1)
-		p := &noSandbox{asked: make(chan string, 1)}
-		e, err := r.SubmitIn(p, job())
-		if err != nil {
-			t.Fatal(err)
-		}
-		<-p.asked
+		e := submitStuck(t, r, &noSandbox{asked: make(chan string, 1)})
 		if _, err := e.Cancel(); err != nil {
 			t.Fatal(err)
 		}
@@ -107,11 +114,7 @@ func TestRunWithoutSandbox(t *testing.T) {
 	t.Run("cancel while queued", func(t *testing.T) {
 		r := newRunner(t, 1, 1)
 		p := &noSandbox{asked: make(chan string, 2)}
-		first, err := r.SubmitIn(p, job())
-		if err != nil {
-			t.Fatal(err)
-		}
-		<-p.asked // the first holds the only slot
+		first := submitStuck(t, r, p) // it holds the only slot
 		queued, err := r.SubmitIn(p, job())
 		if err != nil {
 			t.Fatal(err)
@@ -145,11 +148,7 @@ func TestRunWithoutSandbox(t *testing.T) {
 func TestShutdownKillsWhatIsLeft(t *testing.T) {
 	r := newRunner(t, 1, 1)
 	p := &noSandbox{asked: make(chan string, 1)}
-	e, err := r.SubmitIn(p, job())
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-p.asked
+	e := submitStuck(t, r, p)
 	if err := r.Shutdown(0); err == nil {
 		t.Error("Shutdown(0) with a running execution returned nil")
 	}
