@@ -16,6 +16,9 @@
 // Lifetimes: a Runner's executions run until Shutdown, which refuses new
 // ones, cancels queued ones, waits up to its grace for running ones and
 // kills the rest. A result is published only once nothing of the
-// execution can run any more. The package knows no gRPC: callers map its
-// errors (errors.go) to statuses.
+// execution can run any more. Its errors (errors.go) are plain Go errors:
+// the supervisor maps them to the statuses its clients see. The only gRPC
+// it speaks is the HostProxy it serves to a sandbox over the go-plugin
+// broker (proxy.go), whose one refusal, an unknown target, is the
+// worker's concern, not a client's.
 package execution
