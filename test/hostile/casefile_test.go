@@ -344,6 +344,12 @@ func (st *step) request(vars map[string]string) *sandboxv1.ExecuteRequest {
 		for k, v := range st.limits {
 			knownLimits[k](req.Limits, v)
 		}
+		// A timeout the program must not reach (no TIMEOUT among the
+		// expected states) is in the environment's time; a timeout under
+		// test is not.
+		if req.Limits.TimeoutMs > 0 && !slices.Contains(st.expect.states, "TIMEOUT") {
+			req.Limits.TimeoutMs *= testbin.TimeScale()
+		}
 	}
 	if len(st.env) > 0 {
 		req.Env = map[string]string{}
