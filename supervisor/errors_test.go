@@ -156,3 +156,26 @@ func TestHandlersMapErrors(t *testing.T) {
 		t.Errorf("ExecuteAsync(cached, no cache) = %v", err)
 	}
 }
+
+// TestCancelRacingCompletion: a cancel that reaches a running execution
+// which then completes on its own (the program exited before the kill
+// landed) answers success false with the final state and a message
+// saying why, never a bare false.
+func TestCancelRacingCompletion(t *testing.T) {
+	s := preparingServer(t)
+	e := s.reg.Create(registry.Meta{Runtime: "goja"})
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The run's stop arrives after its program exited: it completes.
+	e.SetCancel(func() {
+		e.Finish(registry.Result{State: registry.StateCompleted, Reason: registry.ReasonExited, Success: true})
+	})
+	resp, err := s.CancelExecution(context.Background(), &sandboxv1.CancelExecutionRequest{ExecutionId: e.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetSuccess() || resp.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED || resp.GetMessage() != "Execution already finished" {
+		t.Fatalf("CancelExecution = %v, want success false, COMPLETED, message \"Execution already finished\"", resp)
+	}
+}

@@ -137,7 +137,9 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 
 // CancelExecution cancels a pending or running execution and waits
 // (bounded by the call) until it has ended. Cancelling a terminal
-// execution is FAILED_PRECONDITION.
+// execution is FAILED_PRECONDITION; one that ends by itself before the
+// kill lands answers success false, its final state and the message
+// "Execution already finished".
 func (s *Server) CancelExecution(ctx context.Context, req *sandboxv1.CancelExecutionRequest) (*sandboxv1.CancelExecutionResponse, error) {
 	e, err := s.lookup(ctx, req.GetExecutionId())
 	if err != nil {
@@ -155,8 +157,17 @@ func (s *Server) CancelExecution(ctx context.Context, req *sandboxv1.CancelExecu
 	if err != nil {
 		return &sandboxv1.CancelExecutionResponse{Success: true, State: stateToProto(e.State()), Message: ptr("cancellation requested; the execution has not ended yet")}, nil
 	}
-	return &sandboxv1.CancelExecutionResponse{Success: res.State == registry.StateCancelled, State: stateToProto(res.State)}, nil
+	if res.State != registry.StateCancelled {
+		// The execution ended on its own between the request and the
+		// kill: nothing was cancelled. ProDisco's words for it.
+		return &sandboxv1.CancelExecutionResponse{State: stateToProto(res.State), Message: ptr(alreadyFinished)}, nil
+	}
+	return &sandboxv1.CancelExecutionResponse{Success: true, State: stateToProto(res.State)}, nil
 }
+
+// alreadyFinished is ProDisco's CancelExecutionResponse.message for an
+// execution that ended before it could be cancelled.
+const alreadyFinished = "Execution already finished"
 
 // ListExecutions lists executions newest first, filtered by state and
 // age, then limited.

@@ -242,6 +242,14 @@ console.log(typeof globalThis.module, typeof globalThis.require);`,
 			stderr: []string{"Error: boom", "main.ts:3:7"},
 		},
 		{
+			// As in goja and in ProDisco, whose console.warn is not an
+			// error stream: only console.error (and trace, assert) write
+			// to stderr.
+			name:   "console streams",
+			code:   "console.log('l'); console.info('i'); console.warn('w'); console.debug('d');",
+			stdout: "l\ni\nw\nd\n",
+		},
+		{
 			name:   "process.exit",
 			code:   "console.log('bye');\nprocess.exit(3);",
 			stdout: "bye\n",
@@ -279,7 +287,7 @@ func TestTransformErrors(t *testing.T) {
 		wantSyntax bool
 		wantEmpty  bool
 	}{
-		{name: "empty", code: " \n\t", wantEmpty: true},
+		{name: "empty", code: "", wantEmpty: true},
 		{name: "missing expression", code: "const a = 1;\nconst b: number = ;\n", line: 2, col: 19, wantSyntax: true},
 		{name: "unterminated string", code: "let s = 'é\n", line: 1, col: 11, wantSyntax: true},
 	}

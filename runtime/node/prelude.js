@@ -84,6 +84,14 @@
     });
   }
 
+  // console.warn writes to stdout, as in the goja runtime and in ProDisco,
+  // whose console.warn is not an error stream; console.error (and trace,
+  // assert) write to stderr.
+  const consoleLog = console.log;
+  console.warn = function warn(...args) {
+    return consoleLog.apply(console, args);
+  };
+
   // k8s and kc are always there, as in the reference, whatever the
   // allow-list says; they are loaded on first use (client-node takes most
   // of a second to load).

@@ -47,11 +47,12 @@ const suffix = "\n}).call(exports);\n"
 // statements are dropped. The output ends with an inline source map naming
 // main.ts, which node applies to stack traces with --enable-source-maps.
 //
-// It returns transform.ErrEmptyCode for empty or whitespace-only code and
+// It returns transform.ErrEmptyCode for empty code (whitespace alone is a
+// program that does nothing) and
 // a *transform.SyntaxError (wrapping transform.ErrSyntax) for code esbuild
 // cannot parse; its Line and Column are those of the user's code.
 func Transform(code string) (string, error) {
-	if strings.TrimSpace(code) == "" {
+	if code == "" {
 		return "", transform.ErrEmptyCode
 	}
 	res := api.Build(api.BuildOptions{

@@ -68,9 +68,10 @@ var baseEnv = []string{
 const ReservedEnvPrefix = "EXECFARM_"
 
 // Build returns the worker request for in. TypeScript syntax errors come
-// back as *transform.SyntaxError; empty code as transform.ErrEmptyCode.
+// back as *transform.SyntaxError; empty code as transform.ErrEmptyCode
+// (whitespace alone is code, which runs and does nothing).
 func Build(in Input) (*workerv1.RunRequest, error) {
-	if strings.TrimSpace(in.Code) == "" {
+	if in.Code == "" {
 		return nil, transform.ErrEmptyCode
 	}
 	env, err := environ(in.Env)

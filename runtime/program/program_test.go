@@ -3,6 +3,8 @@ package program
 import (
 	"errors"
 	"testing"
+
+	"github.com/execfarm/execfarm/runtime/transform"
 )
 
 // TestEnvReservedPrefix: a request may not set execfarm's own switches,
@@ -35,5 +37,18 @@ func TestPythonUnbuffered(t *testing.T) {
 	}
 	if got := req.GetArgv(); len(got) != 4 || got[1] != "-u" || got[2] != "-c" || got[3] != "print(1)" {
 		t.Fatalf("argv %q, want python3 -u -c CODE", got)
+	}
+}
+
+// TestWhitespaceIsCode: code of only whitespace is a program that does
+// nothing, in every runtime; only empty code is refused.
+func TestWhitespaceIsCode(t *testing.T) {
+	for _, rt := range []string{Goja, Shell, Python} {
+		if _, err := Build(Input{Runtime: rt, Code: ""}); !errors.Is(err, transform.ErrEmptyCode) {
+			t.Errorf("%s, empty code: err = %v, want ErrEmptyCode", rt, err)
+		}
+		if _, err := Build(Input{Runtime: rt, Code: " \n\t"}); err != nil {
+			t.Errorf("%s, whitespace: err = %v, want none", rt, err)
+		}
 	}
 }

@@ -6,7 +6,8 @@ import (
 )
 
 var (
-	// ErrEmptyCode is returned when the code is empty or only whitespace.
+	// ErrEmptyCode is returned when the code is empty. Code of only
+	// whitespace is not empty: it is a program that does nothing.
 	ErrEmptyCode = errors.New("transform: empty code")
 	// ErrSyntax is wrapped by every *SyntaxError, so callers can test for any
 	// syntax error with errors.Is.

@@ -1,7 +1,6 @@
 package transform
 
 import (
-	"strings"
 	"unicode/utf8"
 
 	"github.com/evanw/esbuild/pkg/api"
@@ -36,7 +35,8 @@ var gojaUnsupported = map[string]bool{
 //
 // The output is not minified, keeps top-level await and ends with an inline
 // source map (a `//# sourceMappingURL=data:...` line) naming main.ts.
-// It returns ErrEmptyCode for empty or whitespace-only code and a
+// It returns ErrEmptyCode for empty code (code of only whitespace is
+// code: it runs and does nothing) and a
 // *SyntaxError (wrapping ErrSyntax) for code esbuild cannot parse.
 func TypeScript(code string) (string, error) {
 	return transform(code, api.LoaderTS, tsSourceFile)
@@ -78,7 +78,7 @@ var results = func() *lru.Cache[cacheKey, string] {
 }()
 
 func transform(code string, loader api.Loader, sourceFile string) (string, error) {
-	if strings.TrimSpace(code) == "" {
+	if code == "" {
 		return "", ErrEmptyCode
 	}
 	key := cacheKey{loader, sourceFile, code}

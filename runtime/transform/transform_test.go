@@ -171,11 +171,16 @@ func TestSyntaxErrors(t *testing.T) {
 	}
 }
 
+// TestEmptyCode: only empty code is refused; code of only whitespace is a
+// program that does nothing, as in ProDisco, and transforms.
 func TestEmptyCode(t *testing.T) {
-	for _, code := range []string{"", " ", "\n\t \r\n"} {
-		for name, fn := range map[string]func(string) (string, error){"TypeScript": TypeScript, "JavaScript": JavaScript} {
-			if _, err := fn(code); !errors.Is(err, ErrEmptyCode) {
-				t.Errorf("%s(%q) error = %v, want ErrEmptyCode", name, code, err)
+	for name, fn := range map[string]func(string) (string, error){"TypeScript": TypeScript, "JavaScript": JavaScript} {
+		if _, err := fn(""); !errors.Is(err, ErrEmptyCode) {
+			t.Errorf("%s(\"\") error = %v, want ErrEmptyCode", name, err)
+		}
+		for _, code := range []string{" ", "\n\t \r\n"} {
+			if _, err := fn(code); err != nil {
+				t.Errorf("%s(%q) error = %v, want none: whitespace is code", name, code, err)
 			}
 		}
 	}

@@ -157,6 +157,16 @@ func inputSchema() (*jsonschema.Schema, error) {
 	p["timeout"].Minimum, p["timeout"].Maximum = ptr(0.0), ptr(float64(MaxTimeoutMs))
 	p["limit"].Minimum, p["limit"].Maximum = ptr(0.0), ptr(float64(MaxListLimit))
 	p["states"].Items.Enum = anys([]string{"pending", "running", "completed", "failed", "cancelled", "timeout"})
+	// A slice is inferred as ["null","array"], which MCP Inspector cannot
+	// send; absent is how a caller says "no filter".
+	for _, prop := range p {
+		for _, t := range prop.Types {
+			if t != "null" {
+				prop.Type = t
+			}
+		}
+		prop.Types = nil
+	}
 	p["maxOutputChars"].Minimum, p["maxOutputChars"].Maximum = ptr(float64(MinOutputChars)), ptr(float64(MaxOutputChars))
 	for _, f := range []string{"outputOffset", "errorOutputOffset", "includeCompletedWithinMs"} {
 		p[f].Minimum = ptr(0.0)
@@ -286,7 +296,7 @@ func executeRequest(in Input) (*sandboxv1.ExecuteRequest, error) {
 		return nil, invalid("give code or cached, not both")
 	case in.Cached != "":
 		req.Source = &sandboxv1.ExecuteRequest_Cached{Cached: in.Cached}
-	case strings.TrimSpace(in.Code) != "":
+	case in.Code != "":
 		req.Source = &sandboxv1.ExecuteRequest_Code{Code: in.Code}
 	default:
 		return nil, invalid("code (or cached) is required")

@@ -196,6 +196,22 @@ func TestToolIsListedWithProDiscoSchema(t *testing.T) {
 	if res.Tools[0].OutputSchema == nil {
 		t.Error("no output schema: results would not be structured")
 	}
+	// Every property has one plain type: MCP Inspector (0.15) cannot send
+	// a value for a union such as ["null","array"].
+	var schema struct {
+		Properties map[string]map[string]any `json:"properties"`
+	}
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range schema.Properties {
+		if _, ok := p["type"].(string); !ok {
+			t.Errorf("property %s: type %v, want one type name", name, p["type"])
+		}
+	}
+	if typ := schema.Properties["states"]["type"]; typ != "array" {
+		t.Errorf("states: type %v, want \"array\"", typ)
+	}
 }
 
 func TestExecuteMapsRequestAndResult(t *testing.T) {
