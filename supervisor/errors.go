@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"syscall"
+	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/transform"
@@ -32,9 +36,9 @@ import (
 // errors.go, or a typed error carrying what a caller needs, with Unwrap),
 // and add its case to faultOf with its code, a stable reason and, for
 // INVALID_ARGUMENT, the request field at fault. rpcError turns a fault
-// into a status; it is the one place that will attach the fault's
-// details (google.rpc.ErrorInfo from reason and execfarm's domain,
-// google.rpc.BadRequest from field, google.rpc.RetryInfo when retry).
+// into a status; it is the one place that attaches the fault's details
+// (google.rpc.ErrorInfo from reason and ErrorDomain, google.rpc.BadRequest
+// from field, google.rpc.RetryInfo when retry).
 
 // fault is how an error reaches a gRPC caller.
 type fault struct {
@@ -53,8 +57,22 @@ type fault struct {
 	msg string
 }
 
+// ErrorDomain is the google.rpc.ErrorInfo domain of execfarm's errors:
+// with the reason, it names an error's cause for programs.
+const ErrorDomain = "execfarm.dev"
+
+// RetryDelay is the google.rpc.RetryInfo delay of a refusal that the same
+// request may overcome later (a full queue): how long a client should
+// wait before it tries again.
+const RetryDelay = time.Second
+
 // rpcError returns err as a gRPC status error: err itself when it already
-// is one (nil stays nil), else the status of faultOf(err).
+// is one (nil stays nil), else the status of faultOf(err) with its
+// details: google.rpc.ErrorInfo (the fault's reason, ErrorDomain) for
+// every fault that has a reason, google.rpc.BadRequest (one field
+// violation: the request field at fault and the message) for every
+// INVALID_ARGUMENT, google.rpc.RetryInfo (RetryDelay) for a refusal
+// worth retrying.
 func rpcError(err error) error {
 	if err == nil {
 		return nil
@@ -67,7 +85,27 @@ func rpcError(err error) error {
 	if msg == "" {
 		msg = err.Error()
 	}
-	return status.New(f.code, msg).Err()
+	st := status.New(f.code, msg)
+	var details []protoadapt.MessageV1
+	if f.reason != "" {
+		details = append(details, &errdetails.ErrorInfo{Reason: f.reason, Domain: ErrorDomain})
+	}
+	if f.field != "" {
+		details = append(details, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+			{Field: f.field, Description: msg},
+		}})
+	}
+	if f.retry {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(RetryDelay)})
+	}
+	if len(details) == 0 {
+		return st.Err()
+	}
+	withDetails, derr := st.WithDetails(details...)
+	if derr != nil {
+		return st.Err() // details are an addition: never lose the status
+	}
+	return withDetails.Err()
 }
 
 // faultOf is the map: the first case that matches err decides.
@@ -152,6 +190,9 @@ func faultOf(err error) fault {
 		return fault{code: codes.ResourceExhausted, reason: "QUEUE_FULL", retry: true}
 	case errors.Is(err, execution.ErrShuttingDown):
 		return fault{code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"}
+	// A handler's bug: logged with its stack, the caller told no more.
+	case errors.As(err, new(*handlerPanic)):
+		return fault{code: codes.Internal, reason: "HANDLER_PANIC", msg: "internal error: the supervisor failed to handle this call (it logged why)"}
 	// The caller went away or ran out of time.
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		st := status.FromContextError(err)
@@ -218,4 +259,14 @@ func (e *described) Unwrap() error { return e.err }
 // describe wraps err with the message format, args.
 func describe(err error, format string, args ...any) error {
 	return &described{msg: fmt.Sprintf(format, args...), err: err}
+}
+
+// handlerPanic is a panic recovered in a gRPC handler (recoverHandler).
+type handlerPanic struct {
+	method string
+	value  any
+}
+
+func (e *handlerPanic) Error() string {
+	return fmt.Sprintf("%s: handler panicked: %v", e.method, e.value)
 }

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -123,6 +127,7 @@ func TestRPCError(t *testing.T) {
 			if st.Code() != tt.code || (want != "" && st.Message() != want) {
 				t.Errorf("rpcError = %s %q, want %s %q", st.Code(), st.Message(), tt.code, want)
 			}
+			checkDetails(t, st, tt.reason, tt.field, tt.retry)
 		})
 	}
 	if rpcError(nil) != nil {
@@ -177,5 +182,63 @@ func TestCancelRacingCompletion(t *testing.T) {
 	}
 	if resp.GetSuccess() || resp.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED || resp.GetMessage() != "Execution already finished" {
 		t.Fatalf("CancelExecution = %v, want success false, COMPLETED, message \"Execution already finished\"", resp)
+	}
+}
+
+// checkDetails: st carries an ErrorInfo with reason in ErrorDomain when
+// reason is set, a BadRequest naming field with st's message when field
+// is set, a RetryInfo of RetryDelay exactly when retry; nothing else.
+func checkDetails(t *testing.T, st *status.Status, reason, field string, retry bool) {
+	t.Helper()
+	var info *errdetails.ErrorInfo
+	var br *errdetails.BadRequest
+	var ri *errdetails.RetryInfo
+	for _, d := range st.Details() {
+		switch x := d.(type) {
+		case *errdetails.ErrorInfo:
+			info = x
+		case *errdetails.BadRequest:
+			br = x
+		case *errdetails.RetryInfo:
+			ri = x
+		default:
+			t.Errorf("unexpected detail %T %v", d, d)
+		}
+	}
+	if (info != nil) != (reason != "") || info.GetReason() != reason || (info != nil && info.GetDomain() != ErrorDomain) {
+		t.Errorf("ErrorInfo %v, want reason %q in %s", info, reason, ErrorDomain)
+	}
+	if field == "" && br != nil {
+		t.Errorf("BadRequest %v, want none", br)
+	}
+	if field != "" {
+		if v := br.GetFieldViolations(); len(v) != 1 || v[0].GetField() != field || v[0].GetDescription() != st.Message() {
+			t.Errorf("BadRequest %v, want one violation of %s", br, field)
+		}
+	}
+	if (ri != nil) != retry || (ri != nil && ri.GetRetryDelay().AsDuration() != RetryDelay) {
+		t.Errorf("RetryInfo %v, want one: %v", ri, retry)
+	}
+}
+
+// TestReasonsDocumented: every reason the map gives is in
+// proto/PROTOCOL.md's table, where clients look them up.
+func TestReasonsDocumented(t *testing.T) {
+	src, err := os.ReadFile("errors.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../proto/PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := regexp.MustCompile(`reason: "([A-Z_]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(reasons) < 10 {
+		t.Fatalf("found %d reasons in errors.go: the pattern no longer matches the map", len(reasons))
+	}
+	for _, r := range reasons {
+		if !strings.Contains(string(doc), "`"+r[1]+"`") {
+			t.Errorf("reason %s is not in proto/PROTOCOL.md", r[1])
+		}
 	}
 }

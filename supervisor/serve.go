@@ -2,9 +2,12 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
 
 	"github.com/execfarm/execfarm/supervisor/transport"
@@ -26,11 +29,7 @@ func ListenAndServe(ctx context.Context, s *Server, tc transport.Config, grace t
 	// After the gRPC server has stopped: no handshake needs it then.
 	defer sec.Close()
 	defer s.cfg.Metrics.RegisterCertificate(sec.CertificateNotAfter)()
-	// Metrics first: their interceptors then count the calls a token
-	// check refuses.
-	g := grpc.NewServer(append(s.cfg.Metrics.ServerOptions(), sec.Options...)...)
-	s.Register(g)
-	s.cfg.Metrics.InitializeGRPC(g)
+	g := s.grpcServer(sec.Options...)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(lis) }()
 	if ready != nil {
@@ -54,4 +53,30 @@ func ListenAndServe(ctx context.Context, s *Server, tc transport.Config, grace t
 		_ = os.Remove(tc.Address()[len("unix://"):])
 	}
 	return shutdownErr
+}
+
+// grpcServer returns a gRPC server with s's services registered
+// (Register), transport's options (token check, bounds) and, around
+// them, the metrics' interceptors outermost (so they count the calls a
+// token check refuses, and panics as INTERNAL) and panic recovery
+// innermost, next to the handlers: a panic in a handler is logged with
+// its stack and answered INTERNAL, and the server goes on serving.
+func (s *Server) grpcServer(transport ...grpc.ServerOption) *grpc.Server {
+	opts := append(s.cfg.Metrics.ServerOptions(), transport...)
+	opts = append(opts,
+		grpc.ChainUnaryInterceptor(recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(s.recoverHandler))),
+		grpc.ChainStreamInterceptor(recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(s.recoverHandler))))
+	g := grpc.NewServer(opts...)
+	s.Register(g)
+	s.cfg.Metrics.InitializeGRPC(g)
+	return g
+}
+
+// recoverHandler turns a panic p in the handler of ctx's call into an
+// INTERNAL status (rpcError of a *handlerPanic) and logs it with the
+// stack.
+func (s *Server) recoverHandler(ctx context.Context, p any) error {
+	method, _ := grpc.Method(ctx)
+	s.log.Error("gRPC handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	return rpcError(&handlerPanic{method: method, value: p})
 }
