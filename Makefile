@@ -7,6 +7,8 @@ TOOLS         := $(CURDIR)/.tools
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 STATICCHECK_VERSION        := v0.8.2
+PRODISCO_PROTO := prodisco_sandbox.proto
+PRODISCO_PB    := github.com/execfarm/execfarm/test/compat/prodiscopb
 # protoc itself comes from Debian's protobuf-compiler (3.21.12 on bookworm);
 # its version is written into the generated files, so drift shows up too.
 
@@ -68,10 +70,16 @@ proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 		--go-grpc_out=. --go-grpc_opt=module=github.com/execfarm/execfarm \
 		proto/prodisco/sandbox/v1/sandbox.proto proto/execfarm/worker/v1/worker.proto \
 		proto/execfarm/v1/session.proto
+	# ProDisco's proto as published, for test/compat/prodisco's client: a
+	# package of its own, never linked with proto/sandboxv1 (same names).
+	PATH=$(TOOLS):$$PATH protoc -I test/compat \
+		--go_out=. --go_opt=module=github.com/execfarm/execfarm --go_opt=M$(PRODISCO_PROTO)=$(PRODISCO_PB) \
+		--go-grpc_out=. --go-grpc_opt=module=github.com/execfarm/execfarm --go-grpc_opt=M$(PRODISCO_PROTO)=$(PRODISCO_PB) \
+		test/compat/$(PRODISCO_PROTO)
 
 # Fails when the checked-in generated code differs from a fresh `make proto`.
 proto-check: proto
-	git diff --exit-code -- proto/
+	git diff --exit-code -- proto/ test/compat/prodiscopb/
 
 lint: $(TOOLS)/staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }

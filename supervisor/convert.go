@@ -82,39 +82,40 @@ func resultToProto(id string, r registry.Result) *sandboxv1.ExecuteResult {
 	return &sandboxv1.ExecuteResult{
 		Cached:          cachedToProto(r),
 		Success:         r.Success,
-		Error:           errorText(r, ""),
+		Error:           errorText(r),
 		ExecutionTimeMs: r.Usage.WallMs,
 		State:           stateToProto(r.State),
 		Outcome:         outcomeToProto(id, r),
 	}
 }
 
-// maxErrorText bounds the stderr tail quoted in a ProDisco error field.
-const maxErrorText = 4096
-
-// errorText is ProDisco's `error`: unset on success; otherwise the
-// program's stderr tail when there is one (an uncaught exception's message
-// lives there), else the reason.
-func errorText(r registry.Result, stderr string) *string {
+// errorText is ProDisco's `error`, the same in every reply that carries
+// the result: unset on success; the run's error otherwise (the thrown
+// error's message for goja and node, the timeout's and the cancel's
+// ProDisco texts: execution's errorText), or, for a program that ended
+// well but whose output hit its limit, which limit.
+func errorText(r registry.Result) *string {
 	if r.Success {
 		return nil
 	}
-	msg := r.Error
 	if r.State == registry.StateCompleted && (r.StdoutTruncated || r.StderrTruncated) {
 		// ProDisco's success is false when a limit was hit (DESIGN.md):
 		// say which.
 		return ptr("output truncated: a stream exceeded max_output_bytes (head and tail kept; see stdout_truncated, stderr_truncated)")
 	}
-	if stderr = strings.TrimSpace(stderr); stderr != "" && r.Reason == registry.ReasonExited {
-		if len(stderr) > maxErrorText {
-			stderr = strings.ToValidUTF8(stderr[len(stderr)-maxErrorText:], "")
-		}
-		msg = stderr
-	}
-	if msg == "" {
+	msg := r.Error
+	if msg == "" && r.Reason != registry.ReasonExited {
 		msg = r.Reason.String()
 	}
 	return &msg
+}
+
+// proDiscoView reports whether e's ProDisco fields are filled as
+// ProDisco's executor fills them, from its console lines: a goja or node
+// execution whose request did not ask for raw output.
+func proDiscoView(e *registry.Execution, raw bool) bool {
+	rt := e.Meta().Runtime
+	return !raw && (rt == program.Goja || rt == program.Node)
 }
 
 func infoToProto(in registry.Info, queuePos int) *sandboxv1.ExecutionInfo {
@@ -156,7 +157,7 @@ func cachedToProto(r registry.Result) *sandboxv1.CacheEntry {
 // with res: the per-test results and the summary its program wrote on the
 // results channel (Extra.Results), its output, and whether it succeeded:
 // it ended normally and every test that ran passed.
-func testResponse(id string, res registry.Result, stdout, stderr string) *sandboxv1.ExecuteTestResponse {
+func testResponse(id string, res registry.Result, output, stderr string) *sandboxv1.ExecuteTestResponse {
 	x, _ := res.Extra.(execution.Extra)
 	summary, results, _ := testresult.Parse(bytes.NewReader(x.Results))
 	resp := &sandboxv1.ExecuteTestResponse{
@@ -164,7 +165,7 @@ func testResponse(id string, res registry.Result, stdout, stderr string) *sandbo
 			Total: int32(summary.Total), Passed: int32(summary.Passed),
 			Failed: int32(summary.Failed), Skipped: int32(summary.Skipped),
 		},
-		Output:          stdout,
+		Output:          output,
 		ErrorOutput:     stderr,
 		ExecutionTimeMs: res.Usage.WallMs,
 		Outcome:         outcomeToProto(id, res),
@@ -182,7 +183,7 @@ func testResponse(id string, res registry.Result, stdout, stderr string) *sandbo
 	case summary.Error != "":
 		resp.Error = ptr(summary.Error)
 	case res.State != registry.StateCompleted && res.Reason != registry.ReasonExited:
-		resp.Error = errorText(res, stderr)
+		resp.Error = errorText(res)
 	case !summary.Complete:
 		resp.Error = ptr("the test run ended before it reported a summary")
 	}

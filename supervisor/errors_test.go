@@ -168,7 +168,7 @@ func TestHandlersMapErrors(t *testing.T) {
 // saying why, never a bare false.
 func TestCancelRacingCompletion(t *testing.T) {
 	s := preparingServer(t)
-	e := s.reg.Create(registry.Meta{Runtime: "goja"})
+	e := s.reg.Create(registry.Meta{Runtime: "goja", Owner: caller(context.Background()).String()})
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}

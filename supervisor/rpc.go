@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
 
 // Execute runs the request and answers when it has ended. A caller that
-// goes away cancels the execution.
+// goes away cancels the execution. output is ProDisco's for goja and node
+// (proDiscoView), stdout otherwise; error_output is always stderr.
 func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*sandboxv1.ExecuteResponse, error) {
 	e, err := s.submit(ctx, req)
 	if err != nil {
@@ -25,13 +27,16 @@ func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*s
 		_, _ = e.Cancel()
 		return nil, rpcError(err)
 	}
-	stdout, _ := readAll(e, registry.Stdout)
+	output, _ := readAll(e, registry.Stdout)
+	if proDiscoView(e, req.GetRawOutput()) {
+		output = jsconsole.Join(e.Lines())
+	}
 	stderr, _ := readAll(e, registry.Stderr)
 	return &sandboxv1.ExecuteResponse{
 		Cached:          cachedToProto(res),
 		Success:         res.Success,
-		Output:          stdout,
-		Error:           errorText(res, stderr),
+		Output:          output,
+		Error:           errorText(res),
 		ExecutionTimeMs: res.Usage.WallMs,
 		State:           stateToProto(res.State),
 		ErrorOutput:     stderr,
@@ -40,12 +45,17 @@ func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*s
 }
 
 // ExecuteStream streams output chunks as they are written, then the result
-// as the last chunk. Closing the call before the end cancels the execution.
+// as the last chunk. Closing the call before the end cancels the
+// execution. The chunks are ProDisco's console lines for goja and node
+// (proDiscoView), else the raw output with offsets.
 func (s *Server) ExecuteStream(req *sandboxv1.ExecuteRequest, stream sandboxv1.SandboxService_ExecuteStreamServer) error {
 	ctx := stream.Context()
 	e, err := s.submit(ctx, req)
 	if err != nil {
 		return rpcError(err)
+	}
+	if proDiscoView(e, req.GetRawOutput()) {
+		return streamLines(e, stream)
 	}
 	for ev, err := range e.Subscribe(ctx) {
 		if err != nil {
@@ -254,9 +264,12 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 		_, _ = e.Cancel()
 		return nil, rpcError(err)
 	}
-	stdout, _ := readAll(e, registry.Stdout)
+	output, _ := readAll(e, registry.Stdout)
+	if proDiscoView(e, req.GetRawOutput()) {
+		output = jsconsole.Join(e.Lines())
+	}
 	stderr, _ := readAll(e, registry.Stderr)
-	return testResponse(e.ID(), res, stdout, stderr), nil
+	return testResponse(e.ID(), res, output, stderr), nil
 }
 
 // ListCache lists cached scripts newest first, filtered by a substring or a
@@ -343,3 +356,32 @@ func readAll(e *registry.Execution, st registry.Stream) (string, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// streamLines is ExecuteStream as ProDisco streams: a chunk per console
+// line as it is written ("[ERROR] boom\n" as error_output), then the
+// result.
+func streamLines(e *registry.Execution, stream sandboxv1.SandboxService_ExecuteStreamServer) error {
+	for ev, err := range e.SubscribeLines(stream.Context()) {
+		if err != nil {
+			_, _ = e.Cancel()
+			return rpcError(err)
+		}
+		if ev.Result != nil {
+			return stream.Send(&sandboxv1.ExecuteChunk{ExecutionId: e.ID(), TimestampMs: time.Now().UnixMilli(),
+				Chunk: &sandboxv1.ExecuteChunk_Result{Result: resultToProto(e.ID(), *ev.Result)}})
+		}
+		for _, l := range ev.Lines {
+			chunk := &sandboxv1.ExecuteChunk{ExecutionId: e.ID(), TimestampMs: time.Now().UnixMilli()}
+			if l.Error {
+				chunk.Chunk = &sandboxv1.ExecuteChunk_ErrorOutput{ErrorOutput: l.Text + "\n"}
+			} else {
+				chunk.Chunk = &sandboxv1.ExecuteChunk_Output{Output: l.Text + "\n"}
+			}
+			if err := stream.Send(chunk); err != nil {
+				_, _ = e.Cancel()
+				return err
+			}
+		}
+	}
+	return rpcError(errors.New("console subscription ended without a result"))
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/execfarm/execfarm/isolation/namespace"
 	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/runtime/jsconsole"
 )
 
 // drainAfterExit bounds how long Run keeps reading output after the
@@ -241,6 +242,10 @@ func (s *server) collect(p *process, send func(*workerv1.RunEvent) error, done <
 		pumps.Add(1)
 		go pump(p.results, events, resultsEvent, &pumps)
 	}
+	if p.console != nil {
+		pumps.Add(1)
+		go pump(p.console, events, consoleEvent, &pumps)
+	}
 	pumpsDone := make(chan struct{})
 	go func() { pumps.Wait(); close(pumpsDone) }()
 
@@ -337,10 +342,15 @@ func resultsEvent(b []byte) *workerv1.RunEvent {
 	return &workerv1.RunEvent{Event: &workerv1.RunEvent_Results{Results: b}}
 }
 
+func consoleEvent(b []byte) *workerv1.RunEvent {
+	return &workerv1.RunEvent{Event: &workerv1.RunEvent_Console{Console: b}}
+}
+
 // process is a started runtime process and the parent ends of its pipes.
 type process struct {
 	pid                     int
 	stdout, stderr, results *os.File // read ends; results: nil unless requested
+	console                 *os.File // read end of the console channel; nil unless requested
 	gate                    *os.File // write end of fd 3 until release
 	stdin                   *os.File // write end of a held stdin until release
 	ready                   *os.File // read end of the readiness pipe (fd 5), until Prepare saw it closed
@@ -351,7 +361,7 @@ type process struct {
 
 // closePipes closes the read ends.
 func (p *process) closePipes() {
-	for _, f := range []*os.File{p.stdout, p.stderr, p.results} {
+	for _, f := range []*os.File{p.stdout, p.stderr, p.results, p.console} {
 		if f != nil {
 			f.Close()
 		}
@@ -497,6 +507,19 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 		}
 		files = append(files, readyW.Fd())
 		env = append(slices.Clip(env), readyEnv+"="+strconv.Itoa(readyFD))
+	}
+	if req.GetConsole() {
+		// fd 6: the console channel (runtime/jsconsole).
+		var conW *os.File
+		if p.console, conW, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, conW)
+		open = append(open, conW)
+		for len(files) < jsconsole.FD {
+			files = append(files, ^uintptr(0)) // closed: no channel there
+		}
+		files = append(files, conW.Fd())
 	}
 	// The pipes belong to the worker (sandbox root), so the runtime process
 	// could not reopen them through /dev/stdout, /dev/stderr (proc's fd

@@ -43,7 +43,8 @@ default socket, run starts an embedded supervisor for the one execution.`,
 			if !ok {
 				return fmt.Errorf("unknown runtime %q (goja, node, shell, python)", rt)
 			}
-			req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: src}, Runtime: r}
+			// Raw output: the program's stdout and stderr as it wrote them.
+			req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: src}, Runtime: r, RawOutput: true}
 			if stdinFrom != "" {
 				if stdinFrom == "-" && len(args) > 0 && args[0] == "-" {
 					return errors.New("--stdin - and a program read from - both want standard input")

@@ -37,7 +37,7 @@ starts an embedded supervisor when none is configured.`,
 			if !ok {
 				return fmt.Errorf("unknown runtime %q (goja, node)", rt)
 			}
-			req := &sandboxv1.ExecuteTestRequest{Tests: string(tests), Runtime: r}
+			req := &sandboxv1.ExecuteTestRequest{Tests: string(tests), Runtime: r, RawOutput: true}
 			if code != "" {
 				b, err := os.ReadFile(code)
 				if err != nil {

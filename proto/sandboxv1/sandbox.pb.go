@@ -458,7 +458,15 @@ type ExecuteRequest struct {
 	// Bytes given to the program on standard input (empty: /dev/null).
 	Stdin []byte `protobuf:"bytes,102,opt,name=stdin,proto3" json:"stdin,omitempty"`
 	// Environment of the program, in addition to a minimal PATH/HOME.
-	Env           map[string]string `protobuf:"bytes,103,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Env map[string]string `protobuf:"bytes,103,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The ProDisco fields carry the program's raw bytes for every runtime:
+	// ExecuteResponse.output is its stdout, ExecuteStream's chunks are its
+	// stdout and stderr as written, each with its stream_offset. Without it
+	// a goja or node execution fills them as ProDisco does: output is the
+	// console lines joined by "\n" ("[ERROR] ", "[WARN] ", "[INFO] "
+	// prefixes), and ExecuteStream sends one chunk per console line,
+	// console.error's as error_output, without stream_offset.
+	RawOutput     bool `protobuf:"varint,104,opt,name=raw_output,json=rawOutput,proto3" json:"raw_output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -551,6 +559,13 @@ func (x *ExecuteRequest) GetEnv() map[string]string {
 		return x.Env
 	}
 	return nil
+}
+
+func (x *ExecuteRequest) GetRawOutput() bool {
+	if x != nil {
+		return x.RawOutput
+	}
+	return false
 }
 
 type isExecuteRequest_Source interface {
@@ -718,15 +733,17 @@ func (x *ExecutionOutcome) GetStderrBytes() int64 {
 }
 
 type ExecuteResponse struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Success         bool                   `protobuf:"varint,1,opt,name=success,proto3" json:"success,omitempty"`
-	Output          string                 `protobuf:"bytes,2,opt,name=output,proto3" json:"output,omitempty"`
-	Error           *string                `protobuf:"bytes,3,opt,name=error,proto3,oneof" json:"error,omitempty"`
-	ExecutionTimeMs int64                  `protobuf:"varint,4,opt,name=execution_time_ms,json=executionTimeMs,proto3" json:"execution_time_ms,omitempty"`
-	Cached          *CacheEntry            `protobuf:"bytes,5,opt,name=cached,proto3,oneof" json:"cached,omitempty"` // Set if newly cached
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Success bool                   `protobuf:"varint,1,opt,name=success,proto3" json:"success,omitempty"`
+	// For goja and node, the console lines as ProDisco joins them (see
+	// ExecuteRequest.raw_output); for shell and python, stdout.
+	Output          string      `protobuf:"bytes,2,opt,name=output,proto3" json:"output,omitempty"`
+	Error           *string     `protobuf:"bytes,3,opt,name=error,proto3,oneof" json:"error,omitempty"`
+	ExecutionTimeMs int64       `protobuf:"varint,4,opt,name=execution_time_ms,json=executionTimeMs,proto3" json:"execution_time_ms,omitempty"`
+	Cached          *CacheEntry `protobuf:"bytes,5,opt,name=cached,proto3,oneof" json:"cached,omitempty"` // Set if newly cached
 	// execfarm extensions.
 	State ExecutionState `protobuf:"varint,100,opt,name=state,proto3,enum=prodisco.sandbox.v1.ExecutionState" json:"state,omitempty"`
-	// The program's stderr.
+	// The program's stderr, raw.
 	ErrorOutput   string            `protobuf:"bytes,101,opt,name=error_output,json=errorOutput,proto3" json:"error_output,omitempty"`
 	Outcome       *ExecutionOutcome `protobuf:"bytes,102,opt,name=outcome,proto3" json:"outcome,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -898,7 +915,8 @@ type ExecuteChunk struct {
 	Chunk       isExecuteChunk_Chunk `protobuf_oneof:"chunk"`
 	TimestampMs int64                `protobuf:"varint,5,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
 	// execfarm extension: byte offset of this chunk in its stream (stdout
-	// for output, stderr for error_output).
+	// for output, stderr for error_output). 0 in the chunks of console lines
+	// that goja and node executions stream without raw_output.
 	StreamOffset  int64 `protobuf:"varint,100,opt,name=stream_offset,json=streamOffset,proto3" json:"stream_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1678,8 +1696,11 @@ type ExecuteTestRequest struct {
 	Tests     string                 `protobuf:"bytes,2,opt,name=tests,proto3" json:"tests,omitempty"`     // Test code using uvu assertions
 	TimeoutMs *int32                 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3,oneof" json:"timeout_ms,omitempty"`
 	// execfarm extensions.
-	Runtime       Runtime         `protobuf:"varint,100,opt,name=runtime,proto3,enum=prodisco.sandbox.v1.Runtime" json:"runtime,omitempty"`
-	Limits        *ResourceLimits `protobuf:"bytes,101,opt,name=limits,proto3" json:"limits,omitempty"`
+	Runtime Runtime         `protobuf:"varint,100,opt,name=runtime,proto3,enum=prodisco.sandbox.v1.Runtime" json:"runtime,omitempty"`
+	Limits  *ResourceLimits `protobuf:"bytes,101,opt,name=limits,proto3" json:"limits,omitempty"`
+	// ExecuteTestResponse.output is the program's raw stdout rather than
+	// its console lines as ProDisco joins them (ExecuteRequest.raw_output).
+	RawOutput     bool `protobuf:"varint,102,opt,name=raw_output,json=rawOutput,proto3" json:"raw_output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1749,17 +1770,24 @@ func (x *ExecuteTestRequest) GetLimits() *ResourceLimits {
 	return nil
 }
 
+func (x *ExecuteTestRequest) GetRawOutput() bool {
+	if x != nil {
+		return x.RawOutput
+	}
+	return false
+}
+
 type ExecuteTestResponse struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Success         bool                   `protobuf:"varint,1,opt,name=success,proto3" json:"success,omitempty"` // True if all tests passed
 	Summary         *TestSummary           `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`
 	Tests           []*TestResult          `protobuf:"bytes,3,rep,name=tests,proto3" json:"tests,omitempty"`
-	Output          string                 `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"` // Console output from tests
+	Output          string                 `protobuf:"bytes,4,opt,name=output,proto3" json:"output,omitempty"` // Console lines as ProDisco joins them (ExecuteTestRequest.raw_output: stdout)
 	ExecutionTimeMs int64                  `protobuf:"varint,5,opt,name=execution_time_ms,json=executionTimeMs,proto3" json:"execution_time_ms,omitempty"`
 	Error           *string                `protobuf:"bytes,6,opt,name=error,proto3,oneof" json:"error,omitempty"` // Error if execution failed before tests ran
 	// execfarm extensions.
 	Outcome *ExecutionOutcome `protobuf:"bytes,100,opt,name=outcome,proto3" json:"outcome,omitempty"`
-	// The program's stderr (output is its stdout).
+	// The program's stderr, raw.
 	ErrorOutput   string `protobuf:"bytes,101,opt,name=error_output,json=errorOutput,proto3" json:"error_output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2430,7 +2458,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x11peak_memory_bytes\x18\x04 \x01(\x03R\x0fpeakMemoryBytes\x12,\n" +
 	"\x12peak_memory_source\x18\x05 \x01(\tR\x10peakMemorySource\x12\x1b\n" +
 	"\tpids_peak\x18\x06 \x01(\x03R\bpidsPeak\x12\x1b\n" +
-	"\toom_kills\x18\a \x01(\x03R\boomKills\"\x80\x03\n" +
+	"\toom_kills\x18\a \x01(\x03R\boomKills\"\x9f\x03\n" +
 	"\x0eExecuteRequest\x12\x14\n" +
 	"\x04code\x18\x01 \x01(\tH\x00R\x04code\x12\x18\n" +
 	"\x06cached\x18\x02 \x01(\tH\x00R\x06cached\x12\"\n" +
@@ -2439,7 +2467,9 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\aruntime\x18d \x01(\x0e2\x1c.prodisco.sandbox.v1.RuntimeR\aruntime\x12;\n" +
 	"\x06limits\x18e \x01(\v2#.prodisco.sandbox.v1.ResourceLimitsR\x06limits\x12\x14\n" +
 	"\x05stdin\x18f \x01(\fR\x05stdin\x12>\n" +
-	"\x03env\x18g \x03(\v2,.prodisco.sandbox.v1.ExecuteRequest.EnvEntryR\x03env\x1a6\n" +
+	"\x03env\x18g \x03(\v2,.prodisco.sandbox.v1.ExecuteRequest.EnvEntryR\x03env\x12\x1d\n" +
+	"\n" +
+	"raw_output\x18h \x01(\bR\trawOutput\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
@@ -2547,14 +2577,16 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"sandbox_id\x18g \x01(\tR\tsandboxIdB\x11\n" +
 	"\x0f_finished_at_msB\x0e\n" +
-	"\f_cached_name\"\xf4\x01\n" +
+	"\f_cached_name\"\x93\x02\n" +
 	"\x12ExecuteTestRequest\x12\x17\n" +
 	"\x04code\x18\x01 \x01(\tH\x00R\x04code\x88\x01\x01\x12\x14\n" +
 	"\x05tests\x18\x02 \x01(\tR\x05tests\x12\"\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x05H\x01R\ttimeoutMs\x88\x01\x01\x126\n" +
 	"\aruntime\x18d \x01(\x0e2\x1c.prodisco.sandbox.v1.RuntimeR\aruntime\x12;\n" +
-	"\x06limits\x18e \x01(\v2#.prodisco.sandbox.v1.ResourceLimitsR\x06limitsB\a\n" +
+	"\x06limits\x18e \x01(\v2#.prodisco.sandbox.v1.ResourceLimitsR\x06limits\x12\x1d\n" +
+	"\n" +
+	"raw_output\x18f \x01(\bR\trawOutputB\a\n" +
 	"\x05_codeB\r\n" +
 	"\v_timeout_ms\"\xef\x02\n" +
 	"\x13ExecuteTestResponse\x12\x18\n" +

@@ -1579,7 +1579,11 @@ type RunRequest struct {
 	// The runtime signals that it is ready for its program by closing fd 5
 	// (goja: after its warm-up). Prepare then returns only once it is, so a
 	// warm sandbox is counted ready when nothing of its start-up still runs.
-	SignalsReady  bool `protobuf:"varint,9,opt,name=signals_ready,json=signalsReady,proto3" json:"signals_ready,omitempty"`
+	SignalsReady bool `protobuf:"varint,9,opt,name=signals_ready,json=signalsReady,proto3" json:"signals_ready,omitempty"`
+	// Give the runtime a console channel on fd 6 (goja, node): what it
+	// writes there (console lines with their level, in order, package
+	// runtime/jsconsole) comes back as RunEvent.console.
+	Console       bool `protobuf:"varint,10,opt,name=console,proto3" json:"console,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1677,6 +1681,13 @@ func (x *RunRequest) GetSignalsReady() bool {
 	return false
 }
 
+func (x *RunRequest) GetConsole() bool {
+	if x != nil {
+		return x.Console
+	}
+	return false
+}
+
 type Exit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Exit status when the process exited, -1 when a signal ended it.
@@ -1758,6 +1769,7 @@ type RunEvent struct {
 	//	*RunEvent_Exit
 	//	*RunEvent_Results
 	//	*RunEvent_Started
+	//	*RunEvent_Console
 	Event         isRunEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1845,6 +1857,15 @@ func (x *RunEvent) GetStarted() *ExecStarted {
 	return nil
 }
 
+func (x *RunEvent) GetConsole() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_Console); ok {
+			return x.Console
+		}
+	}
+	return nil
+}
+
 type isRunEvent_Event interface {
 	isRunEvent_Event()
 }
@@ -1871,6 +1892,11 @@ type RunEvent_Started struct {
 	Started *ExecStarted `protobuf:"bytes,5,opt,name=started,proto3,oneof"`
 }
 
+type RunEvent_Console struct {
+	// Bytes from the console channel (RunRequest.console).
+	Console []byte `protobuf:"bytes,6,opt,name=console,proto3,oneof"`
+}
+
 func (*RunEvent_Stdout) isRunEvent_Event() {}
 
 func (*RunEvent_Stderr) isRunEvent_Event() {}
@@ -1880,6 +1906,8 @@ func (*RunEvent_Exit) isRunEvent_Event() {}
 func (*RunEvent_Results) isRunEvent_Event() {}
 
 func (*RunEvent_Started) isRunEvent_Event() {}
+
+func (*RunEvent_Console) isRunEvent_Event() {}
 
 type Header struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2153,7 +2181,7 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x06Rlimit\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x12\n" +
 	"\x04soft\x18\x02 \x01(\x04R\x04soft\x12\x12\n" +
-	"\x04hard\x18\x03 \x01(\x04R\x04hard\"\x91\x02\n" +
+	"\x04hard\x18\x03 \x01(\x04R\x04hard\"\xab\x02\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
@@ -2164,19 +2192,22 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\arlimits\x18\x06 \x03(\v2\x1a.execfarm.worker.v1.RlimitR\arlimits\x12\x18\n" +
 	"\aresults\x18\a \x01(\bR\aresults\x12&\n" +
 	"\x0fproxy_broker_id\x18\b \x01(\rR\rproxyBrokerId\x12#\n" +
-	"\rsignals_ready\x18\t \x01(\bR\fsignalsReady\"\x8e\x01\n" +
+	"\rsignals_ready\x18\t \x01(\bR\fsignalsReady\x12\x18\n" +
+	"\aconsole\x18\n" +
+	" \x01(\bR\aconsole\"\x8e\x01\n" +
 	"\x04Exit\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1f\n" +
 	"\vstart_error\x18\x03 \x01(\tR\n" +
 	"startError\x120\n" +
-	"\x05usage\x18\x04 \x01(\v2\x1a.execfarm.worker.v1.RusageR\x05usage\"\xd0\x01\n" +
+	"\x05usage\x18\x04 \x01(\v2\x1a.execfarm.worker.v1.RusageR\x05usage\"\xec\x01\n" +
 	"\bRunEvent\x12\x18\n" +
 	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x12.\n" +
 	"\x04exit\x18\x03 \x01(\v2\x18.execfarm.worker.v1.ExitH\x00R\x04exit\x12\x1a\n" +
 	"\aresults\x18\x04 \x01(\fH\x00R\aresults\x12;\n" +
-	"\astarted\x18\x05 \x01(\v2\x1f.execfarm.worker.v1.ExecStartedH\x00R\astartedB\a\n" +
+	"\astarted\x18\x05 \x01(\v2\x1f.execfarm.worker.v1.ExecStartedH\x00R\astarted\x12\x1a\n" +
+	"\aconsole\x18\x06 \x01(\fH\x00R\aconsoleB\a\n" +
 	"\x05event\"4\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
@@ -2332,6 +2363,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 		(*RunEvent_Exit)(nil),
 		(*RunEvent_Results)(nil),
 		(*RunEvent_Started)(nil),
+		(*RunEvent_Console)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	gojavm "github.com/dop251/goja"
+
+	"github.com/execfarm/execfarm/runtime/jsconsole"
 )
 
 // console is the state behind the console global.
@@ -22,7 +24,8 @@ type console struct {
 
 // installConsole defines the console global. log, info, debug, warn, dir,
 // table, count, time* and group write to stdout; error, trace and assert
-// write to stderr (DESIGN.md, "Runtimes").
+// write to stderr (DESIGN.md, "Runtimes"). Each line also goes to the
+// console channel with its level (info, warn, error; log for the rest).
 func (r *runner) installConsole() error {
 	in, err := newInspector(r.vm)
 	if err != nil {
@@ -33,23 +36,21 @@ func (r *runner) installConsole() error {
 	c := &console{r: r, counts: map[string]int{}, timers: map[string]time.Time{}}
 	vm := r.vm
 	o := vm.NewObject()
-	toOut := func(c2 gojavm.FunctionCall) gojavm.Value {
-		c.print(r.stdout, r.formatArgs(c2.Arguments))
-		return gojavm.Undefined()
-	}
-	toErr := func(c2 gojavm.FunctionCall) gojavm.Value {
-		c.print(r.stderr, r.formatArgs(c2.Arguments))
-		return gojavm.Undefined()
+	to := func(s *stream, k jsconsole.Kind) func(gojavm.FunctionCall) gojavm.Value {
+		return func(c2 gojavm.FunctionCall) gojavm.Value {
+			c.print(s, k, r.formatArgs(c2.Arguments))
+			return gojavm.Undefined()
+		}
 	}
 	methods := map[string]func(gojavm.FunctionCall) gojavm.Value{
-		"log":   toOut,
-		"info":  toOut,
-		"debug": toOut,
-		"warn":  toOut,
-		"table": toOut,
-		"error": toErr,
+		"log":   to(r.stdout, jsconsole.Log),
+		"info":  to(r.stdout, jsconsole.Info),
+		"debug": to(r.stdout, jsconsole.Log),
+		"warn":  to(r.stdout, jsconsole.Warn),
+		"table": to(r.stdout, jsconsole.Log),
+		"error": to(r.stderr, jsconsole.Error),
 		"dir": func(call gojavm.FunctionCall) gojavm.Value {
-			c.print(r.stdout, in.inspect(call.Argument(0)))
+			c.print(r.stdout, jsconsole.Log, in.inspect(call.Argument(0)))
 			return gojavm.Undefined()
 		},
 		"trace": func(call gojavm.FunctionCall) gojavm.Value {
@@ -65,7 +66,7 @@ func (r *runner) installConsole() error {
 				f.Write(&sb)
 				b.WriteString(sb.String())
 			}
-			c.print(r.stderr, nodeStack(b.String(), r.wrapperLine))
+			c.print(r.stderr, jsconsole.Error, nodeStack(b.String(), r.wrapperLine))
 			return gojavm.Undefined()
 		},
 		"assert": func(call gojavm.FunctionCall) gojavm.Value {
@@ -76,13 +77,13 @@ func (r *runner) installConsole() error {
 			if len(call.Arguments) > 1 {
 				msg += ": " + r.formatArgs(call.Arguments[1:])
 			}
-			c.print(r.stderr, msg)
+			c.print(r.stderr, jsconsole.Error, msg)
 			return gojavm.Undefined()
 		},
 		"count": func(call gojavm.FunctionCall) gojavm.Value {
 			label := labelOf(call)
 			c.counts[label]++
-			c.print(r.stdout, label+": "+strconv.Itoa(c.counts[label]))
+			c.print(r.stdout, jsconsole.Log, label+": "+strconv.Itoa(c.counts[label]))
 			return gojavm.Undefined()
 		},
 		"countReset": func(call gojavm.FunctionCall) gojavm.Value {
@@ -97,7 +98,7 @@ func (r *runner) installConsole() error {
 		"timeEnd": func(call gojavm.FunctionCall) gojavm.Value { c.timeLog(call, true); return gojavm.Undefined() },
 		"group": func(call gojavm.FunctionCall) gojavm.Value {
 			if len(call.Arguments) > 0 {
-				c.print(r.stdout, r.formatArgs(call.Arguments))
+				c.print(r.stdout, jsconsole.Log, r.formatArgs(call.Arguments))
 			}
 			c.indent += "  "
 			return gojavm.Undefined()
@@ -130,18 +131,19 @@ func (c *console) timeLog(call gojavm.FunctionCall, end bool) {
 	label := labelOf(call)
 	start, ok := c.timers[label]
 	if !ok {
-		c.print(c.r.stdout, fmt.Sprintf("Warning: No such label '%s' for console.time%s()", label, map[bool]string{true: "End", false: "Log"}[end]))
+		c.print(c.r.stdout, jsconsole.Log, fmt.Sprintf("Warning: No such label '%s' for console.time%s()", label, map[bool]string{true: "End", false: "Log"}[end]))
 		return
 	}
 	if end {
 		delete(c.timers, label)
 	}
 	ms := float64(time.Since(start).Microseconds()) / 1000
-	c.print(c.r.stdout, fmt.Sprintf("%s: %.3fms", label, ms))
+	c.print(c.r.stdout, jsconsole.Log, fmt.Sprintf("%s: %.3fms", label, ms))
 }
 
-// print writes msg and a newline to s, indented by console.group.
-func (c *console) print(s *stream, msg string) {
+// print writes msg and a newline to s, indented by console.group, and
+// records it on the console channel as a line of kind k.
+func (c *console) print(s *stream, k jsconsole.Kind, msg string) {
 	// Keep the order of lines across stdout and stderr as written: flush
 	// the other stream's buffer before switching.
 	if c.last != nil && c.last != s {
@@ -152,6 +154,7 @@ func (c *console) print(s *stream, msg string) {
 		msg = c.indent + strings.ReplaceAll(msg, "\n", "\n"+c.indent)
 	}
 	s.WriteString(msg + "\n")
+	c.r.record(k, msg)
 }
 
 // formatArgs formats console arguments like Node's util.format: a leading

@@ -11,11 +11,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/runtime/testresult"
 )
 
 // ProgramFD carries the program to Main: JavaScript, read to EOF.
 const ProgramFD = 3
+
+// ConsoleEnv names the descriptor of the console channel
+// (jsconsole.FD), set by the supervisor's request when the worker passes
+// one; without it the run has no channel.
+const ConsoleEnv = jsconsole.EnvFD
 
 // ReadyEnv names the descriptor that Main closes once it waits for its
 // program (after the warm-up of a prepared process); the worker sets it
@@ -50,6 +56,12 @@ func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	opts := Options{Deterministic: os.Getenv("EXECFARM_DETERMINISTIC") == "1"}
+	if fd, err := strconv.Atoi(os.Getenv(ConsoleEnv)); err == nil && fd > 2 {
+		con := os.NewFile(uintptr(fd), "console")
+		defer con.Close()
+		opts.Console = con
+	}
+	os.Unsetenv(ConsoleEnv)
 	if !readable(ProgramFD) {
 		Run(ctx, warmupProgram, io.Discard, io.Discard, Options{})
 	}

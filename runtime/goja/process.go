@@ -2,13 +2,19 @@ package goja
 
 import (
 	"fmt"
+	"strings"
 
 	gojavm "github.com/dop251/goja"
+
+	"github.com/execfarm/execfarm/runtime/jsconsole"
 )
 
 // installProcess defines a minimal process global (exit, exitCode, env,
-// argv, platform, nextTick) and a require that refuses every module; the
-// allow-listed require is not implemented yet.
+// argv, platform, nextTick, and stdout.write and stderr.write, which write
+// the string of their argument as is and send it to the console channel as
+// a line, one trailing newline dropped, as ProDisco's sandbox does) and a
+// require that refuses every module; the allow-listed require is not
+// implemented yet.
 func (r *runner) installProcess() error {
 	vm := r.vm
 	p := vm.NewObject()
@@ -31,6 +37,18 @@ func (r *runner) installProcess() error {
 			return r.timers.queueMicrotask(call)
 		},
 	}
+	writer := func(s *stream, k jsconsole.Kind) *gojavm.Object {
+		o := vm.NewObject()
+		_ = o.Set("write", func(call gojavm.FunctionCall) gojavm.Value {
+			text := call.Argument(0).String()
+			s.WriteString(text)
+			r.record(k, strings.TrimSuffix(text, "\n"))
+			return vm.ToValue(true)
+		})
+		return o
+	}
+	set["stdout"] = writer(r.stdout, jsconsole.Log)
+	set["stderr"] = writer(r.stderr, jsconsole.Stderr)
 	for name, v := range set {
 		if err := p.Set(name, v); err != nil {
 			return fmt.Errorf("install process.%s: %w", name, err)

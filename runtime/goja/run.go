@@ -12,6 +12,8 @@ import (
 	gojavm "github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
 	"github.com/dop251/goja_nodejs/eventloop"
+
+	"github.com/execfarm/execfarm/runtime/jsconsole"
 )
 
 // maxCallStackSize bounds goja's call stack (frames); deeper recursion
@@ -45,6 +47,10 @@ type Options struct {
 	// Seed seeds Math.random when Deterministic is set; 0 is a valid seed.
 	// Ignored otherwise.
 	Seed int64
+	// Console receives the console channel (package runtime/jsconsole):
+	// every console line with its level, and the message of the error
+	// that ended the program. nil = no channel.
+	Console io.Writer
 }
 
 // Run executes program and returns its exit code once the event loop has no
@@ -85,10 +91,16 @@ func execute(ctx context.Context, program string, stdout, stderr io.Writer, opts
 	errOut := newStream(stderr)
 	defer errOut.Close()
 	defer out.Close()
+	var con *stream
+	if opts.Console != nil {
+		con = newStream(opts.Console)
+		defer con.Close()
+	}
 
 	prg, wrapperLine, err := compile(program)
 	if err != nil {
 		errOut.WriteString("Uncaught " + err.Error() + "\n")
+		(&runner{console: con}).record(jsconsole.Thrown, err.Error())
 		if ext != nil {
 			ext.reported("Uncaught " + err.Error())
 		}
@@ -96,7 +108,7 @@ func execute(ctx context.Context, program string, stdout, stderr io.Writer, opts
 	}
 
 	loop := eventloop.NewEventLoop(eventloop.EnableConsole(false))
-	r := &runner{loop: loop, stdout: out, stderr: errOut, wrapperLine: wrapperLine}
+	r := &runner{loop: loop, stdout: out, stderr: errOut, console: con, wrapperLine: wrapperLine}
 	if ext != nil {
 		r.onReport = ext.reported
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/execfarm/execfarm/internal/leakcheck"
+	"github.com/execfarm/execfarm/runtime/jsconsole/consoletest"
+	"github.com/execfarm/execfarm/runtime/transform"
 )
 
 func TestMain(m *testing.M) {
@@ -309,5 +311,26 @@ func TestRecursionEndsWithRangeError(t *testing.T) {
 	code := Run(context.Background(), "function f(n){ return f(n+1) + 1 }\nf(0)", &out, &errOut, Options{})
 	if code != ExitUncaught || !strings.Contains(errOut.String(), "RangeError: Maximum call stack size exceeded") {
 		t.Fatalf("exit %d stdout %q stderr %q", code, out.String(), errOut.String())
+	}
+}
+
+// TestConsoleChannel: the shared program (package consoletest) gives the
+// console channel and raw output node gives for it.
+func TestConsoleChannel(t *testing.T) {
+	tc, err := consoletest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := transform.TypeScript(tc.Program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var channel bytes.Buffer
+	r := run(t, js, Options{Console: &channel})
+	if r.code != ExitUncaught {
+		t.Errorf("exit %d, want %d", r.code, ExitUncaught)
+	}
+	for _, d := range tc.Check(r.stdout, r.stderr, channel.Bytes()) {
+		t.Error(d)
 	}
 }

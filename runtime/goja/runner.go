@@ -8,6 +8,8 @@ import (
 
 	gojavm "github.com/dop251/goja"
 	"github.com/dop251/goja_nodejs/eventloop"
+
+	"github.com/execfarm/execfarm/runtime/jsconsole"
 )
 
 // runner is the state of one Run. Every field is used on the event loop's
@@ -34,6 +36,41 @@ type runner struct {
 	// onReport, when set, receives every message report writes (RunTests
 	// puts it in the test summary).
 	onReport func(msg string)
+	// console is the console channel (Options.Console), nil without one;
+	// consoleCount applies its caps, recordBuf is reused for records.
+	console      *stream
+	consoleCount jsconsole.Counter
+	recordBuf    []byte
+}
+
+// record sends a record of kind k with text on the console channel, if
+// the run has one and, for a console line, the caps admit it.
+func (r *runner) record(k jsconsole.Kind, text string) {
+	if r.console == nil || (k != jsconsole.Thrown && !r.consoleCount.Admit(k, text)) {
+		return
+	}
+	r.recordBuf = jsconsole.Append(r.recordBuf[:0], k, text)
+	r.console.WriteString(string(r.recordBuf))
+}
+
+// thrownMessage is ProDisco's error text for a thrown value: an Error's
+// message, anything else as String(value).
+func thrownMessage(v gojavm.Value) (msg string) {
+	defer func() {
+		if recover() != nil {
+			msg = "(a thrown value whose description threw)"
+		}
+	}()
+	if v == nil {
+		return ""
+	}
+	if o, ok := v.(*gojavm.Object); ok && isError(o) {
+		if m := o.Get("message"); m != nil && !gojavm.IsUndefined(m) {
+			return m.String()
+		}
+		return ""
+	}
+	return v.String()
 }
 
 // trackRejection is goja's promise rejection tracker (HostPromiseRejectionTracker).
@@ -67,6 +104,7 @@ func (r *runner) endTask(err error) {
 			// goja's stack overflow cannot be caught from JavaScript;
 			// report it as V8 names it.
 			r.report("Uncaught RangeError: Maximum call stack size exceeded\n" + overflow.String())
+			r.record(jsconsole.Thrown, "Maximum call stack size exceeded")
 			r.finish(ExitUncaught)
 		case errors.As(err, &interrupted):
 			switch v := interrupted.Value().(type) {
@@ -78,9 +116,11 @@ func (r *runner) endTask(err error) {
 			}
 		case errors.As(err, &exception):
 			r.report("Uncaught " + r.describeThrown(exception.Value(), exception.String()))
+			r.record(jsconsole.Thrown, thrownMessage(exception.Value()))
 			r.finish(ExitUncaught)
 		default:
 			r.report("Uncaught " + err.Error())
+			r.record(jsconsole.Thrown, err.Error())
 			r.finish(ExitUncaught)
 		}
 		return
@@ -89,6 +129,7 @@ func (r *runner) endTask(err error) {
 		p := r.rejected[0]
 		r.rejected = nil
 		r.report("Uncaught " + r.describeThrown(p.Result(), ""))
+		r.record(jsconsole.Thrown, thrownMessage(p.Result()))
 		r.finish(ExitUncaught)
 	}
 }

@@ -284,6 +284,9 @@ func (s *scheduler) flushIfIdle() {
 	if s.armed == nil || time.Until(s.armedAt) > 0 {
 		s.r.stdout.Flush()
 		s.r.stderr.Flush()
+		if s.r.console != nil {
+			s.r.console.Flush()
+		}
 	}
 }
 

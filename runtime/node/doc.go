@@ -21,6 +21,11 @@
 //     MODULE_NOT_FOUND. The default allow-list is the reference server's;
 //     SANDBOX_ALLOWED_MODULES (ParseAllowedModules) overrides it; uvu is
 //     always allowed (test mode).
+//   - The prelude also installs the console: node's own Console over the
+//     real stdout and stderr, with console.warn on stdout as in goja and
+//     ProDisco; with Config.Console it writes the console channel on
+//     runtime/jsconsole.FD (each line with its level, in order, within
+//     ProDisco's caps, and the message of an uncaught error).
 //   - The program is Transform's output; the worker passes it on fd 3.
 //
 // Rules a caller must keep: start node with an empty environment (node

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/runtime/testresult"
 	"os"
 	"path/filepath"
@@ -80,6 +81,10 @@ type Config struct {
 	// "http://127.0.0.1:9090"), given to the program as the global
 	// PROMETHEUS_URL. Empty means none.
 	PrometheusURL string
+	// Console has the prelude write the console channel on jsconsole.FD
+	// (console lines with their level, the message of an uncaught error),
+	// which must then be open for writing.
+	Console bool
 }
 
 // preludeConfig is the JSON the prelude reads from process.argv[1].
@@ -90,6 +95,7 @@ type preludeConfig struct {
 	KubeServer string   `json:"kubeServer,omitempty"`
 	Prometheus string   `json:"prometheusUrl,omitempty"`
 	Harness    string   `json:"harness,omitempty"`
+	ConsoleFD  int      `json:"consoleFd,omitempty"`
 }
 
 // Argv returns the command line that runs a program in node: the prelude
@@ -127,6 +133,9 @@ func Argv(cfg Config) ([]string, error) {
 	}
 	if cfg.Tests {
 		pc.Harness = testresult.Harness
+	}
+	if cfg.Console {
+		pc.ConsoleFD = jsconsole.FD
 	}
 	pc.Allowed = cfg.AllowedModules
 	if pc.Allowed == nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/execfarm/execfarm/internal/leakcheck"
+	"github.com/execfarm/execfarm/runtime/jsconsole/consoletest"
 	"github.com/execfarm/execfarm/runtime/transform"
 )
 
@@ -35,6 +36,7 @@ func requireBundle(t *testing.T) (nodePath, bundle string) {
 type result struct {
 	stdout, stderr string
 	exit           int
+	console        []byte // the console channel, with Config.Console
 }
 
 // runNode transforms code and runs it with the prelude on the host, the
@@ -67,13 +69,31 @@ func runNode(t *testing.T, code string, cfg Config) result {
 	cmd.Env = []string{"SECRET_TOKEN=hunter2", "SANDBOX_ALLOWED_MODULES=fs"}
 	cmd.Dir = t.TempDir()
 	cmd.ExtraFiles = []*os.File{prog}
+	if cfg.Console {
+		// fd 6 (jsconsole.FD): ExtraFiles[i] is fd 3+i; nil ones are closed.
+		// A file, not a pipe: nothing has to read it while node runs.
+		f, err := os.CreateTemp(t.TempDir(), "console")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, nil, nil, f)
+	}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("run node: %v", err)
 	}
-	return result{stdout: stdout.String(), stderr: stderr.String(), exit: cmd.ProcessState.ExitCode()}
+	r := result{stdout: stdout.String(), stderr: stderr.String(), exit: cmd.ProcessState.ExitCode()}
+	if cfg.Console {
+		b, err := os.ReadFile(cmd.ExtraFiles[3].Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.console = b
+	}
+	return r
 }
 
 func TestRequire(t *testing.T) {
@@ -406,5 +426,21 @@ func TestFindBundle(t *testing.T) {
 	t.Setenv(BundleEnv, dir)
 	if got, err := FindBundle(""); err != nil || got != dir {
 		t.Errorf("FindBundle from $%s = %q, %v", BundleEnv, got, err)
+	}
+}
+
+// TestConsoleChannel: the shared program (package consoletest) gives the
+// console channel and raw output goja gives for it.
+func TestConsoleChannel(t *testing.T) {
+	tc, err := consoletest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runNode(t, tc.Program, Config{Console: true})
+	if r.exit != 1 {
+		t.Errorf("exit %d, want 1", r.exit)
+	}
+	for _, d := range tc.Check(r.stdout, r.stderr, r.console) {
+		t.Error(d)
 	}
 }

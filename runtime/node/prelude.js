@@ -84,13 +84,84 @@
     });
   }
 
-  // console.warn writes to stdout, as in the goja runtime and in ProDisco,
-  // whose console.warn is not an error stream; console.error (and trace,
-  // assert) write to stderr.
-  const consoleLog = console.log;
-  console.warn = function warn(...args) {
-    return consoleLog.apply(console, args);
+  // The console: node's own Console writing to the real stdout and stderr,
+  // with console.warn on stdout (as in goja and in ProDisco, whose
+  // console.warn is not an error stream; error, trace and assert write to
+  // stderr). With a console channel (cfg.consoleFd, Go package
+  // runtime/jsconsole) every line also goes there with its level, in the
+  // order written, within ProDisco's caps (5000 lines, 500000 characters
+  // with prefixes), and so does the message of an uncaught error.
+  const consoleFd = Number.isInteger(cfg.consoleFd) ? cfg.consoleFd : -1;
+  const prefixes = { L: '', I: '[INFO] ', W: '[WARN] ', E: '[ERROR] ', e: '' };
+  let lineCount = 0, charCount = 0, consoleFull = false;
+  const record = (kind, text) => {
+    if (consoleFd < 0) return;
+    if (kind !== 'X') {
+      if (consoleFull) return;
+      const n = prefixes[kind].length + text.length;
+      if (lineCount >= 5000 || charCount + n > 500000) {
+        consoleFull = true;
+        return;
+      }
+      lineCount++;
+      charCount += n;
+    }
+    try { fs.writeSync(consoleFd, kind + JSON.stringify(text) + '\n'); } catch {}
   };
+  const textOf = (chunk) => {
+    if (typeof chunk === 'string') return chunk;
+    if (chunk instanceof Uint8Array) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString();
+    return String(chunk);
+  };
+  const stdoutWrite = process.stdout.write.bind(process.stdout);
+  const stderrWrite = process.stderr.write.bind(process.stderr);
+  let level = null; // the kind of the console method writing now, if it says
+  // A Console writes each call with one write(); it also adds and removes
+  // an 'error' listener around it, hence the EventEmitter.
+  const sink = (write, kind) => Object.assign(new (require('node:events'))(), {
+    write(chunk, encoding, cb) {
+      record(level || kind, textOf(chunk).replace(/\n$/, ''));
+      return write(chunk, encoding, cb);
+    },
+  });
+  const base = new (require('node:console').Console)({ stdout: sink(stdoutWrite, 'L'), stderr: sink(stderrWrite, 'E') });
+  const leveled = (kind, fn) => function (...args) {
+    level = kind;
+    try {
+      return fn(...args);
+    } finally {
+      level = null;
+    }
+  };
+  for (const name of Object.keys(console)) {
+    if (typeof base[name] === 'function') console[name] = base[name];
+  }
+  console.info = leveled('I', base.info);
+  console.warn = leveled('W', base.log);
+  console.error = leveled('E', base.error);
+  if (consoleFd >= 0) {
+    // As in ProDisco, a write to process.stdout or process.stderr is a
+    // line (one trailing newline dropped), process.stderr's an error line
+    // without prefix.
+    process.stdout.write = function write(chunk, encoding, cb) {
+      record('L', textOf(chunk).replace(/\n$/, ''));
+      return stdoutWrite(chunk, encoding, cb);
+    };
+    process.stderr.write = function write(chunk, encoding, cb) {
+      record('e', textOf(chunk).replace(/\n$/, ''));
+      return stderrWrite(chunk, encoding, cb);
+    };
+    // ProDisco's error text: an Error's message, else String(value).
+    process.on('uncaughtExceptionMonitor', (err) => {
+      let msg;
+      try {
+        msg = err instanceof Error ? String(err.message) : String(err);
+      } catch {
+        msg = '(a thrown value whose description threw)';
+      }
+      record('X', msg);
+    });
+  }
 
   // k8s and kc are always there, as in the reference, whatever the
   // allow-list says; they are loaded on first use (client-node takes most

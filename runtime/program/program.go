@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/execfarm/execfarm/isolation/rootfs"
 	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/runtime/testresult"
 	"github.com/execfarm/execfarm/runtime/transform"
@@ -90,6 +92,8 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 		}
 		req.Argv = []string{rootfs.GojaPath}
 		req.SignalsReady = true
+		req.Console = true
+		req.Env = append(req.Env, jsconsole.EnvFD+"="+strconv.Itoa(jsconsole.FD))
 		if in.Tests {
 			req.Argv = append(req.Argv, testresult.GojaArg)
 			req.Results = true
@@ -116,7 +120,9 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 		}
 		nc := *in.Node
 		nc.Tests = in.Tests
+		nc.Console = true
 		req.Results = in.Tests
+		req.Console = true
 		if req.Argv, err = node.Argv(nc); err != nil {
 			return nil, err
 		}

@@ -13,16 +13,19 @@ import (
 
 // classify turns how the run ended into a registry result. Precedence: an
 // explicit stop (timeout, cancel) first, then an OOM kill (it wins over
-// "killed by SIGKILL", DESIGN.md), then the worker's report.
+// "killed by SIGKILL", DESIGN.md), then the worker's report. A timeout's
+// and a cancel's error are ProDisco's texts (registry.TimedOutText,
+// CancelledText); a non-zero exit's is "exited with code N", which
+// errorText may replace with what the program said.
 func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.Usage, l limits.Set) registry.Result {
 	// A stopped run was ended by SIGKILL to its whole sandbox (cgroup).
 	killed := registry.Result{ExitCode: -1, Signal: int(syscall.SIGKILL)}
 	switch stop {
 	case registry.ReasonTimeout:
-		killed.State, killed.Reason, killed.Error = registry.StateTimeout, registry.ReasonTimeout, fmt.Sprintf("timed out after %d ms", l.TimeoutMs)
+		killed.State, killed.Reason, killed.Error = registry.StateTimeout, registry.ReasonTimeout, registry.TimedOutText
 		return killed
 	case registry.ReasonCancelled:
-		killed.State, killed.Reason, killed.Error = registry.StateCancelled, registry.ReasonCancelled, "cancelled"
+		killed.State, killed.Reason, killed.Error = registry.StateCancelled, registry.ReasonCancelled, registry.CancelledText
 		return killed
 	case registry.ReasonCPUTime:
 		killed.State, killed.Reason, killed.Error = registry.StateFailed, registry.ReasonCPUTime, fmt.Sprintf("killed: CPU time limit of %d ms exceeded", l.CPUTimeMs)

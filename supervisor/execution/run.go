@@ -9,6 +9,7 @@ import (
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
@@ -37,6 +38,9 @@ type run struct {
 
 	queueWaitMs int64  // set by slot
 	results     []byte // test mode's results channel, at most MaxResultsBytes
+	// console reads the JavaScript runtimes' console channel; its lines go
+	// to the registry, its thrown message to the result's error.
+	console jsconsole.Parser
 
 	// killing is held (read) by stop while it kills the run's processes,
 	// and (write) by detach to take the sandbox away from stop for good:
@@ -84,7 +88,7 @@ func (r *run) execute() {
 func (r *run) slot() bool {
 	if err := r.ticket.Wait(r.ctx); err != nil {
 		r.queueWaitMs = time.Since(r.queued).Milliseconds()
-		r.finishStopped("cancelled while queued")
+		r.finishStopped()
 		return false
 	}
 	r.queueWaitMs = time.Since(r.queued).Milliseconds()
@@ -103,7 +107,7 @@ func (r *run) acquire() Sandbox {
 	sb, err := r.place.Acquire(r.ctx, r.e.ID(), r.j.Limits.Spec())
 	if err != nil {
 		if r.stopReason() != 0 || r.ctx.Err() != nil {
-			r.finishStopped("")
+			r.finishStopped()
 			return nil
 		}
 		r.runner.log.Error("sandbox start failed", "execution", r.e.ID(), "error", err)
@@ -117,7 +121,7 @@ func (r *run) acquire() Sandbox {
 	r.mu.Unlock()
 	if stopped {
 		r.detach()
-		r.place.Release(r.e.ID(), sb, false, func() { r.finishStopped("") })
+		r.place.Release(r.e.ID(), sb, false, func() { r.finishStopped() })
 		return nil
 	}
 	return sb
@@ -177,6 +181,9 @@ func (r *run) onEvent(ev *workerv1.RunEvent) {
 		if room := MaxResultsBytes - len(r.results); room > 0 {
 			r.results = append(r.results, x.Results[:min(room, len(x.Results))]...)
 		}
+	case *workerv1.RunEvent_Console:
+		// Bounded by the parser's caps, whatever the program sends.
+		r.e.AppendLines(r.console.Write(x.Console))
 	}
 }
 
@@ -267,27 +274,28 @@ func (r *run) stopReason() registry.Reason {
 }
 
 // finishStopped ends an execution that was stopped before its program
-// ran.
-func (r *run) finishStopped(msg string) {
-	reason := r.stopReason()
-	if reason == 0 {
-		reason = registry.ReasonCancelled
-		msg = "supervisor shutting down"
-	}
-	res := registry.Result{State: registry.StateCancelled, Reason: reason, Error: msg}
-	if reason == registry.ReasonTimeout {
-		res.State = registry.StateTimeout
-	}
-	if res.Error == "" {
-		res.Error = reason.String()
+// ran: by its stop's reason, or, with none, by the supervisor shutting
+// down.
+func (r *run) finishStopped() {
+	res := registry.Result{State: registry.StateCancelled, Reason: r.stopReason()}
+	switch res.Reason {
+	case 0:
+		res.Reason, res.Error = registry.ReasonCancelled, registry.CancelledText+": the supervisor is shutting down"
+	case registry.ReasonTimeout:
+		res.State, res.Error = registry.StateTimeout, registry.TimedOutText
+	case registry.ReasonCancelled:
+		res.Error = registry.CancelledText
+	default:
+		res.Error = res.Reason.String()
 	}
 	r.finish(res)
 }
 
-// finish publishes res with the queue wait and Extra, first saving new
-// code of a successful run in the cache.
+// finish publishes res with the queue wait, its error text (errorText)
+// and Extra, first saving new code of a successful run in the cache.
 func (r *run) finish(res registry.Result) {
 	res.QueueWaitMs = r.queueWaitMs
+	res.Error = r.errorText(res)
 	x := Extra{Limits: r.j.Limits, Runtime: r.j.Runtime, Results: r.results}
 	if res.Success && res.State == registry.StateCompleted && r.j.Cacheable {
 		// Failed runs are never cached; the same code is stored once.

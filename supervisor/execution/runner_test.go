@@ -107,7 +107,7 @@ func TestRunWithoutSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := wait(t, e)
-		if res.State != registry.StateCancelled || res.Reason != registry.ReasonCancelled || res.Error != "cancelled" {
+		if res.State != registry.StateCancelled || res.Reason != registry.ReasonCancelled || res.Error != "Execution was cancelled" {
 			t.Fatalf("result %+v, want CANCELLED/cancelled", res)
 		}
 	})
@@ -129,8 +129,8 @@ func TestRunWithoutSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := wait(t, queued)
-		if res.State != registry.StateCancelled || res.Error != "cancelled while queued" {
-			t.Fatalf("queued result %+v, want CANCELLED \"cancelled while queued\"", res)
+		if res.State != registry.StateCancelled || res.Error != "Execution was cancelled" {
+			t.Fatalf("queued result %+v, want CANCELLED \"Execution was cancelled\"", res)
 		}
 		if _, err := first.Cancel(); err != nil {
 			t.Fatal(err)

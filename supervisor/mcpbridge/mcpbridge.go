@@ -290,7 +290,9 @@ func executeRequest(in Input) (*sandboxv1.ExecuteRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := &sandboxv1.ExecuteRequest{Runtime: rt, TimeoutMs: ptr(int32(timeoutOf(in)))}
+	// Raw output: output and errorOutput are the program's two streams,
+	// which the output budget splits.
+	req := &sandboxv1.ExecuteRequest{Runtime: rt, TimeoutMs: ptr(int32(timeoutOf(in))), RawOutput: true}
 	switch {
 	case in.Code != "" && in.Cached != "":
 		return nil, invalid("give code or cached, not both")
@@ -505,7 +507,7 @@ func (b *bridge) test(ctx context.Context, in Input) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	req := &sandboxv1.ExecuteTestRequest{Tests: in.Tests, TimeoutMs: ptr(int32(timeoutOf(in))), Runtime: rt}
+	req := &sandboxv1.ExecuteTestRequest{Tests: in.Tests, TimeoutMs: ptr(int32(timeoutOf(in))), Runtime: rt, RawOutput: true}
 	if in.Code != "" {
 		req.Code = &in.Code
 	}

@@ -88,6 +88,8 @@ type Execution struct {
 	notify        chan struct{} // closed and cleared on every change; nil when nobody waits
 	done          chan struct{} // closed when terminal
 	limitNotified [2]bool
+	lines         []Line // console lines (lines.go)
+	lineBytes     int64  // their text's bytes
 }
 
 // ID returns the execution's id, a UUID.
@@ -253,7 +255,7 @@ func (e *Execution) Output(stream Stream) OutputStats {
 func (e *Execution) Finish(r Result) bool {
 	e.mu.Lock()
 	ok := e.finishLocked(r)
-	bytes := e.bufs[Stdout].kept() + e.bufs[Stderr].kept()
+	bytes := e.keptLocked()
 	finished := e.finished
 	e.mu.Unlock()
 	if ok {
@@ -280,6 +282,12 @@ func (e *Execution) finishLocked(r Result) bool {
 	close(e.done)
 	e.wakeLocked()
 	return true
+}
+
+// keptLocked returns the bytes the execution holds: output and console
+// lines.
+func (e *Execution) keptLocked() int64 {
+	return e.bufs[Stdout].kept() + e.bufs[Stderr].kept() + e.lineBytes
 }
 
 // Result returns the result and true once the execution is terminal.
@@ -340,8 +348,8 @@ func (e *Execution) Cancel() (State, error) {
 		e.mu.Unlock()
 		return st, fmt.Errorf("cancel execution %s: %w", e.id, ErrTerminal)
 	case e.state == StatePending && e.cancel == nil:
-		e.finishLocked(Result{State: StateCancelled, Reason: ReasonCancelled, Error: "cancelled before start"})
-		bytes := e.bufs[Stdout].kept() + e.bufs[Stderr].kept()
+		e.finishLocked(Result{State: StateCancelled, Reason: ReasonCancelled, Error: CancelledText})
+		bytes := e.keptLocked()
 		finished := e.finished
 		e.mu.Unlock()
 		e.reg.onFinish(e, finished, bytes)

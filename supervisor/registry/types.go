@@ -121,6 +121,13 @@ type Usage struct {
 	OOMKills         int64  // OOM kills counted in the sandbox cgroup
 }
 
+// Result.Error texts of the ends ProDisco's clients tell apart by their
+// words (ProDisco's executor's): a wall-clock timeout, a cancel.
+const (
+	TimedOutText  = "Script execution timed out"
+	CancelledText = "Execution was cancelled"
+)
+
 // Result is how an execution ended. The runner fills everything but the
 // fields marked "set by the registry", which Finish overwrites.
 type Result struct {

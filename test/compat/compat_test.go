@@ -123,7 +123,7 @@ func TestProDiscoClient(t *testing.T) {
 	}{
 		{"HealthCheck healthy", res.HealthCheck.Healthy},
 		{"Execute success", res.Execute.Success},
-		{"Execute output", res.Execute.Output == "hello from execfarm\n"},
+		{"Execute output", res.Execute.Output == "hello from execfarm"},
 		{"ExecuteStream execution id", res.ExecuteStream.ExecutionID != ""},
 		{"ExecuteStream output", res.ExecuteStream.Output == "line 1\nline 2\nline 3\n"},
 		{"ExecuteStream output chunks", res.ExecuteStream.OutputChunks >= 1},

@@ -336,8 +336,9 @@ func substitute(s string, vars map[string]string) string {
 // request builds the step's ExecuteRequest with vars substituted.
 func (st *step) request(vars map[string]string) *sandboxv1.ExecuteRequest {
 	req := &sandboxv1.ExecuteRequest{
-		Source:  &sandboxv1.ExecuteRequest_Code{Code: substitute(st.code, vars)},
-		Runtime: knownRuntimes[st.runtime],
+		Source:    &sandboxv1.ExecuteRequest_Code{Code: substitute(st.code, vars)},
+		Runtime:   knownRuntimes[st.runtime],
+		RawOutput: true, // cases expect the program's own bytes
 	}
 	if len(st.limits) > 0 {
 		req.Limits = &sandboxv1.ResourceLimits{}

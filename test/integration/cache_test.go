@@ -41,8 +41,9 @@ func TestScriptCache(t *testing.T) {
 		t.Fatalf("failed run cached: %s %+v", describe(failed), failed.GetCached())
 	}
 	hash := name[len(name)-15 : len(name)-3] // the 12 hex digits
+	// As a ProDisco client runs it: output is its console lines joined.
 	byName := execute(t, c, &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Cached{Cached: hash}})
-	if !byName.GetSuccess() || byName.GetOutput() != "pods: 3\n" {
+	if !byName.GetSuccess() || byName.GetOutput() != "pods: 3" {
 		t.Fatalf("cached run: %s", describe(byName))
 	}
 	list, err := c.ListCache(ctx, &sandboxv1.ListCacheRequest{Filter: ptrTo("list-*")})

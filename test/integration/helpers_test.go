@@ -42,8 +42,11 @@ func requirePython(t testing.TB) {
 	}
 }
 
+// request runs code in rt with raw output (the program's stdout and
+// stderr as written, whatever the runtime: ExecuteRequest.raw_output);
+// test/compat checks the ProDisco view of goja and node.
 func request(rt sandboxv1.Runtime, code string, timeoutMs int64) *sandboxv1.ExecuteRequest {
-	req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: code}, Runtime: rt}
+	req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: code}, Runtime: rt, RawOutput: true}
 	if timeoutMs > 0 {
 		req.Limits = &sandboxv1.ResourceLimits{TimeoutMs: timeoutMs}
 	}

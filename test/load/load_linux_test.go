@@ -53,8 +53,8 @@ func TestThousandQueuedExecutions(t *testing.T) {
 		t.Fatalf("expected output is %d bytes, want 10 KiB", len(wantOutput(0)))
 	}
 	s := startServer(t, 0, "--max-concurrent", "2", "--queue-size", "2000", "--warm-pool", "2")
-	stopRSS := rssSampler(s.cmd.Process.Pid, 20*time.Millisecond)
-	idle, _ := rssBytes(s.cmd.Process.Pid)
+	stopRSS := rssSampler(s.proc.Pid(), 20*time.Millisecond)
+	idle, _ := rssBytes(s.proc.Pid())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -70,7 +70,7 @@ func TestThousandQueuedExecutions(t *testing.T) {
 		ids[i] = resp.GetExecutionId()
 	}
 	queued := time.Since(start)
-	afterQueue, _ := rssBytes(s.cmd.Process.Pid)
+	afterQueue, _ := rssBytes(s.proc.Pid())
 
 	seen := map[string]bool{}
 	var failed []string
@@ -201,18 +201,16 @@ func TestSupervisorDeathKillsEverySandbox(t *testing.T) {
 	}
 	var forkServers []int
 	for _, p := range hostscan.WithMarker(forkserver.Arg) {
-		if p.PPID == s.cmd.Process.Pid {
+		if p.PPID == s.proc.Pid() {
 			forkServers = append(forkServers, p.PID)
 		}
 	}
 	if len(forkServers) != 1 {
-		t.Fatalf("fork servers of execfarm serve (pid %d): %v, want one", s.cmd.Process.Pid, forkServers)
+		t.Fatalf("fork servers of execfarm serve (pid %d): %v, want one", s.proc.Pid(), forkServers)
 	}
-	if err := s.cmd.Process.Kill(); err != nil {
+	if err := s.proc.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-s.exited
-	s.exited <- nil // for the cleanup's stop
 	// The kernel delivers the Pdeathsigs and init reaps the orphans on
 	// its own time: wait for that, within a bound.
 	deadline := time.Now().Add(10 * time.Second)

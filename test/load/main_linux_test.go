@@ -2,17 +2,12 @@ package load
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -99,14 +94,12 @@ func requireRoot(t testing.TB) {
 	}
 }
 
-// server is one `execfarm serve` process.
+// server is one `execfarm serve` process and a client of it.
 type server struct {
-	cmd    *exec.Cmd
+	proc   *testbin.Serve
 	dir    string
 	conn   *grpc.ClientConn
 	client sandboxv1.SandboxServiceClient
-	exited chan error
-	log    *bytes.Buffer
 }
 
 // startServer runs `execfarm serve` with the given window slot (0 or 1 of
@@ -134,32 +127,15 @@ func startServer(t *testing.T, slot int, flags ...string) *server {
 		// a test asks for more (a later flag wins).
 		"--max-sandboxes", "2",
 	}, flags...)
-	s := &server{dir: dir, exited: make(chan error, 1), log: &bytes.Buffer{}}
-	s.cmd = exec.Command(filepath.Join(binDir, "execfarm"), args...)
-	s.cmd.Stdout, s.cmd.Stderr = &lockedWriter{w: s.log}, &lockedWriter{w: s.log}
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
+	s := &server{dir: dir}
+	if s.proc, err = testbin.StartServe(filepath.Join(binDir, "execfarm"), args...); err != nil {
 		t.Fatalf("start execfarm serve: %v", err)
 	}
-	go func() { s.exited <- s.cmd.Wait() }()
-	stopped := false
 	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
 		if s.conn != nil {
 			s.conn.Close()
 		}
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-s.exited:
-			return err
-		case <-time.After(30 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-			return errors.New("execfarm serve did not exit within 30 s of SIGTERM")
-		}
+		return s.proc.Stop(30 * time.Second)
 	}
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
@@ -177,7 +153,7 @@ func startServer(t *testing.T, slot int, flags ...string) *server {
 	defer cancel()
 	go func() {
 		select {
-		case <-s.exited:
+		case <-s.proc.Exited():
 			cancel()
 		case <-ctx.Done():
 		}
@@ -190,27 +166,7 @@ func startServer(t *testing.T, slot int, flags ...string) *server {
 }
 
 func (s *server) logText() string {
-	if lw, ok := s.cmd.Stderr.(*lockedWriter); ok {
-		lw.mu.Lock()
-		defer lw.mu.Unlock()
-	}
-	b := s.log.Bytes()
-	if len(b) > 4096 {
-		b = b[len(b)-4096:]
-	}
-	return "execfarm serve log (tail):\n" + string(b)
-}
-
-// lockedWriter serialises the server's stdout and stderr into one buffer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return "execfarm serve log (tail):\n" + s.proc.Log(4096)
 }
 
 // rssBytes returns the resident set size of process pid (VmRSS), bytes.
