@@ -15,17 +15,17 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/execfarm/execfarm/internal/leakcheck"
 	pb "github.com/execfarm/execfarm/test/compat/prodiscopb"
 	"github.com/execfarm/execfarm/test/testbin"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // The servers' host uid windows: from 3<<30 + 2<<28 (above the hostile
 // and load suites'), placed by the test process's pid, one window of
