@@ -13,10 +13,12 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/execfarm/execfarm/isolation"
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/execution"
+	"github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
@@ -44,10 +46,12 @@ type Server struct {
 }
 
 // New returns a Server ready to Register: cfg checked and completed with
-// its defaults, the scheduler, registry and execution runner built, and,
-// last, once nothing can fail any more, its goroutines started (the
-// registry's retention sweeper, the warm pool's refill). Shutdown stops
-// them. On error nothing is left running.
+// its defaults, the host's fs.file-max raised when it could not hold the
+// files of every sandbox slot at the ceilings (host.ReserveFileTable), the
+// scheduler, registry and execution runner built, and, last, once nothing
+// can fail any more, its goroutines started (the registry's retention
+// sweeper, the warm pool's refill). Shutdown stops them. On error nothing
+// is left running.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
@@ -108,6 +112,18 @@ func (c *Config) complete() error {
 	}
 	if _, err := limits.Resolve(nil, nil, c.Defaults, c.Ceilings); err != nil {
 		return fmt.Errorf("supervisor: default limits: %w", err)
+	}
+	// No set of sandboxes may fill the host's file table: fs.file-max is
+	// raised to hold what every uid slot could open at the ceilings.
+	before, now, err := host.ReserveFileTable(c.Sandbox.IDs.Slots(), c.Ceilings.MemoryBytes, int64(c.Ceilings.Processes), int64(c.Ceilings.FileDescriptors))
+	switch {
+	case errors.Is(err, isolation.ErrNotSupported):
+	case err != nil:
+		return fmt.Errorf("supervisor: %w", err)
+	case now > before.Max:
+		c.Logger.Info("raised fs.file-max: every sandbox's open files are bounded by its memory, and the host keeps its own budget",
+			"from", before.Max, "to", now, "host_budget", before.HostBudget, "slots", c.Sandbox.IDs.Slots(),
+			"files_per_sandbox", before.SandboxFiles(c.Ceilings.MemoryBytes, int64(c.Ceilings.Processes), int64(c.Ceilings.FileDescriptors)))
 	}
 	return nil
 }

@@ -3,8 +3,10 @@
 // verdict (Check: refuse to start with a required layer missing unless
 // the operator allowed it), the host-wide locks that keep two supervisors
 // off each other's cgroup parent, uid window and state directory (Lock),
-// and the clean-up of what a crashed predecessor left (CleanupStateDir,
-// RemoveStaleEmbedded).
+// the clean-up of what a crashed predecessor left (CleanupStateDir,
+// RemoveStaleEmbedded), and room in the host's file table for every
+// sandbox (ReserveFileTable: fs.file-max raised so that sandboxes, whose
+// open files their memory bounds, cannot refuse files to the host).
 //
 // Rules a caller keeps: Lock before any clean-up, and hold its locks for
 // the supervisor's life; clean up only resources this process locked

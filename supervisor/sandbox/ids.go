@@ -56,6 +56,9 @@ func (p *IDPool) Acquire() (namespace.IDRange, func(), error) {
 	}, nil
 }
 
+// Slots returns the number of ranges: the most sandboxes alive at once.
+func (p *IDPool) Slots() int { return p.total }
+
 // InUse returns the number of ranges held.
 func (p *IDPool) InUse() int {
 	p.mu.Lock()
