@@ -8,7 +8,7 @@
 #   above what every sandbox's memory could hold) refuses anyone a file:
 #   no process ever sees ENFILE.
 # runtime: python
-# limits: memory_bytes=32Mi processes=8 file_descriptors=32 timeout_ms=60000
+# limits: memory_bytes=24Mi processes=8 file_descriptors=32 timeout_ms=60000
 # expect-state: FAILED|COMPLETED
 # expect-reason: MEMORY|EXITED
 # expect-stdout-matches: (?m)^descriptors: at most 32 per process$

@@ -2,7 +2,7 @@
 //   even when it then spins without ever going idle (goja's console
 //   buffers, and flushes within 50 ms from a timer goroutine).
 // runtime: goja
-// limits: timeout_ms=1500
+// limits: timeout_ms=1000
 // expect-state: TIMEOUT
 // expect-reason: TIMEOUT
 // expect-stdout-matches: (?m)^logged before the timeout$

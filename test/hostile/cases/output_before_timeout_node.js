@@ -1,6 +1,6 @@
 // description: what a node program wrote before its timeout is kept, a
-//   partial line included, even when it then spins without ever returning
-//   to its event loop.
+//   partial line included, even when it then never returns to its event
+//   loop (its main thread blocks in Atomics.wait until killed).
 // runtime: node
 // limits: timeout_ms=3000
 // expect-state: TIMEOUT
@@ -11,4 +11,4 @@
 console.log("logged before the timeout");
 process.stdout.write("and a partial line");
 console.error("written to stderr before the timeout");
-for (;;) {}
+Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
