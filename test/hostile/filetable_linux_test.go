@@ -3,43 +3,122 @@
 package hostile
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/limits"
 )
 
-// TestFileTableHoldsEverySandbox: once the suite's supervisor runs, the
-// host's file table has room for what every one of its sandbox slots
-// could hold open at the server's ceilings. A sandbox's open files are
-// bounded by its memory (case files_beyond_descriptors.py: descriptors
-// bound nothing, since a mapped file stays open after close, and the
-// memory limit stops it), each costing at least the filp slab's object
-// size; fs.file-max counts them for the whole host and refuses a file to
-// every unprivileged process once reached. Before the supervisor raised
-// it, fs.file-max (2 466 174 on a 24 GiB host) was below what two
-// sandboxes at the default 512 MiB could hold.
+// holdFiles is a python program that holds open files in seven
+// processes, each without keeping a descriptor (a file mapped, then
+// closed, stays open), until something stops it; each process prints
+// "held 5000 files" once it has, and why it stopped if it stops alive.
+const holdFiles = `
+import ctypes, errno, os, resource
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+print(f"descriptors: at most {resource.getrlimit(resource.RLIMIT_NOFILE)[1]} per process", flush=True)
+PROT_READ, MAP_PRIVATE, FAILED = 1, 2, ctypes.c_void_p(-1).value
+
+def hold():
+    path, op, close, mmap = "/usr/bin/python3", os.open, os.close, libc.mmap
+    held = 0
+    while True:
+        try:
+            fd = op(path, os.O_RDONLY)
+        except OSError as e:
+            return held, f"open: {errno.errorcode.get(e.errno, e.errno)}"
+        if mmap(None, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == FAILED:
+            return held, f"mmap: {errno.errorcode.get(ctypes.get_errno())}"
+        close(fd)
+        held += 1
+        if held == 5000:
+            os.write(1, b"held 5000 files\n")  # one write: seven processes print
+
+for _ in range(6):
+    if os.fork() == 0:
+        held, why = hold()
+        os.write(1, f"stopped after {held} files: {why}\n".encode())
+        os._exit(0)
+held, why = hold()
+os.write(1, f"stopped after {held} files: {why}\n".encode())
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+`
+
+// TestFileTableHoldsEverySandbox: a sandbox's open files are bounded by
+// its memory, not by its descriptors, and the host's file table has room
+// for what every sandbox slot could hold at the ceilings.
+//
+// From inside: with 8 processes of 32 descriptors (256 in all), each of
+// seven processes holds 5000 files and more, since a mapped file stays open
+// after close; the memory limit stops them (an OOM kill: every open
+// file's kernel object is charged to the sandbox's memory cgroup), and
+// none is ever refused a file by the host's table (ENFILE). It runs alone,
+// not among the parallel cases: filling memory with kernel objects takes
+// seconds of system time.
+//
+// On the host: fs.file-max, which refuses files to every unprivileged
+// process once reached, leaves room for every uid slot of the suite at
+// the ceiling's memory, each file costing at least the filp slab's object
+// size. Before the supervisor raised it, fs.file-max (2 466 174 on a
+// 24 GiB host) was below what two sandboxes at the default 512 MiB could
+// hold.
 func TestFileTableHoldsEverySandbox(t *testing.T) {
-	requireRoot(t)
-	field := func(path string, i int) int64 {
+	s := requireRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	resp, err := s.client.Execute(ctx, &sandboxv1.ExecuteRequest{
+		Source:  &sandboxv1.ExecuteRequest_Code{Code: holdFiles},
+		Runtime: sandboxv1.Runtime_RUNTIME_PYTHON,
+		Limits: &sandboxv1.ResourceLimits{
+			MaxMemoryBytes: 32 << 20, MaxProcesses: 8, MaxFileDescriptors: 32, TimeoutMs: 60_000,
+		},
+	})
+	if err != nil {
+		t.Fatalf("Execute: %v%s", err, s.logTail())
+	}
+	out := resp.GetOutput()
+	switch {
+	case !strings.Contains(out, "descriptors: at most 32 per process\n"):
+		t.Errorf("the sandbox's RLIMIT_NOFILE is not 32: %s", describe(resp))
+	case !strings.Contains(out, "held 5000 files\n"):
+		t.Errorf("no process held 5000 files (for 256 descriptors in all): %s", describe(resp))
+	case strings.Contains(out, "ENFILE"):
+		t.Errorf("the host's file table refused the sandbox a file: %s", describe(resp))
+	case resp.GetOutcome().GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_MEMORY && !strings.Contains(out, "ENOMEM"):
+		t.Errorf("the sandbox's files were not stopped by its memory: %s", describe(resp))
+	default:
+		t.Logf("%s", describe(resp))
+	}
+
+	field := func(path string) int64 {
 		t.Helper()
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := strconv.ParseInt(strings.Fields(string(b))[i], 10, 64)
+		n, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		return n
 	}
-	fileMax := field("/proc/sys/fs/file-max", 0)
-	allocated := field("/proc/sys/fs/file-nr", 0)
+	fileMax := field("/proc/sys/fs/file-max")
+	allocated := field("/proc/sys/fs/file-nr")
 	fileBytes := int64(128) // smaller than struct file has ever been
 	if _, err := os.Stat("/sys/kernel/slab/filp/object_size"); err == nil {
-		fileBytes = field("/sys/kernel/slab/filp/object_size", 0)
+		fileBytes = field("/sys/kernel/slab/filp/object_size")
 	}
 	ceil := limits.DefaultCeilings()
 	perSandbox := ceil.MemoryBytes / fileBytes
