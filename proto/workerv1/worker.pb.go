@@ -86,8 +86,8 @@ func (FileType) EnumDescriptor() ([]byte, []int) {
 type ExecStart struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// What to run, as for Run. request.stdin is the first bytes of the
-	// exec's standard input; proxy_broker_id and signals_ready are not
-	// supported (INVALID_ARGUMENT).
+	// exec's standard input; proxy_broker_id is not supported
+	// (INVALID_ARGUMENT), signals_ready is ignored (it is for Prepare).
 	Request *RunRequest `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
 	// Keep standard input open after request.stdin for ExecInput.stdin
 	// until ExecInput.close_stdin (or the end of the call); false: end of

@@ -42,10 +42,14 @@ const (
 type ExecRequest struct {
 	// Run is what the worker starts, as for Sandbox.Run: argv, env, dir
 	// (inside the sandbox; "" = /), program, rlimits, results. Run.Stdin
-	// is the first bytes of the exec's stdin. ProxyBrokerId and
-	// SignalsReady are refused. The rlimits are set on the worker before
-	// it forks and cannot be raised again: give every exec of a sandbox
-	// the same (those of its limits, as limits.Set.Rlimits does).
+	// is the first bytes of the exec's stdin. ProxyBrokerId is refused
+	// (the worker would need one Kubernetes/Prometheus proxy per sandbox,
+	// not per exec); SignalsReady is ignored (it serves Prepare), so a
+	// request of runtime/program.Build runs as is. The rlimits are set on
+	// the worker before it forks and cannot be raised again: give every
+	// exec of a sandbox the same (those of its limits, as
+	// limits.Set.Rlimits does), with NOFILE at least
+	// MinSessionFileDescriptors.
 	Run *workerv1.RunRequest
 	// StdinOpen keeps stdin open after Run.Stdin for Exec.WriteStdin,
 	// until Exec.CloseStdin; false: end of file after Run.Stdin.

@@ -24,9 +24,13 @@ type caseFile struct {
 	description string   // what the case proves (required)
 	setups      []string // host preparations, see knownSetups
 	steps       []*step  // at least one
+	// session: every step runs in one session sandbox, created before the
+	// first and deleted after the last; steps may be file operations.
+	session bool
 }
 
-// step is one execution of a case.
+// step is one execution of a case, or in a session case one file
+// operation.
 type step struct {
 	line    int    // 1-based line of the step's first line in the file
 	runtime string // "shell", "python" or "goja"
@@ -34,7 +38,25 @@ type step struct {
 	limits  map[string]int64
 	env     map[string]string
 	expect  expectations
+	file    *fileOp // a file operation instead of a program (session cases)
 }
+
+// fileOp is a file step: op on path (placeholders not yet substituted);
+// arg is an upload's content, or its size for upload-zeros.
+type fileOp struct {
+	op, path, arg string
+}
+
+// knownFileOps are the operations of `file:`, and whether each takes an
+// argument after the path.
+var knownFileOps = map[string]bool{
+	"upload": true, "upload-zeros": true, "download": false, "stat": false,
+	"list": false, "remove": false, "remove-recursive": false, "mkdir": false,
+}
+
+// fileCodes are the outcomes `expect-file:` names: "ok", or the gRPC code
+// a file operation of the public API fails with.
+var fileCodes = []string{"ok", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION"}
 
 // expectations are what a step's ExecuteResponse must show. Nil pointers
 // and empty slices are not checked.
@@ -47,6 +69,10 @@ type expectations struct {
 	stdoutTruncated, stderrTruncated      *bool
 	stdoutMaxBytes, stderrMaxBytes        *int64 // length of the returned text
 	wallMaxMs, cpuMaxPercent, pidsPeakMax *int64
+	// File steps.
+	file                                string // expect-file: ok or a code
+	contentContains, contentNotContains []string
+	exists                              *bool
 }
 
 // Known values of the header directives.
@@ -72,7 +98,7 @@ var (
 	// host, and the placeholders each one provides.
 	knownSetups = map[string][]string{
 		"host-tcp-listener": {"HOST_TCP_PORT"},
-		"host-marker-file":  {"HOST_MARKER_PATH", "HOST_MARKER_CONTENT"},
+		"host-marker-file":  {"HOST_MARKER_PATH", "HOST_MARKER_NAME", "HOST_MARKER_CONTENT"},
 	}
 	// alwaysPlaceholders are substituted in every case.
 	alwaysPlaceholders = []string{"MARKER", "STATE_DIR", "SUPERVISOR_SOCKET", "SUPERVISOR_LOG", "WORKER_BINARY"}
@@ -160,6 +186,9 @@ func parseStep(c *caseFile, lines []string, first int, fail func(int, string, ..
 			return nil, fail(ln, "directive %q has no value", key)
 		}
 		repeatable := strings.HasSuffix(key, "-contains") || strings.HasSuffix(key, "-matches") || key == "env" || key == "setup"
+		if key == "file" && st.file != nil {
+			return nil, fail(ln, "directive %q given twice", key)
+		}
 		if seen[key] && !repeatable {
 			return nil, fail(ln, "directive %q given twice", key)
 		}
@@ -169,8 +198,31 @@ func parseStep(c *caseFile, lines []string, first int, fail func(int, string, ..
 			return nil, fail(ln, "%s: %v", key, err)
 		}
 	}
+	hasProgram := slices.ContainsFunc(lines, func(l string) bool {
+		l = strings.TrimSpace(l)
+		return l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "//")
+	})
+	if st.file != nil {
+		switch {
+		case !c.session:
+			return nil, fail(first, "a `file:` step needs `session: true` in the first step")
+		case st.runtime != "" || hasProgram:
+			return nil, fail(first, "a `file:` step has no runtime and no program")
+		case st.expect.file == "":
+			return nil, fail(first, "missing `expect-file:` in the file step's header")
+		case prefix != "#":
+			return nil, fail(first, "a file step needs a header of %q comments, found %q", "#", prefix)
+		}
+		if err := checkPlaceholders(c, st); err != nil {
+			return nil, fail(first, "%v", err)
+		}
+		return st, nil
+	}
 	if st.runtime == "" {
 		return nil, fail(first, "missing `runtime:` in the step's header")
+	}
+	if c.session && st.runtime == "node" {
+		return nil, fail(first, "a session case's execs run runtime shell, python or goja")
 	}
 	if len(st.expect.states) == 0 {
 		return nil, fail(first, "missing `expect-state:` in the step's header")
@@ -182,10 +234,7 @@ func parseStep(c *caseFile, lines []string, first int, fail func(int, string, ..
 	if prefix != want {
 		return nil, fail(first, "runtime %s needs a header of %q comments, found %q", st.runtime, want, prefix)
 	}
-	if !slices.ContainsFunc(lines, func(l string) bool {
-		l = strings.TrimSpace(l)
-		return l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "//")
-	}) {
+	if !hasProgram {
 		return nil, fail(first, "the step has a header but no program")
 	}
 	st.code = strings.Join(lines, "\n") + "\n"
@@ -212,6 +261,42 @@ func (st *step) apply(c *caseFile, isFirst bool, key, val string) error {
 			return fmt.Errorf("unknown setup %q (known: %s)", val, strings.Join(sortedKeys(knownSetups), ", "))
 		}
 		c.setups = append(c.setups, val)
+	case "session":
+		if !isFirst {
+			return errors.New("only in the first step")
+		}
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return err
+		}
+		c.session = b
+	case "file":
+		op, rest, _ := strings.Cut(val, " ")
+		takesArg, ok := knownFileOps[op]
+		if !ok {
+			return fmt.Errorf("unknown file operation %q (known: %s)", op, strings.Join(sortedKeys(knownFileOps), ", "))
+		}
+		path, arg, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		if path == "" || takesArg != (arg != "") {
+			return fmt.Errorf("%q: want %q PATH%s", val, op, map[bool]string{true: " ARGUMENT", false: ""}[takesArg])
+		}
+		if op == "upload-zeros" {
+			if n, err := parseSize(arg); err != nil || n < 0 {
+				return fmt.Errorf("upload-zeros size %q is not a size", arg)
+			}
+		}
+		st.file = &fileOp{op: op, path: path, arg: arg}
+	case "expect-file":
+		if !slices.Contains(fileCodes, val) {
+			return fmt.Errorf("unknown outcome %q (%s)", val, strings.Join(fileCodes, ", "))
+		}
+		e.file = val
+	case "expect-content-contains":
+		e.contentContains = append(e.contentContains, val)
+	case "expect-content-not-contains":
+		e.contentNotContains = append(e.contentNotContains, val)
+	case "expect-exists":
+		return setBool(&e.exists, val)
 	case "runtime":
 		if _, ok := knownRuntimes[val]; !ok {
 			return fmt.Errorf("unknown runtime %q (known: %s)", val, strings.Join(sortedKeys(knownRuntimes), ", "))
@@ -302,8 +387,11 @@ func (st *step) apply(c *caseFile, isFirst bool, key, val string) error {
 // the case does not ask for.
 func checkPlaceholders(c *caseFile, st *step) error {
 	texts := []string{st.code}
+	if st.file != nil {
+		texts = append(texts, st.file.path, st.file.arg)
+	}
 	e := st.expect
-	for _, l := range [][]string{e.stdoutContains, e.stdoutNotContains, e.stderrContains, e.stderrNotContains, e.stdoutMatches, e.stderrMatches} {
+	for _, l := range [][]string{e.stdoutContains, e.stdoutNotContains, e.stderrContains, e.stderrNotContains, e.stdoutMatches, e.stderrMatches, e.contentContains, e.contentNotContains} {
 		texts = append(texts, l...)
 	}
 	for _, v := range st.env {

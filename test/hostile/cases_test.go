@@ -87,6 +87,17 @@ func TestParseCaseRejectsMalformed(t *testing.T) {
 		{"then step without runtime", ok + "# --- then ---\n# expect-state: COMPLETED\ntrue\n", "runtime"},
 		{"setup in a then step", ok + "# --- then ---\n# setup: host-tcp-listener\n# runtime: shell\n# expect-state: COMPLETED\ntrue\n", "first step"},
 		{"empty then step", ok + "# --- then ---\n", "runtime"},
+		{"file step outside a session", ok + "# --- then ---\n# file: stat x\n# expect-file: ok\n", "session: true"},
+		{"file step with a program", "# description: d\n# session: true\n# file: stat x\n# expect-file: ok\ntrue\n", "no runtime and no program"},
+		{"file step with a runtime", "# description: d\n# session: true\n# file: stat x\n# runtime: shell\n# expect-file: ok\n", "no runtime"},
+		{"file step without expect-file", "# description: d\n# session: true\n# file: stat x\n", "expect-file"},
+		{"unknown file operation", "# description: d\n# session: true\n# file: chmod x\n# expect-file: ok\n", "unknown file operation"},
+		{"upload without content", "# description: d\n# session: true\n# file: upload x\n# expect-file: ok\n", "ARGUMENT"},
+		{"download with an argument", "# description: d\n# session: true\n# file: download x y\n# expect-file: ok\n", "want"},
+		{"bad upload-zeros size", "# description: d\n# session: true\n# file: upload-zeros x lots\n# expect-file: ok\n", "size"},
+		{"unknown file outcome", "# description: d\n# session: true\n# file: stat x\n# expect-file: NOPE\n", "unknown outcome"},
+		{"session in a then step", ok + "# --- then ---\n# session: true\n# runtime: shell\n# expect-state: COMPLETED\ntrue\n", "first step"},
+		{"session exec of node", "# description: d\n# session: true\n// runtime: node\n// expect-state: COMPLETED\nconsole.log(1)\n", "runtime"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +154,48 @@ print("{{MARKER}}")
 	}
 	if got := s1.request(map[string]string{"MARKER": "m1"}).GetCode(); !strings.Contains(got, `print("m1")`) {
 		t.Errorf("substituted code %q", got)
+	}
+}
+
+// TestParseCaseSession checks the parts of a session case.
+func TestParseCaseSession(t *testing.T) {
+	file := `# description: a session
+# session: true
+# setup: host-marker-file
+# limits: workspace_bytes=2Mi
+# file: upload-zeros big 4Mi
+# expect-file: RESOURCE_EXHAUSTED
+# --- then ---
+# file: upload a/{{HOST_MARKER_NAME}} some content {{MARKER}}
+# expect-file: ok
+# --- then ---
+# file: stat a
+# expect-file: ok
+# expect-exists: true
+# expect-content-contains: directory
+# --- then ---
+# runtime: shell
+# expect-state: COMPLETED
+cat a/*
+`
+	c, err := parseCase("s.sh", []byte(file))
+	if err != nil {
+		t.Fatalf("parseCase: %v", err)
+	}
+	if !c.session || len(c.steps) != 4 {
+		t.Fatalf("session %v, %d steps", c.session, len(c.steps))
+	}
+	if f := c.steps[0].file; f == nil || f.op != "upload-zeros" || f.path != "big" || f.arg != "4Mi" || c.steps[0].limits["workspace_bytes"] != 2<<20 {
+		t.Errorf("step 1: %+v, limits %v", f, c.steps[0].limits)
+	}
+	if f := c.steps[1].file; f == nil || f.path != "a/{{HOST_MARKER_NAME}}" || f.arg != "some content {{MARKER}}" {
+		t.Errorf("step 2: %+v", f)
+	}
+	if e := c.steps[2].expect; e.file != "ok" || e.exists == nil || !*e.exists || len(e.contentContains) != 1 {
+		t.Errorf("step 3: %+v", e)
+	}
+	if c.steps[3].file != nil || c.steps[3].runtime != "shell" {
+		t.Errorf("step 4: %+v", c.steps[3])
 	}
 }
 

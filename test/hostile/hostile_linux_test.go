@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,6 +97,7 @@ func (s *suite) runCase(t *testing.T, c *caseFile) {
 		case "host-marker-file":
 			path, content := hostMarkerFile(t)
 			vars["HOST_MARKER_PATH"], vars["HOST_MARKER_CONTENT"] = path, content
+			vars["HOST_MARKER_NAME"] = filepath.Base(path)
 			secrets = append(secrets, content)
 			checkAfter = append(checkAfter, func() []string {
 				if b, err := os.ReadFile(path); err != nil || string(b) != content+"\n" {
@@ -108,6 +110,10 @@ func (s *suite) runCase(t *testing.T, c *caseFile) {
 		}
 	}
 	t.Logf("%s: %s", c.name, c.description)
+	if c.session {
+		s.runSession(t, c, vars, secrets)
+		c.steps = nil // run by runSession
+	}
 	for i, st := range c.steps {
 		label := "step 1"
 		if i > 0 {

@@ -54,6 +54,10 @@ type suite struct {
 	uidBase   uint32   // first host uid of the window
 	uidEnd    uint32   // first host uid past the window
 
+	// sandboxes is the supervisor's sandbox configuration (its uid
+	// pool included): session cases start their sandboxes with it.
+	sandboxes sandbox.Config
+
 	srv     *supervisor.Server
 	conn    *grpc.ClientConn
 	client  sandboxv1.SandboxServiceClient
@@ -188,6 +192,7 @@ func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
 	if _, err := supervisor.NodeRuntime(&cfg, repoBundle(), os.Getenv); err != nil && !errors.Is(err, node.ErrNoBundle) {
 		return fmt.Errorf("node runtime: %w", err)
 	}
+	s.sandboxes = cfg.Sandbox
 	s.srv, err = supervisor.New(cfg)
 	if err != nil {
 		return fmt.Errorf("new supervisor: %w", err)
