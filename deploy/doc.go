@@ -2,7 +2,9 @@
 // for tests. base/ is the supervisor on every node (namespace, RBAC
 // granting read in a listed set of namespaces, the privileged DaemonSet
 // with its probes, NetworkPolicy); overlays/production and overlays/dev
-// build on it; components/cluster-read opts into cluster-wide read.
+// build on it; components/cluster-read opts into cluster-wide read;
+// monitoring/ holds the Prometheus Operator objects (PodMonitor,
+// PrometheusRule) and the Grafana dashboard.
 //
 // Build renders a kustomization with kustomize's own Go API (krusty), as
 // `kubectl apply -k` would. The tests here validate every rendering with

@@ -10,8 +10,8 @@ import (
 )
 
 // kustomizations are the directories whose rendering must validate:
-// the base and both overlays.
-var kustomizations = []string{"base", "overlays/production", "overlays/dev"}
+// the base, both overlays, and the monitoring objects.
+var kustomizations = []string{"base", "overlays/production", "overlays/dev", "monitoring"}
 
 // renderings renders every kustomization, and the opt-in component on
 // both overlays, by name.

@@ -48,6 +48,7 @@ const (
 // probeState is the supervisor's liveness and readiness.
 type probeState struct {
 	mu      sync.Mutex
+	ready   bool
 	closing bool
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
@@ -87,6 +88,13 @@ func (s *Server) startHealth() {
 	}()
 }
 
+// ready reports whether the supervisor is ready (HealthReadiness).
+func (s *Server) ready() bool {
+	s.probes.mu.Lock()
+	defer s.probes.mu.Unlock()
+	return s.probes.ready && !s.probes.closing
+}
+
 // setReadiness sets every readiness service to st, unless the supervisor
 // is shutting down (then it stays NOT_SERVING).
 func (s *Server) setReadiness(st healthpb.HealthCheckResponse_ServingStatus) {
@@ -95,6 +103,7 @@ func (s *Server) setReadiness(st healthpb.HealthCheckResponse_ServingStatus) {
 	if s.probes.closing {
 		return
 	}
+	s.probes.ready = st == healthpb.HealthCheckResponse_SERVING
 	for _, name := range readinessServices {
 		s.health.SetServingStatus(name, st)
 	}

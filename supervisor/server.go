@@ -193,6 +193,11 @@ func (s *Server) start() {
 func (s *Server) load() metrics.Load {
 	var l metrics.Load
 	l.Running, l.Queued = s.sched.Counts()
+	l.MaxConcurrent, l.QueueSize, l.Version = s.cfg.MaxConcurrent, s.cfg.QueueSize, s.cfg.Version
+	if ids := s.cfg.Sandbox.IDs; ids != nil {
+		l.UIDRanges, l.UIDRangesInUse = ids.Slots(), ids.InUse()
+	}
+	l.Ready = s.ready()
 	l.Sessions = s.sessions.Live()
 	if ps, ok := s.runner.PoolStats(); ok {
 		l.PoolSize, l.PoolReady, l.PoolStarting, l.PoolInUse = ps.Size, ps.Ready, ps.Starting, ps.InUse

@@ -109,6 +109,7 @@ func (f fresh) Release(id string, s Sandbox, reusable bool, publish func()) {
 	}
 	if err := sb.Close(); err != nil {
 		r.log.Warn("destroy sandbox", "execution", id, "sandbox", sb.ID(), "error", err)
+		r.cfg.Metrics.SandboxClosed(err)
 	}
 	if p != nil {
 		p.Discard(sb)
@@ -141,6 +142,10 @@ func (r *Runner) startSandbox(ctx context.Context, path string, spec sandbox.Spe
 		start = sandbox.StartInBackground
 	}
 	sb, err := start(ctx, r.cfg.Sandbox, spec)
-	r.cfg.Metrics.SandboxStarted(path, time.Since(t), err)
+	var phases []sandbox.Phase
+	if err == nil {
+		phases = sb.StartPhases()
+	}
+	r.cfg.Metrics.SandboxStarted(path, time.Since(t), phases, err)
 	return sb, err
 }

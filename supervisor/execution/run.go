@@ -200,6 +200,7 @@ func (r *run) measure(sb Sandbox, out ran) registry.Result {
 	usage, err := sb.Usage()
 	if err != nil {
 		r.runner.log.Warn("read sandbox usage", "execution", r.e.ID(), "error", err)
+		r.runner.cfg.Metrics.CgroupFailed(err)
 	}
 	usage = since(usage, out.base)
 	res := classify(r.stopReason(), out.exit, out.err, usage, r.j.Limits)

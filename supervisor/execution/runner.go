@@ -136,11 +136,13 @@ func (r *Runner) Submit(j *Job) (*registry.Execution, error) {
 // until the execution has ended.
 func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
 	if err := r.admit(); err != nil {
+		r.cfg.Metrics.QueueRejected(metrics.RejectShuttingDown)
 		return nil, err
 	}
 	ticket, err := r.sched.Enqueue()
 	if err != nil {
 		r.running.Done()
+		r.cfg.Metrics.QueueRejected(metrics.RejectQueueFull)
 		return nil, fmt.Errorf("execution: %w", err)
 	}
 	e := r.reg.Create(registry.Meta{

@@ -15,6 +15,12 @@
 //	host_proxy_requests_total{target,kind,outcome}
 //	                                         counter: Kubernetes and Prometheus
 //	                                         requests of sandboxed code
+//	sandbox_start_phase_seconds{phase}       histogram: start-up phases
+//	queue_rejections_total{reason}           counter: queue_full, shutting_down
+//	sandbox_teardown_errors_total            counter: destructions that failed
+//	cgroup_errors_total{op}                  counter: create, read, remove
+//	executions_max_concurrent, queue_capacity, uid_ranges, uid_ranges_in_use,
+//	ready, build_info{version,goversion}     gauges, read at scrape time
 //	tls_certificate_expiration_timestamp_seconds
 //	                                         gauge: when the served TLS
 //	                                         certificate expires (with TLS)
@@ -33,9 +39,11 @@
 package metrics
 
 import (
+	"cmp"
 	"errors"
 	"net"
 	"net/http"
+	"runtime"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -44,6 +52,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
+
+	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
 
 // Sandbox start paths: a warm-pool refill or a start on demand by an
@@ -70,6 +80,8 @@ type Metrics struct {
 	sessionsEnded   *prometheus.CounterVec
 	fileBytes       *prometheus.CounterVec
 	eventsDropped   prometheus.Counter
+
+	ops operations
 }
 
 // latencyBuckets span a warm start (a few ms) to the default wall timeout
@@ -138,6 +150,8 @@ func New() *Metrics {
 		m.grpc, m.executions, m.queueWait, m.runTime, m.starts, m.startSeconds,
 		m.sessionsCreated, m.sessionsEnded, m.fileBytes, m.eventsDropped,
 	)
+	m.ops = newOperations()
+	m.reg.MustRegister(m.ops.collectors()...)
 	return m
 }
 
@@ -225,17 +239,19 @@ func (m *Metrics) ExecutionFinished(runtime, state, reason string, queueWait, ru
 }
 
 // SandboxStarted counts one sandbox start-up on path (PathWarmPool,
-// PathOnDemand) that took d and ended with err.
-func (m *Metrics) SandboxStarted(path string, d time.Duration, err error) {
+// PathOnDemand) that took d and ended with err; phases are its start phases (Sandbox.StartPhases), and a cgroup failure (sandbox.CgroupError) in err is counted too.
+func (m *Metrics) SandboxStarted(path string, d time.Duration, phases []sandbox.Phase, err error) {
 	if m == nil {
 		return
 	}
 	if err != nil {
 		m.starts.WithLabelValues(path, "error").Inc()
+		m.CgroupFailed(err)
 		return
 	}
 	m.starts.WithLabelValues(path, "ok").Inc()
 	m.startSeconds.WithLabelValues(path).Observe(d.Seconds())
+	m.startedPhases(phases)
 }
 
 // Bounds of the metrics endpoint: a scraper needs one connection and one
@@ -286,6 +302,17 @@ type Load struct {
 	Proxy []ProxyCount
 	// Sessions is how many session sandboxes live.
 	Sessions int
+	// MaxConcurrent and QueueSize are the supervisor's capacity: slots
+	// and queue places (--max-concurrent, --queue-size).
+	MaxConcurrent, QueueSize int
+	// UIDRanges is how many sandbox uid ranges the supervisor has, and
+	// UIDRangesInUse how many live sandboxes (or their remains) hold.
+	UIDRanges, UIDRangesInUse int
+	// Ready is the supervisor's readiness (its fork server has started,
+	// and it is not shutting down).
+	Ready bool
+	// Version is the supervisor's version, for execfarm_build_info.
+	Version string
 }
 
 // ProxyCount is how many requests of sandboxed code to Target
@@ -303,7 +330,14 @@ var (
 	poolSizeDesc  = prometheus.NewDesc("execfarm_warm_pool_size", "Sandboxes the warm pool keeps started (--warm-pool).", nil, nil)
 	proxyDesc     = prometheus.NewDesc("execfarm_host_proxy_requests_total", "Requests of sandboxed code through the host proxy, by target (kubernetes, prometheus), kind (verb or endpoint) and outcome (allowed, denied, error).", []string{"target", "kind", "outcome"}, nil)
 	sessionsDesc  = prometheus.NewDesc("execfarm_session_sandboxes", "Session sandboxes live now (ending ones included, ones being created not).", nil, nil)
-	loadDescs     = []*prometheus.Desc{runningDesc, queuedDesc, poolDesc, poolSizeDesc, proxyDesc, sessionsDesc}
+	maxConcDesc   = prometheus.NewDesc("execfarm_executions_max_concurrent", "Executions that may run at once (--max-concurrent).", nil, nil)
+	queueCapDesc  = prometheus.NewDesc("execfarm_queue_capacity", "Executions that may wait for a slot (--queue-size); past it requests get RESOURCE_EXHAUSTED.", nil, nil)
+	uidRangesDesc = prometheus.NewDesc("execfarm_uid_ranges", "Sandbox uid ranges the supervisor has, one per live sandbox at most.", nil, nil)
+	uidInUseDesc  = prometheus.NewDesc("execfarm_uid_ranges_in_use", "Sandbox uid ranges held now, by live sandboxes or by the remains of one whose cgroup could not be removed.", nil, nil)
+	readyDesc     = prometheus.NewDesc("execfarm_ready", "1 when the supervisor is ready (its fork server has started and it is not shutting down), else 0.", nil, nil)
+	buildDesc     = prometheus.NewDesc("execfarm_build_info", "Always 1; the labels name the supervisor's version and the Go version it was built with.", []string{"version", "goversion"}, nil)
+	loadDescs     = []*prometheus.Desc{runningDesc, queuedDesc, poolDesc, poolSizeDesc, proxyDesc, sessionsDesc,
+		maxConcDesc, queueCapDesc, uidRangesDesc, uidInUseDesc, readyDesc, buildDesc}
 	poolStateName = [...]string{"ready", "starting", "in_use"}
 )
 
@@ -353,6 +387,15 @@ func (c loadCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c loadCollector) Collect(ch chan<- prometheus.Metric) {
 	l := c()
+	ready := 0.0
+	if l.Ready {
+		ready = 1
+	}
+	for d, v := range map[*prometheus.Desc]float64{maxConcDesc: float64(l.MaxConcurrent), queueCapDesc: float64(l.QueueSize),
+		uidRangesDesc: float64(l.UIDRanges), uidInUseDesc: float64(l.UIDRangesInUse), readyDesc: ready} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	}
+	ch <- prometheus.MustNewConstMetric(buildDesc, prometheus.GaugeValue, 1, cmp.Or(l.Version, "unknown"), runtime.Version())
 	ch <- prometheus.MustNewConstMetric(runningDesc, prometheus.GaugeValue, float64(l.Running))
 	ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(l.Queued))
 	ch <- prometheus.MustNewConstMetric(poolSizeDesc, prometheus.GaugeValue, float64(l.PoolSize))

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -17,8 +19,8 @@ func TestExecutionsAndStartsAreCounted(t *testing.T) {
 	m.ExecutionFinished("shell", "completed", "exited", 20*time.Millisecond, 300*time.Millisecond)
 	m.ExecutionFinished("shell", "completed", "exited", 0, 100*time.Millisecond)
 	m.ExecutionFinished("", "cancelled", "cancelled", time.Second, 0) // never ran
-	m.SandboxStarted(PathWarmPool, 15*time.Millisecond, nil)
-	m.SandboxStarted(PathOnDemand, 0, errors.New("no"))
+	m.SandboxStarted(PathWarmPool, 15*time.Millisecond, nil, nil)
+	m.SandboxStarted(PathOnDemand, 0, nil, errors.New("no"))
 
 	for _, c := range []struct {
 		labels []string
@@ -106,7 +108,7 @@ execfarm_warm_pool_sandboxes{state="starting"} 2
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
 	m.ExecutionFinished("goja", "completed", "exited", 0, 0)
-	m.SandboxStarted(PathOnDemand, time.Millisecond, nil)
+	m.SandboxStarted(PathOnDemand, time.Millisecond, nil, nil)
 	m.InitializeGRPC(nil)
 	if o := m.ServerOptions(); o != nil {
 		t.Errorf("ServerOptions of nil Metrics = %v, want none", o)
@@ -218,4 +220,64 @@ func TestCertificateExpiry(t *testing.T) {
 	want("")
 	var none *Metrics
 	none.RegisterCertificate(func() (time.Time, bool) { return notAfter, true })()
+}
+
+// TestOperations: start-up phases (known ones only), refusals, teardown
+// and cgroup failures are counted, with every series there at zero first.
+func TestOperations(t *testing.T) {
+	m := New()
+	count := func(name string, labels ...string) float64 {
+		mfs, err := m.Gatherer().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, mt := range mf.GetMetric() {
+				match := true
+				for i := 0; i+1 < len(labels); i += 2 {
+					for _, lp := range mt.GetLabel() {
+						if lp.GetName() == labels[i] && lp.GetValue() != labels[i+1] {
+							match = false
+						}
+					}
+				}
+				if match {
+					if h := mt.GetHistogram(); h != nil {
+						return float64(h.GetSampleCount())
+					}
+					return mt.GetCounter().GetValue()
+				}
+			}
+		}
+		return -1
+	}
+	if count("execfarm_cgroup_errors_total", "op", "remove") != 0 || count("execfarm_queue_rejections_total", "reason", "queue_full") != 0 {
+		t.Fatal("series missing before the first event")
+	}
+	m.SandboxStarted(PathOnDemand, time.Millisecond, []sandbox.Phase{{Name: "fork", Duration: time.Millisecond}, {Name: "made-up", Duration: 1}}, nil)
+	m.SandboxStarted(PathOnDemand, 0, nil, fmt.Errorf("start: %w", &sandbox.CgroupError{Op: sandbox.CgroupCreate, Err: errors.New("EBUSY")}))
+	m.SandboxClosed(errors.Join(errors.New("dir"), &sandbox.CgroupError{Op: sandbox.CgroupRemove, Err: errors.New("EBUSY")}))
+	m.SandboxClosed(nil)
+	m.CgroupFailed(errors.New("not a cgroup error"))
+	m.QueueRejected(RejectQueueFull)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"execfarm_sandbox_start_phase_seconds", []string{"phase", "fork"}, 1},
+		{"execfarm_sandbox_start_phase_seconds", []string{"phase", "made-up"}, -1},
+		{"execfarm_cgroup_errors_total", []string{"op", "create"}, 1},
+		{"execfarm_cgroup_errors_total", []string{"op", "remove"}, 1},
+		{"execfarm_cgroup_errors_total", []string{"op", "read"}, 0},
+		{"execfarm_sandbox_teardown_errors_total", nil, 1},
+		{"execfarm_queue_rejections_total", []string{"reason", "queue_full"}, 1},
+	} {
+		if got := count(c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
 }

@@ -82,3 +82,25 @@ func (e *FileError) Error() string {
 }
 
 func (e *FileError) Unwrap() error { return e.Err }
+
+// Operations on a sandbox's cgroup that a CgroupError names.
+const (
+	CgroupCreate = "create" // make it and write its limits (Start)
+	CgroupRead   = "read"   // read its usage (Usage)
+	CgroupRemove = "remove" // delete it (Close)
+)
+
+// CgroupError is a failure of an operation on a sandbox's cgroup, which
+// the supervisor counts apart (metrics): a host whose cgroups fail cannot
+// run sandboxes safely.
+type CgroupError struct {
+	// Op is CgroupCreate, CgroupRead or CgroupRemove.
+	Op string
+	// Err is the cgroup package's error.
+	Err error
+}
+
+func (e *CgroupError) Error() string { return fmt.Sprintf("sandbox: %s cgroup: %v", e.Op, e.Err) }
+
+// Unwrap returns the cgroup package's error.
+func (e *CgroupError) Unwrap() error { return e.Err }

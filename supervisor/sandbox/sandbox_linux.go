@@ -155,7 +155,7 @@ func start(ctx context.Context, cfg *Config, spec Spec, background bool) (_ *San
 	mark("prepare")
 	s.cg, err = cgroup.New(cfg.Cgroup, s.id, limits)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: create cgroup: %w", err)
+		return nil, &CgroupError{Op: CgroupCreate, Err: err}
 	}
 	if spec.Limits.PidsMax > 0 {
 		// v1: the worker's forking thread joins the payload, so that
@@ -340,10 +340,13 @@ func (s *Sandbox) Sample() { s.cg.Sample() }
 // sits in the payload cgroup on v1 (PayloadTasks).
 func (s *Sandbox) Usage() (cgroup.Usage, error) {
 	u, err := s.cg.Usage()
-	if err == nil && s.forkerInPayload {
+	if err != nil {
+		return u, &CgroupError{Op: CgroupRead, Err: err}
+	}
+	if s.forkerInPayload {
 		u.PidsPeak = max(0, u.PidsPeak-1)
 	}
-	return u, err
+	return u, nil
 }
 
 // Exited reports whether the worker process has exited (killed with its
@@ -376,7 +379,11 @@ func (s *Sandbox) Close() error {
 			wg.Go(s.client.Kill)
 		}
 		if s.cg != nil {
-			wg.Go(func() { cgErr = s.cg.Delete() })
+			wg.Go(func() {
+				if err := s.cg.Delete(); err != nil {
+					cgErr = &CgroupError{Op: CgroupRemove, Err: err}
+				}
+			})
 		}
 		if s.dir != "" {
 			wg.Go(func() { dirErr = os.RemoveAll(s.dir) })

@@ -121,10 +121,11 @@ type SandboxBackend struct {
 func (b SandboxBackend) Start(ctx context.Context, spec sandbox.Spec) (Box, error) {
 	t := time.Now()
 	sb, err := sandbox.Start(ctx, b.Config, spec)
-	b.Metrics.SandboxStarted(metrics.PathSession, time.Since(t), err)
 	if err != nil {
+		b.Metrics.SandboxStarted(metrics.PathSession, time.Since(t), nil, err)
 		return nil, err
 	}
+	b.Metrics.SandboxStarted(metrics.PathSession, time.Since(t), sb.StartPhases(), nil)
 	return &sandboxBox{Sandbox: sb}, nil
 }
 

@@ -235,6 +235,7 @@ func (s *Sandbox) end(reason EndReason, msg string) (int, bool) {
 	}
 	if err := s.box.Close(); err != nil {
 		log.Warn("destroy session sandbox", "error", err)
+		s.m.cfg.Metrics.SandboxClosed(err)
 		msg += "; destroy: " + err.Error()
 	}
 	s.mu.Lock()
