@@ -93,6 +93,12 @@ type Limits struct {
 	// siblings, on cgroup v2's scale (cpu.weight, 1..10000); v1 gets
 	// cpu.shares = CPUWeight·1024/100. 0 = DefaultCPUWeight.
 	CPUWeight uint64
+	// NoOOMGroup leaves memory.oom.group at 0 on v2: an OOM kill then
+	// takes the one process the kernel picks (the largest), as on v1,
+	// not every process of the cgroup. A session sandbox sets it: its
+	// worker and its other execs must outlive one exec's OOM kill.
+	// false = memory.oom.group 1 (v2).
+	NoOOMGroup bool
 }
 
 // CPU weights (Limits.CPUWeight, Manager.SetCPUWeight).

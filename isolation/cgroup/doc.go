@@ -29,7 +29,8 @@
 //
 // # Limits
 //
-// v2: memory.max, memory.swap.max=0, memory.oom.group=1, pids.max,
+// v2: memory.max, memory.swap.max=0, memory.oom.group=1 (0 with
+// Limits.NoOOMGroup), pids.max,
 // cpu.max. v1: memory.limit_in_bytes and memory.memsw.limit_in_bytes (the
 // same value, so swap is 0), memory.kmem.tcp.limit_in_bytes (the same
 // value: v1 keeps TCP socket buffers out of memory.usage_in_bytes, in a

@@ -103,6 +103,9 @@ func TestFakeV2NewWritesLimits(t *testing.T) {
 		{"background weight", Limits{CPUWeight: BackgroundCPUWeight}, map[string]string{
 			"cpu.weight": "10",
 		}},
+		{"no OOM group (a session)", Limits{MemoryMaxBytes: 64 << 20, NoOOMGroup: true}, map[string]string{
+			"memory.max": "67108864", "memory.oom.group": "0",
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := fakeV2(t, kernelFiles())

@@ -216,7 +216,10 @@ func (m *Manager) createV2(lay layout, l Limits) error {
 		m.warnings = append(m.warnings, swapWarning("memory.swap.max"))
 	}
 	// memory.oom.group (Linux 4.19+) makes an OOM kill take the whole
-	// sandbox, not one process of it.
+	// sandbox, not one process of it (unless NoOOMGroup).
+	if l.NoOOMGroup {
+		return nil
+	}
 	if err := writeExisting(filepath.Join(dir, "memory.oom.group"), "1"); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			err = fmt.Errorf("%w: memory.oom.group (Linux 4.19+): %v", ErrControllerMissing, err)

@@ -249,20 +249,13 @@ func (s *Sandbox) List(ctx context.Context, path string, maxEntries int) (Listin
 // path (or one through a file) is exists false and no error. Errors:
 // ErrNotSession, ErrInvalidPath, ErrPermission.
 func (s *Sandbox) Stat(ctx context.Context, path string) (fi FileInfo, exists bool, err error) {
-	if s.sess == nil {
-		return FileInfo{}, false, ErrNotSession
-	}
-	done, err := s.sess.fileTurn(ctx)
-	if err != nil {
+	var resp *workerv1.StatResponse
+	err = s.fileCall(ctx, "stat", path, func() (err error) {
+		resp, err = s.worker.Stat(ctx, &workerv1.StatRequest{Path: path})
+		return err
+	})
+	if err != nil || !resp.GetExists() {
 		return FileInfo{}, false, err
-	}
-	defer done()
-	resp, err := s.worker.Stat(ctx, &workerv1.StatRequest{Path: path})
-	if err != nil {
-		return FileInfo{}, false, sessionError("stat", path, err)
-	}
-	if !resp.GetExists() {
-		return FileInfo{}, false, nil
 	}
 	return fileInfo(resp.GetInfo()), true, nil
 }
@@ -274,18 +267,10 @@ func (s *Sandbox) Stat(ctx context.Context, path string) (fi FileInfo, exists bo
 // ErrNotEmpty, ErrPermission, ErrBusy (a mount point, a tree crossing
 // into another mount or deeper than 128 levels).
 func (s *Sandbox) Remove(ctx context.Context, path string, recursive bool) error {
-	if s.sess == nil {
-		return ErrNotSession
-	}
-	done, err := s.sess.fileTurn(ctx)
-	if err != nil {
+	return s.fileCall(ctx, "remove", path, func() error {
+		_, err := s.worker.Remove(ctx, &workerv1.RemoveRequest{Path: path, Recursive: recursive})
 		return err
-	}
-	defer done()
-	if _, err := s.worker.Remove(ctx, &workerv1.RemoveRequest{Path: path, Recursive: recursive}); err != nil {
-		return sessionError("remove", path, err)
-	}
-	return nil
+	})
 }
 
 // Mkdir creates the directory path with exactly mode&0777 (0 = 0755);
@@ -294,6 +279,15 @@ func (s *Sandbox) Remove(ctx context.Context, path string, recursive bool) error
 // ErrInvalidPath, ErrExist, ErrNotExist (a parent, without parents),
 // ErrNotDirectory, ErrPermission, ErrNoSpace.
 func (s *Sandbox) Mkdir(ctx context.Context, path string, mode uint32, parents bool) error {
+	return s.fileCall(ctx, "mkdir", path, func() error {
+		_, err := s.worker.Mkdir(ctx, &workerv1.MkdirRequest{Path: path, Mode: mode, Parents: parents})
+		return err
+	})
+}
+
+// fileCall runs the unary worker call call (op on path) in one of the
+// sandbox's file-call turns and maps its error (sessionError).
+func (s *Sandbox) fileCall(ctx context.Context, op, path string, call func() error) error {
 	if s.sess == nil {
 		return ErrNotSession
 	}
@@ -302,8 +296,8 @@ func (s *Sandbox) Mkdir(ctx context.Context, path string, mode uint32, parents b
 		return err
 	}
 	defer done()
-	if _, err := s.worker.Mkdir(ctx, &workerv1.MkdirRequest{Path: path, Mode: mode, Parents: parents}); err != nil {
-		return sessionError("mkdir", path, err)
+	if err := call(); err != nil {
+		return sessionError(op, path, err)
 	}
 	return nil
 }

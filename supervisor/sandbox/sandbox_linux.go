@@ -152,6 +152,9 @@ func start(ctx context.Context, cfg *Config, spec Spec, background bool) (_ *San
 		limits.CPUWeight = cgroup.BackgroundCPUWeight
 		s.background = true
 	}
+	// An exec's OOM kill must not take the session's worker and other
+	// execs with it (v2's memory.oom.group would).
+	limits.NoOOMGroup = spec.Session
 	mark("prepare")
 	s.cg, err = cgroup.New(cfg.Cgroup, s.id, limits)
 	if err != nil {

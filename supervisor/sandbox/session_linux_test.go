@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -456,4 +457,43 @@ func TestSessionPlaceByGate(t *testing.T) {
 	if ps := processes(t, sb); strings.Contains(ps, "sleep 1005") {
 		t.Errorf("after the kill:\n%s", ps)
 	}
+}
+
+// TestSessionsUnderLoad runs several session sandboxes at once, each with
+// ten execs at once that each write a file the test then downloads, and
+// an upload the exec reads: nothing is lost or mixed up, and closing them
+// leaves nothing (the suite's teardown checks cgroups, directories and uid
+// ranges).
+func TestSessionsUnderLoad(t *testing.T) {
+	const sandboxes, execs = 4, 10
+	var wg sync.WaitGroup
+	for i := range sandboxes {
+		sb := startSession(t)
+		for j := range execs {
+			wg.Go(func() {
+				name := fmt.Sprintf("in-%d-%d", i, j)
+				want := strings.Repeat(name, 1000)
+				if _, err := sb.Upload(context.Background(), name, 0, strings.NewReader(want)); err != nil {
+					t.Errorf("upload %s: %v", name, err)
+					return
+				}
+				e, err := sb.Exec(context.Background(), ExecRequest{Run: shell(fmt.Sprintf(`cat %s > out-%d-%d; wc -c < %s`, name, i, j, name))})
+				if err != nil {
+					t.Errorf("exec %s: %v", name, err)
+					return
+				}
+				var out bytes.Buffer
+				exit, err := e.Wait(func(ev *workerv1.RunEvent) { out.Write(ev.GetStdout()) })
+				if err != nil || exit.GetExitCode() != 0 || strings.TrimSpace(out.String()) != strconv.Itoa(len(want)) {
+					t.Errorf("exec %s: %q %v %v", name, out.String(), exit, err)
+					return
+				}
+				got, err := download(sb, fmt.Sprintf("out-%d-%d", i, j))
+				if err != nil || string(got) != want {
+					t.Errorf("download out-%d-%d: %d bytes, %v", i, j, len(got), err)
+				}
+			})
+		}
+	}
+	wg.Wait()
 }
