@@ -1,7 +1,8 @@
 // Command execfarm is execfarm's single binary: the supervisor (serve),
 // the host check (doctor), the client commands (run, test, status, cancel,
-// ps, cache, health) that talk to a supervisor over gRPC, and the MCP
-// bridge (mcp) that serves them to AI agents. See README.md.
+// ps, cache, health; sandbox, exec, cp, ls, events for session sandboxes)
+// that talk to a supervisor over gRPC, and the MCP bridge (mcp) that
+// serves them to AI agents. See README.md.
 package main
 
 import (
@@ -38,7 +39,8 @@ func main() {
 	}
 	var cf clientFlags
 	cf.register(root)
-	root.AddCommand(serveCmd(), doctorCmd(), runCmd(&cf), statusCmd(&cf), cancelCmd(&cf), psCmd(&cf), healthCmd(&cf), mcpCmd(&cf), testCmd(&cf), cacheCmd(&cf))
+	root.AddCommand(serveCmd(), doctorCmd(), runCmd(&cf), statusCmd(&cf), cancelCmd(&cf), psCmd(&cf), healthCmd(&cf), mcpCmd(&cf), testCmd(&cf), cacheCmd(&cf),
+		sandboxCmd(&cf), execCmd(&cf), cpCmd(&cf), lsCmd(&cf), eventsCmd(&cf))
 	if err := root.Execute(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {

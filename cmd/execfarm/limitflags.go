@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/spf13/pflag"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+)
+
+// limitFlags are the resource-limit flags of the commands that start
+// something (sandbox create; run and test can register the same), in one
+// place: amounts with units as Kubernetes writes them (256Mi, 1G, 0.5
+// CPU), times as Go durations (30s, 500ms). A flag not given leaves its
+// field 0, which the server reads as its default.
+type limitFlags struct {
+	memory, output, workspace quantityFlag // bytes
+	cpus                      quantityFlag // cores
+	pids, fds                 int32
+	timeout, cpuTime          time.Duration
+}
+
+// register adds the flags to fs. what says what the limits bound ("the
+// sandbox", "the execution"), for the help texts.
+func (l *limitFlags) register(fs *pflag.FlagSet, what string) {
+	fs.Var(&l.memory, "memory", "memory limit of "+what+", bytes with units: 256Mi, 1Gi (default: the server's, 512Mi)")
+	fs.Var(&l.cpus, "cpus", "CPU bandwidth of "+what+" in cores: 0.5, 2 (default: the server's, 1)")
+	fs.Int32Var(&l.pids, "pids", 0, "processes and threads of "+what+" (default: the server's, 256)")
+	fs.Int32Var(&l.fds, "open-files", 0, "open file descriptors per process (RLIMIT_NOFILE; default: the server's, 1024)")
+	fs.Var(&l.output, "output-limit", "output kept per stream, bytes with units (default: the server's, 1Mi)")
+	fs.DurationVar(&l.timeout, "timeout", 0, "wall-clock timeout of each execution: 30s, 2m (default: the server's, 30s)")
+	fs.DurationVar(&l.cpuTime, "cpu-time", 0, "CPU time of each execution, all its processes together: 10s (default: none)")
+	fs.Var(&l.workspace, "workspace", "size of the /workspace file system, bytes with units (default: the server's, 64Mi)")
+}
+
+// proto returns the limits the flags ask for, nil when none was given.
+// Errors name the flag: a negative amount, or one too large to carry.
+func (l *limitFlags) proto() (*sandboxv1.ResourceLimits, error) {
+	out := &sandboxv1.ResourceLimits{MaxProcesses: l.pids, MaxFileDescriptors: l.fds}
+	var err error
+	if out.MaxMemoryBytes, err = l.memory.bytes("--memory"); err != nil {
+		return nil, err
+	}
+	if out.MaxOutputBytes, err = l.output.bytes("--output-limit"); err != nil {
+		return nil, err
+	}
+	if out.WorkspaceBytes, err = l.workspace.bytes("--workspace"); err != nil {
+		return nil, err
+	}
+	if l.cpus.set {
+		// 1 core = 1000m = 100 percent.
+		pct := l.cpus.q.MilliValue() / 10
+		if l.cpus.q.Sign() <= 0 || pct < 1 || pct > math.MaxInt32 {
+			return nil, fmt.Errorf("--cpus %s: want a positive number of cores, at least 0.01", l.cpus.q.String())
+		}
+		out.MaxCpuPercent = int32(pct)
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+		dst  *int64
+	}{{"--timeout", l.timeout, &out.TimeoutMs}, {"--cpu-time", l.cpuTime, &out.CpuTimeMs}} {
+		switch {
+		case d.v < 0:
+			return nil, fmt.Errorf("%s %v: must not be negative", d.flag, d.v)
+		case d.v > 0 && d.v < time.Millisecond:
+			return nil, fmt.Errorf("%s %v: at least 1ms", d.flag, d.v)
+		}
+		*d.dst = d.v.Milliseconds()
+	}
+	switch {
+	case l.pids < 0:
+		return nil, fmt.Errorf("--pids %d: must not be negative", l.pids)
+	case l.fds < 0:
+		return nil, fmt.Errorf("--open-files %d: must not be negative", l.fds)
+	}
+	if proto.Equal(out, &sandboxv1.ResourceLimits{}) {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// quantityFlag is a flag holding an amount with units (resource.Quantity:
+// 256Mi, 1G, 1.5, 500m).
+type quantityFlag struct {
+	q   resource.Quantity
+	set bool
+}
+
+func (f *quantityFlag) String() string {
+	if !f.set {
+		return ""
+	}
+	return f.q.String()
+}
+
+func (f *quantityFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("%q: want an amount with units, as 256Mi, 1G or 0.5", s)
+	}
+	f.q, f.set = q, true
+	return nil
+}
+
+func (f *quantityFlag) Type() string { return "quantity" }
+
+// bytes returns the amount in bytes (rounded up), 0 when unset.
+func (f *quantityFlag) bytes(flag string) (int64, error) {
+	if !f.set {
+		return 0, nil
+	}
+	n, ok := f.q.AsInt64()
+	if !ok {
+		// A fraction of a byte rounds up; beyond int64 is refused.
+		if f.q.Cmp(*resource.NewQuantity(math.MaxInt64, resource.BinarySI)) > 0 {
+			return 0, fmt.Errorf("%s %s: too large", flag, f.q.String())
+		}
+		n = f.q.Value()
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("%s %s: want a positive amount of bytes", flag, f.q.String())
+	}
+	return n, nil
+}

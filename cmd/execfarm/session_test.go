@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/execfarm/execfarm/proto/execfarmv1"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+)
+
+func TestParseCopyArg(t *testing.T) {
+	for _, tt := range []struct {
+		in            string
+		sandbox, path string
+	}{
+		{"sb_1:/etc/x", "sb_1", "/etc/x"},
+		{"node-a_0a1b2c3d_00ff:rel/file", "node-a_0a1b2c3d_00ff", "rel/file"},
+		{"sb:", "sb", ""},
+		{"local.txt", "", "local.txt"},
+		{"./a:b", "", "./a:b"},
+		{"/tmp/a:b", "", "/tmp/a:b"},
+		{":x", "", ":x"},
+		{"-", "", "-"},
+	} {
+		got := parseCopyArg(tt.in)
+		if got.sandbox != tt.sandbox || got.path != tt.path {
+			t.Errorf("parseCopyArg(%q) = %+v, want {%q %q}", tt.in, got, tt.sandbox, tt.path)
+		}
+	}
+}
+
+// TestCommandLine: several words for the shell are quoted so that
+// /bin/sh sees exactly them (checked with the host's sh); one word is a
+// command line as it is; other runtimes get the words joined.
+func TestCommandLine(t *testing.T) {
+	words := []string{"printf", `%s|`, "a b", "it's", `$HOME`, "*", "", `back\slash`, "new\nline"}
+	line := commandLine(sandboxv1.Runtime_RUNTIME_SHELL, words)
+	out, err := exec.Command("/bin/sh", "-c", line).Output()
+	if err != nil {
+		t.Fatalf("sh -c %q: %v", line, err)
+	}
+	if want := strings.Join(words[2:], "|") + "|"; string(out) != want {
+		t.Fatalf("sh -c %q printed %q, want %q", line, out, want)
+	}
+	if got := commandLine(sandboxv1.Runtime_RUNTIME_UNSPECIFIED, []string{"echo $HOME | wc -c"}); got != "echo $HOME | wc -c" {
+		t.Errorf("one word: %q", got)
+	}
+	if got := commandLine(sandboxv1.Runtime_RUNTIME_PYTHON, []string{"print(1);", "print(2)"}); got != "print(1); print(2)" {
+		t.Errorf("python: %q", got)
+	}
+}
+
+func TestLimitFlags(t *testing.T) {
+	parse := func(args ...string) (*sandboxv1.ResourceLimits, error) {
+		var l limitFlags
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		l.register(fs, "it")
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		return l.proto()
+	}
+	got, err := parse()
+	if err != nil || got != nil {
+		t.Fatalf("no flags: %v, %v; want nil", got, err)
+	}
+	got, err = parse("--memory", "256Mi", "--cpus", "0.5", "--pids", "64", "--open-files", "100", "--output-limit", "1M",
+		"--timeout", "1m30s", "--cpu-time", "2s", "--workspace", "1Gi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &sandboxv1.ResourceLimits{MaxMemoryBytes: 256 << 20, MaxCpuPercent: 50, MaxProcesses: 64, MaxFileDescriptors: 100,
+		MaxOutputBytes: 1_000_000, TimeoutMs: 90_000, CpuTimeMs: 2000, WorkspaceBytes: 1 << 30}
+	if got.String() != want.String() {
+		t.Fatalf("limits %v, want %v", got, want)
+	}
+	if got, err := parse("--memory", "268435456", "--cpus", "2"); err != nil || got.GetMaxMemoryBytes() != 256<<20 || got.GetMaxCpuPercent() != 200 {
+		t.Fatalf("plain numbers: %v, %v", got, err)
+	}
+	for _, bad := range [][]string{
+		{"--memory", "lots"}, {"--memory", "-1Mi"}, {"--memory", "0"}, {"--cpus", "0"}, {"--cpus", "0.001"},
+		{"--pids", "-1"}, {"--timeout", "-1s"}, {"--timeout", "10us"}, {"--workspace", "10E"},
+	} {
+		if got, err := parse(bad...); err == nil {
+			t.Errorf("%v accepted: %v", bad, got)
+		}
+	}
+}
+
+func TestExecExit(t *testing.T) {
+	res := func(st sandboxv1.ExecutionState, r sandboxv1.TerminationReason, code, sig int32) *sandboxv1.ExecuteResult {
+		return &sandboxv1.ExecuteResult{State: st, Outcome: &sandboxv1.ExecutionOutcome{TerminationReason: r, ExitCode: code, Signal: sig}}
+	}
+	for _, tt := range []struct {
+		name string
+		res  *sandboxv1.ExecuteResult
+		want int // 0 = nil error
+	}{
+		{"success", res(sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED, sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 0, 0), 0},
+		{"exit 3", res(sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 3, 0), 3},
+		{"SIGSEGV", res(sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, sandboxv1.TerminationReason_TERMINATION_REASON_SIGNAL, -1, 11), 139},
+		{"timeout", res(sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT, sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT, -1, 9), 1},
+		{"OOM kill", res(sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, sandboxv1.TerminationReason_TERMINATION_REASON_MEMORY, -1, 9), 1},
+	} {
+		err := execExit(tt.res)
+		var ee exitError
+		switch {
+		case tt.want == 0 && err != nil, tt.want != 0 && (!errors.As(err, &ee) || ee.code != tt.want):
+			t.Errorf("%s: %v, want exit %d", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestModeText(t *testing.T) {
+	for _, tt := range []struct {
+		info *execfarmv1.FileInfo
+		want string
+	}{
+		{&execfarmv1.FileInfo{Type: execfarmv1.FileType_FILE_TYPE_FILE, Mode: 0o644}, "-rw-r--r--"},
+		{&execfarmv1.FileInfo{Type: execfarmv1.FileType_FILE_TYPE_DIRECTORY, Mode: 0o755}, "drwxr-xr-x"},
+		{&execfarmv1.FileInfo{Type: execfarmv1.FileType_FILE_TYPE_SYMLINK, Mode: 0o777}, "lrwxrwxrwx"},
+		{&execfarmv1.FileInfo{Type: execfarmv1.FileType_FILE_TYPE_DIRECTORY, Mode: 0o1777}, "drwxrwxrwt"},
+		{&execfarmv1.FileInfo{Type: execfarmv1.FileType_FILE_TYPE_FILE, Mode: 0o4755}, "-rwsr-xr-x"},
+		{&execfarmv1.FileInfo{Type: execfarmv1.FileType_FILE_TYPE_FILE, Mode: 0o2640}, "-rw-r-S---"},
+		{&execfarmv1.FileInfo{Type: execfarmv1.FileType_FILE_TYPE_OTHER, Mode: 0o600}, "?rw-------"},
+	} {
+		if got := modeText(tt.info); got != tt.want {
+			t.Errorf("modeText(%v) = %q, want %q", tt.info, got, tt.want)
+		}
+	}
+}
