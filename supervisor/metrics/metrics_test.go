@@ -281,3 +281,54 @@ func TestOperations(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionMetrics: session sandboxes' creates, ends, file bytes and
+// dropped events are counted, with every label value there from the start
+// (a bounded set), and the live ones are read at scrape.
+func TestSessionMetrics(t *testing.T) {
+	m := New()
+	if err := m.RegisterLoad(func() Load { return Load{Sessions: 3} }); err != nil {
+		t.Fatal(err)
+	}
+	m.SessionCreated(nil)
+	m.SessionCreated(nil)
+	m.SessionCreated(errors.New("no uid range"))
+	m.SessionEnded("expired")
+	m.SessionFileBytes(FileIn, 100<<20)
+	m.SessionFileBytes(FileOut, 7)
+	m.SessionFileBytes(FileOut, 0)
+	m.SessionEventsDropped(5)
+	want := `
+# HELP execfarm_session_events_dropped_total Events dropped from session sandboxes' event logs to keep them within their bounds.
+# TYPE execfarm_session_events_dropped_total counter
+execfarm_session_events_dropped_total 5
+# HELP execfarm_session_file_bytes_total Bytes of files moved into (in: uploads) and out of (out: downloads) session sandboxes.
+# TYPE execfarm_session_file_bytes_total counter
+execfarm_session_file_bytes_total{direction="in"} 1.048576e+08
+execfarm_session_file_bytes_total{direction="out"} 7
+# HELP execfarm_session_sandboxes Session sandboxes live now (ending ones included, ones being created not).
+# TYPE execfarm_session_sandboxes gauge
+execfarm_session_sandboxes 3
+# HELP execfarm_session_sandboxes_created_total Session sandbox creates, by outcome (ok, error; refusals by quota are not counted).
+# TYPE execfarm_session_sandboxes_created_total counter
+execfarm_session_sandboxes_created_total{outcome="error"} 1
+execfarm_session_sandboxes_created_total{outcome="ok"} 2
+# HELP execfarm_session_sandboxes_ended_total Session sandboxes that ended, by reason (deleted, expired, idle, shutdown, failed).
+# TYPE execfarm_session_sandboxes_ended_total counter
+execfarm_session_sandboxes_ended_total{reason="deleted"} 0
+execfarm_session_sandboxes_ended_total{reason="expired"} 1
+execfarm_session_sandboxes_ended_total{reason="failed"} 0
+execfarm_session_sandboxes_ended_total{reason="idle"} 0
+execfarm_session_sandboxes_ended_total{reason="shutdown"} 0
+`
+	if err := testutil.GatherAndCompare(m.Gatherer(), strings.NewReader(want),
+		"execfarm_session_events_dropped_total", "execfarm_session_file_bytes_total", "execfarm_session_sandboxes",
+		"execfarm_session_sandboxes_created_total", "execfarm_session_sandboxes_ended_total"); err != nil {
+		t.Error(err)
+	}
+	var nilM *Metrics
+	nilM.SessionCreated(nil)
+	nilM.SessionEnded("deleted")
+	nilM.SessionFileBytes(FileIn, 1)
+	nilM.SessionEventsDropped(1)
+}

@@ -243,10 +243,12 @@ func (s *Sandbox) end(reason EndReason, msg string) (int, bool) {
 	s.state = stateEnded
 	s.endedAt = s.m.cfg.Now()
 	s.mu.Unlock()
+	// Counted and gone from the live ones before its last event: whoever
+	// sees that event sees a sandbox that is no more.
+	s.m.cfg.Metrics.SessionEnded(reason.String())
+	s.m.endedSandbox(s)
 	s.appendEvent(&Event{Kind: EventEnded, Reason: reason, CancelledExecs: n, Message: msg})
 	s.log.Close()
-	s.m.endedSandbox(s)
-	s.m.cfg.Metrics.SessionEnded(reason.String())
 	log.Info("session sandbox ended", "cancelled_execs", n)
 	close(s.done)
 	return n, true

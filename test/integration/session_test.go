@@ -21,6 +21,7 @@ import (
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/transport"
 	"github.com/execfarm/execfarm/test/hostscan"
 )
@@ -526,5 +527,82 @@ func TestSessionDeleteEndsEverything(t *testing.T) {
 	}
 	if _, err := alice.DeleteSandbox(ctx, &execfarmv1.DeleteSandboxRequest{SandboxId: id}); status.Code(err) != codes.NotFound {
 		t.Fatalf("second delete: %v", err)
+	}
+}
+
+// TestSessionMetrics: a supervisor with metrics counts its session
+// sandboxes' creates, their ends by reason, the live ones, and the
+// events its bounded logs dropped (here a log of 8 events and an exec
+// printing more).
+func TestSessionMetrics(t *testing.T) {
+	m := metrics.New()
+	si := startSessionInstance(t, "sess-metrics", 4, func(c *supervisor.Config) {
+		c.Metrics = m
+		c.Sessions.Events.MaxEntries = 8
+	})
+	ctx := callCtx(t)
+	a := si.create(t, "alice", &execfarmv1.CreateSandboxRequest{})
+	ttl := int64(1)
+	b, err := si.sessions["bob"].CreateSandbox(ctx, &execfarmv1.CreateSandboxRequest{ShutdownAfterSeconds: &ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	si.mustExec(t, "alice", a, "i=0; while [ $i -lt 20 ]; do echo line $i; sleep 0.01; i=$((i+1)); done")
+	if _, err := si.sessions["alice"].DeleteSandbox(ctx, &execfarmv1.DeleteSandboxRequest{SandboxId: a}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := si.sessions["bob"].SubscribeEvents(ctx, &execfarmv1.SubscribeEventsRequest{SandboxId: b.GetSandboxId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := sub.Recv(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("bob's subscription: %v", err)
+			}
+			break // bob's sandbox expired
+		}
+	}
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(name, label, v string) float64 {
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, x := range mf.GetMetric() {
+				for _, l := range x.GetLabel() {
+					if label == "" || (l.GetName() == label && l.GetValue() == v) {
+						return metricValue(x)
+					}
+				}
+				if label == "" {
+					return metricValue(x)
+				}
+			}
+		}
+		return -1
+	}
+	for _, c := range []struct {
+		name, label, v string
+		want           float64
+	}{
+		{"execfarm_session_sandboxes_created_total", "outcome", "ok", 2},
+		{"execfarm_session_sandboxes_created_total", "outcome", "error", 0},
+		{"execfarm_session_sandboxes_ended_total", "reason", "deleted", 1},
+		{"execfarm_session_sandboxes_ended_total", "reason", "expired", 1},
+		{"execfarm_session_sandboxes", "", "", 0},
+		{"execfarm_sandbox_starts_total", "path", "session", 2},
+	} {
+		if got := value(c.name, c.label, c.v); got != c.want {
+			t.Errorf("%s{%s=%q} = %v, want %v", c.name, c.label, c.v, got, c.want)
+		}
+	}
+	// Alice's log: ready, started, 20 lines (20 events at least, each
+	// written apart), ended, END: at least 24 events in 8 places.
+	if got := value("execfarm_session_events_dropped_total", "", ""); got < 24-8 {
+		t.Errorf("events dropped %v, want at least %d", got, 24-8)
 	}
 }
