@@ -239,4 +239,3 @@ func labelText(l map[string]string) string {
 	}
 	return strings.Join(parts, ",")
 }
-

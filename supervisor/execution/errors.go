@@ -10,6 +10,12 @@ import (
 // ErrShuttingDown is returned by Submit once Shutdown has begun.
 var ErrShuttingDown = errors.New("execution: supervisor is shutting down")
 
+// ErrSandboxGone is what a Placement's Acquire wraps when the sandbox it
+// holds for runs has ended (a session sandbox deleted or expired): the
+// run then ends CANCELLED, as the sandbox's end cancels its execution,
+// not FAILED.
+var ErrSandboxGone = errors.New("execution: the sandbox has ended")
+
 // CachedError is a cached script a request names that cannot be run. It
 // wraps cache.ErrNotFound (no such script, or the script cache is
 // disabled), a *cache.AmbiguousError (cache.ErrAmbiguous), or the cache's

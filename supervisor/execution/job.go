@@ -36,7 +36,7 @@ type Job struct {
 
 // Observer is told of one execution's life, in this order: Created once,
 // Output for every chunk of output as it is written into the registry,
-// Finished once with the published result. None of them may block: they
+// Finished once with the result. None of them may block: they
 // run on the execution's own path.
 type Observer interface {
 	// Created is called by SubmitIn, on its caller's goroutine, once the
@@ -46,8 +46,9 @@ type Observer interface {
 	// Output is called on the run's goroutine with each chunk of output;
 	// p is the observer's to keep.
 	Output(s registry.Stream, p []byte)
-	// Finished is called on the run's goroutine once the result is
-	// published (res is as published: the registry's fields set).
+	// Finished is called with the result as published, under the
+	// execution's lock, before any reader or waiter can see it
+	// (registry.Meta.OnFinish): it may call only e.ID and e.Meta.
 	Finished(e *registry.Execution, res registry.Result)
 }
 

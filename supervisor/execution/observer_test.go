@@ -73,14 +73,21 @@ func (o *recorder) Output(s registry.Stream, p []byte) {
 	o.add(s.String() + " " + string(p))
 }
 func (o *recorder) Finished(e *registry.Execution, res registry.Result) {
-	terminal := e.State().Terminal()
-	o.add(fmt.Sprintf("finished %s terminal=%v stdout_bytes=%d", res.State, terminal, res.StdoutBytes))
+	// Before any waiter can see the result.
+	seen := false
+	select {
+	case <-e.Done():
+		seen = true
+	default:
+	}
+	o.add(fmt.Sprintf("finished %s seen=%v stdout_bytes=%d", res.State, seen, res.StdoutBytes))
 	close(o.closed)
 }
 
 // TestObserverSeesTheRunInOrder: a run in a held sandbox tells its
-// Observer of its creation, each output chunk, and its published result,
-// in that order; the Placement keeps the sandbox (release, no kill).
+// Observer of its creation, each output chunk, and its result before any
+// waiter sees it, in that order; the Placement keeps the sandbox
+// (release, no kill).
 func TestObserverSeesTheRunInOrder(t *testing.T) {
 	r := newRunner(t, 1, 1)
 	out := func(s string) *workerv1.RunEvent {
@@ -104,7 +111,7 @@ func TestObserverSeesTheRunInOrder(t *testing.T) {
 	if m := e.Meta(); m.Owner != "token:a" || m.SandboxID != "sb-scripted" {
 		t.Errorf("meta %+v", m)
 	}
-	want := "created pending|stdout one |stderr oops|stdout two|finished completed terminal=true stdout_bytes=7"
+	want := "created pending|stdout one |stderr oops|stdout two|finished completed seen=false stdout_bytes=7"
 	if got := strings.Join(o.log, "|"); got != want {
 		t.Errorf("observer saw\n%s\nwant\n%s", got, want)
 	}
@@ -134,7 +141,7 @@ func TestObserverOfACancelledRun(t *testing.T) {
 		t.Fatalf("result %+v, want CANCELLED", res)
 	}
 	<-o.closed
-	if got := o.log[len(o.log)-1]; got != "finished cancelled terminal=true stdout_bytes=0" {
+	if got := o.log[len(o.log)-1]; got != "finished cancelled seen=false stdout_bytes=0" {
 		t.Errorf("last observation %q", got)
 	}
 	if got := strings.Join(p.calls, "|"); got != "acquire|kill|release reusable=false" {

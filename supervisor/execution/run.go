@@ -2,6 +2,7 @@ package execution
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -94,8 +95,7 @@ func (r *run) slot() bool {
 	r.queueWaitMs = time.Since(r.queued).Milliseconds()
 	if err := r.e.Start(); err != nil {
 		r.ticket.Release()
-		r.notifyFinished() // already terminal: cancelled while queued
-		return false
+		return false // already terminal: cancelled while queued
 	}
 	return true
 }
@@ -106,6 +106,11 @@ func (r *run) slot() bool {
 func (r *run) acquire() Sandbox {
 	sb, err := r.place.Acquire(r.ctx, r.e.ID(), r.j.Limits.Spec())
 	if err != nil {
+		if errors.Is(err, ErrSandboxGone) {
+			r.stop(registry.ReasonCancelled)
+			r.finishStopped()
+			return nil
+		}
 		if r.stopReason() != 0 || r.ctx.Err() != nil {
 			r.finishStopped()
 			return nil
@@ -309,13 +314,4 @@ func (r *run) finish(res registry.Result) {
 	}
 	res.Extra = x
 	r.e.Finish(res)
-	r.notifyFinished()
-}
-
-// notifyFinished tells the Observer the published result.
-func (r *run) notifyFinished() {
-	if o := r.j.Observer; o != nil {
-		published, _ := r.e.Result()
-		o.Finished(r.e, published)
-	}
 }

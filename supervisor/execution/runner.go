@@ -145,7 +145,13 @@ func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
 		r.cfg.Metrics.QueueRejected(metrics.RejectQueueFull)
 		return nil, fmt.Errorf("execution: %w", err)
 	}
-	e := r.reg.Create(registry.Meta{
+	var e *registry.Execution
+	var onFinish func(registry.Result)
+	if o := j.Observer; o != nil {
+		// Called only once e is set: the execution ends after Create.
+		onFinish = func(res registry.Result) { o.Finished(e, res) }
+	}
+	e = r.reg.Create(registry.Meta{
 		CodePreview:    j.Code,
 		Runtime:        j.Runtime,
 		IsCached:       j.CachedName != "",
@@ -153,6 +159,7 @@ func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
 		MaxOutputBytes: j.Limits.OutputBytes,
 		Owner:          j.Owner,
 		SandboxID:      j.SandboxID,
+		OnFinish:       onFinish,
 	})
 	x := &run{runner: r, place: p, e: e, j: j, ticket: ticket, queued: time.Now()}
 	r.runs.Store(e.ID(), x)

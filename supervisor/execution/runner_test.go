@@ -3,6 +3,7 @@ package execution
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -100,6 +101,18 @@ func TestRunWithoutSandbox(t *testing.T) {
 			t.Errorf("Extra = %#v, want the job's runtime and limits", res.Extra)
 		}
 	})
+	t.Run("the held sandbox ended", func(t *testing.T) {
+		r := newRunner(t, 1, 1)
+		p := &noSandbox{err: fmt.Errorf("%w: deleted", ErrSandboxGone), asked: make(chan string, 1)}
+		e, err := r.SubmitIn(p, job())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := wait(t, e)
+		if res.State != registry.StateCancelled || res.Reason != registry.ReasonCancelled || res.Error != registry.CancelledText {
+			t.Fatalf("result %+v, want CANCELLED/cancelled", res)
+		}
+	})
 	t.Run("cancel while the sandbox starts", func(t *testing.T) {
 		r := newRunner(t, 1, 1)
 		e := submitStuck(t, r, &noSandbox{asked: make(chan string, 1)})
@@ -136,6 +149,11 @@ func TestRunWithoutSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		wait(t, first)
+		// A run gives its slot back as its goroutine ends, just after it
+		// published the result; Shutdown waits for every run's goroutine.
+		if err := r.Shutdown(time.Second); err != nil {
+			t.Fatal(err)
+		}
 		if running, waiting := r.sched.Counts(); running != 0 || waiting != 0 {
 			t.Fatalf("scheduler holds %d running, %d queued after both ended", running, waiting)
 		}

@@ -41,6 +41,13 @@ type Meta struct {
 	// SandboxID names the session sandbox the execution runs in; "" for
 	// an execution in a sandbox of its own. Opaque to the registry.
 	SandboxID string
+	// OnFinish, if set, is called once with the result as published, when
+	// the execution becomes terminal, under the execution's lock: before
+	// any reader or waiter can see the result. It may call only the
+	// Execution's ID and Meta, and must not block (a session sandbox's
+	// event log takes its end here, so that whoever sees the result finds
+	// the end in the log).
+	OnFinish func(Result)
 	// OnOutputLimit, if set, is called once per stream, from the writing
 	// goroutine and without any registry lock held, when that stream first
 	// exceeds MaxOutputBytes. The runner uses it to stop an execution whose
@@ -279,6 +286,9 @@ func (e *Execution) finishLocked(r Result) bool {
 	e.result = r
 	e.finished = e.reg.now()
 	e.cancel = nil
+	if e.meta.OnFinish != nil {
+		e.meta.OnFinish(r)
+	}
 	close(e.done)
 	e.wakeLocked()
 	return true

@@ -380,3 +380,41 @@ func TestOnOutputLimit(t *testing.T) {
 		t.Fatalf("OnOutputLimit calls = %v, want [stderr stdout]", got)
 	}
 }
+
+// TestOnFinish: the hook gets the result as published (the registry's
+// fields set) exactly once, before a waiter can see it, whichever way the
+// execution ends.
+func TestOnFinish(t *testing.T) {
+	r := New(Config{})
+	for _, end := range []string{"finish", "cancel before start"} {
+		var got []Result
+		var e *Execution
+		var seenDone bool
+		e = r.Create(Meta{MaxOutputBytes: 4, OnFinish: func(res Result) {
+			got = append(got, res)
+			select {
+			case <-e.Done():
+				seenDone = true
+			default:
+			}
+		}})
+		switch end {
+		case "finish":
+			_ = e.Start()
+			e.Write(Stdout, []byte("123456"))
+			e.Finish(Result{State: StateCompleted, Reason: ReasonExited, Success: true})
+			e.Finish(Result{State: StateFailed})
+		default:
+			if _, err := e.Cancel(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(got) != 1 || seenDone {
+			t.Fatalf("%s: OnFinish called %d times, after Done: %v", end, len(got), seenDone)
+		}
+		res, _ := e.Result()
+		if got[0].State != res.State || got[0].StdoutTruncated != res.StdoutTruncated || got[0].StdoutBytes != res.StdoutBytes || got[0].Success != res.Success {
+			t.Fatalf("%s: OnFinish got %+v, published %+v", end, got[0], res)
+		}
+	}
+}

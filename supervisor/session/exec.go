@@ -187,7 +187,9 @@ func (x *exec) Output(st registry.Stream, p []byte) {
 	x.s.appendEvent(&Event{Kind: EventExecOutput, ExecutionID: x.e.ID(), Stream: st, Data: p, StreamOffset: off})
 }
 
-// Finished logs the exec's end and gives its place back.
+// Finished logs the exec's end and gives its place back, before anyone
+// can see the exec's result (under the execution's lock: it calls
+// nothing of e but ID).
 func (x *exec) Finished(e *registry.Execution, res registry.Result) {
 	s := x.s
 	if x.stdin != nil {
@@ -207,12 +209,18 @@ func (x *exec) Finished(e *registry.Execution, res registry.Result) {
 // placement hands an exec's run the session's sandbox and keeps it.
 type placement struct{ x *exec }
 
-// Acquire gives the run the sandbox, unless it has begun ending.
+// Acquire gives the run the sandbox; one that has begun ending is
+// execution.ErrSandboxGone (the exec ends CANCELLED: the sandbox's end
+// cancels every exec it holds, and this one may not have been reached
+// yet).
 func (p placement) Acquire(context.Context, string, sandbox.Spec) (execution.Sandbox, error) {
 	s := p.x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usableLocked(); err != nil {
+		if s.state != stateReady {
+			return nil, fmt.Errorf("%w: %w", execution.ErrSandboxGone, err)
+		}
 		return nil, err
 	}
 	p.x.mu.Lock()
