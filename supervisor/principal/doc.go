@@ -6,7 +6,12 @@
 // neither).
 //
 // Session sandboxes, and every execution, belong to the principal that
-// created them: another principal is told they do not exist. The
+// created them: another principal is told they do not exist. A caller may
+// narrow its principal to one of its clients by sending a client key
+// (ScopeKeyHeader): each client is then a principal of its own, which
+// neither the unscoped principal nor its other clients can see, while
+// quotas still count the unscoped principal (Unscoped). A key narrows and
+// never widens; the MCP bridge gives each of its clients one. The
 // transport (supervisor/transport) puts the caller's Principal in each
 // call's context with NewContext; handlers read it with FromContext.
 // Nothing here knows gRPC beyond reading a call's peer (FromPeer).

@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"net"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/credentials"
@@ -77,5 +79,47 @@ func TestFromPeer(t *testing.T) {
 				t.Fatalf("FromPeer = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestClients: a client of a principal is a principal of its own, named
+// by its key's digest; String and Parse round-trip it, and nothing else
+// parses as one.
+func TestClients(t *testing.T) {
+	key := strings.Repeat("k", MinClientKeyLength)
+	for _, base := range []Principal{Local(), Token("alice"), Certificate("CN=a/b,O=x")} {
+		c, err := base.WithClient(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == base || c.Unscoped() != base || len(c.Client) != ClientIDLength {
+			t.Errorf("client %#v of %#v", c, base)
+		}
+		if got, ok := Parse(c.String()); !ok || got != c {
+			t.Errorf("Parse(%q) = %#v, %v", c.String(), got, ok)
+		}
+		if strings.Contains(c.String(), key) {
+			t.Errorf("%q holds the key", c.String())
+		}
+		other, _ := base.WithClient(key + "x")
+		if other == c {
+			t.Error("two keys, one client")
+		}
+	}
+	// A certificate subject shaped like a client's string is not one.
+	c, _ := Local().WithClient(key)
+	if Certificate(c.String()).String() == c.String() {
+		t.Error("a certificate subject can spell a client")
+	}
+	for _, bad := range []string{"client:@local", "client:abc@local", "client:" + strings.Repeat("g", ClientIDLength) + "@local",
+		"client:" + strings.Repeat("a", ClientIDLength) + "@", "client:" + strings.Repeat("a", ClientIDLength) + "@client:" + strings.Repeat("a", ClientIDLength) + "@local"} {
+		if p, ok := Parse(bad); ok {
+			t.Errorf("Parse(%q) = %#v", bad, p)
+		}
+	}
+	for _, bad := range []string{"", "short", strings.Repeat("x", MaxClientKeyLength+1), strings.Repeat("x", 40) + "\x00", strings.Repeat("x", 40) + " "} {
+		if _, err := Local().WithClient(bad); !errors.Is(err, ErrClientKey) {
+			t.Errorf("WithClient(%q): %v", bad, err)
+		}
 	}
 }

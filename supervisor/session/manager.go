@@ -71,7 +71,8 @@ type Config struct {
 	// MaxSandboxes is how many session sandboxes may live at once on this
 	// server (being created or ended count too); 0 = DefaultMaxSandboxes.
 	MaxSandboxes int
-	// MaxPerPrincipal is how many of them one principal may hold; 0 =
+	// MaxPerPrincipal is how many of them one principal may hold, its
+	// clients' (principal.Principal.Unscoped) counted with its own; 0 =
 	// MaxSandboxes.
 	MaxPerPrincipal int
 	// DefaultLifetime applies when a create names none; 0 =
@@ -110,7 +111,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	live     map[string]*Sandbox // created and not yet ended (being created: counted in starting)
-	starting map[string]int      // creates in progress, per owner key
+	starting map[string]int      // creates in progress, per account (quota) key
 	nStart   int                 // creates in progress
 	ended    []*Sandbox          // ended sandboxes whose logs are kept, oldest first
 	closed   bool
@@ -207,20 +208,20 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 	if err := checkLabels(p.Labels); err != nil {
 		return nil, err
 	}
-	owner := p.Owner.String()
-	if err := m.reserve(owner); err != nil {
+	owner, account := p.Owner.String(), p.Owner.Unscoped().String()
+	if err := m.reserve(account); err != nil {
 		return nil, err
 	}
 	defer m.creating.Done()
 	box, err := m.cfg.Backend.Start(ctx, p.Limits.Spec())
 	m.cfg.Metrics.SessionCreated(err)
 	if err != nil {
-		m.unreserve(owner)
+		m.unreserve(account)
 		return nil, err
 	}
 	now := m.cfg.Now()
 	s := &Sandbox{
-		m: m, id: m.cfg.IDs.New(), owner: owner, box: box,
+		m: m, id: m.cfg.IDs.New(), owner: owner, account: account, box: box,
 		runtime: cmp.Or(p.Runtime, m.cfg.DefaultRuntime), limits: p.Limits, labels: cloneLabels(p.Labels),
 		created: now, idle: p.IdleTimeout, lastActivity: now,
 		log:   eventlog.New[*Event](m.cfg.Events),
@@ -233,9 +234,9 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 	s.appendEvent(&Event{Kind: EventReady})
 	m.mu.Lock()
 	m.nStart--
-	m.starting[owner]--
-	if m.starting[owner] == 0 {
-		delete(m.starting, owner)
+	m.starting[account]--
+	if m.starting[account] == 0 {
+		delete(m.starting, account)
 	}
 	if m.closed {
 		m.mu.Unlock()
@@ -274,8 +275,9 @@ func (m *Manager) lifetime(asked *time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// reserve counts a create in progress for owner, within the limits.
-func (m *Manager) reserve(owner string) error {
+// reserve counts a create in progress for account (the owner's unscoped
+// principal), within the limits.
+func (m *Manager) reserve(account string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -284,9 +286,9 @@ func (m *Manager) reserve(owner string) error {
 	if n := len(m.live) + m.nStart; n >= m.cfg.MaxSandboxes {
 		return &QuotaError{Limit: "limit on sandboxes of this server", Flag: "--max-sandboxes", Max: int64(m.cfg.MaxSandboxes), Asked: int64(n + 1)}
 	}
-	n := m.starting[owner]
+	n := m.starting[account]
 	for _, s := range m.live {
-		if s.owner == owner {
+		if s.account == account {
 			n++
 		}
 	}
@@ -294,17 +296,17 @@ func (m *Manager) reserve(owner string) error {
 		return &QuotaError{Limit: "limit on sandboxes of one principal", Flag: "--max-sandboxes-per-principal", Max: int64(m.cfg.MaxPerPrincipal), Asked: int64(n + 1)}
 	}
 	m.nStart++
-	m.starting[owner]++
+	m.starting[account]++
 	m.creating.Add(1)
 	return nil
 }
 
-func (m *Manager) unreserve(owner string) {
+func (m *Manager) unreserve(account string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.nStart--
-	if m.starting[owner]--; m.starting[owner] == 0 {
-		delete(m.starting, owner)
+	if m.starting[account]--; m.starting[account] == 0 {
+		delete(m.starting, account)
 	}
 }
 

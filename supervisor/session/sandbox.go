@@ -29,6 +29,7 @@ type Sandbox struct {
 	m       *Manager
 	id      string
 	owner   string // principal.Principal.String()
+	account string // the owner's principal.Principal.Unscoped().String(): its quota's key
 	box     Box
 	runtime string
 	limits  limits.Set

@@ -802,3 +802,40 @@ func TestIDsNameTheirNode(t *testing.T) {
 		t.Fatalf("Get of alice's sandbox by bob: %v", err)
 	}
 }
+
+// TestClientsOfAPrincipal: two clients of one principal (and the
+// principal itself) do not see each other's sandboxes, while the
+// principal's limit counts them all together: a client key narrows, and
+// never buys room.
+func TestClientsOfAPrincipal(t *testing.T) {
+	h := newHarness(t, Config{MaxSandboxes: 10, MaxPerPrincipal: 2})
+	c1, err := alice.WithClient(strings.Repeat("1", principal.MinClientKeyLength))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := alice.WithClient(strings.Repeat("2", principal.MinClientKeyLength))
+	s1 := h.create(t, CreateParams{Owner: c1})
+	if _, err := h.m.Get(c2, s1.ID()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the other client's Get: %v", err)
+	}
+	if _, err := h.m.Get(alice, s1.ID()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the unscoped principal's Get: %v", err)
+	}
+	if _, err := h.m.Delete(c2, s1.ID()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the other client's Delete: %v", err)
+	}
+	if l := h.m.List(c2, nil); len(l) != 0 {
+		t.Errorf("the other client lists %d", len(l))
+	}
+	h.create(t, CreateParams{Owner: c2})
+	var q *QuotaError
+	_, err = h.m.Create(context.Background(), CreateParams{Owner: alice, Limits: limits.Default()})
+	if !errors.As(err, &q) || q.Flag != "--max-sandboxes-per-principal" {
+		t.Fatalf("alice's third, after one per client: %v", err)
+	}
+	// Another principal is not charged for them.
+	h.create(t, CreateParams{Owner: bob})
+	if got := h.m.List(c1, nil); len(got) != 1 || got[0].ID() != s1.ID() || got[0].Info().Owner != c1.String() {
+		t.Errorf("client 1 lists %v", got)
+	}
+}

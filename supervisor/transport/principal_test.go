@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/principal"
@@ -254,4 +256,65 @@ func FuzzParseTokens(f *testing.F) {
 			names[nt.name], toks[nt.token] = true, true
 		}
 	})
+}
+
+// TestClientKeys: a call that sends a client key is that client of its
+// principal: the same key is the same client in every call, two keys two
+// clients, and a key never leaves its holder's principal (a token's
+// client is not the local principal's). A malformed key is refused.
+func TestClientKeys(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(file, []byte("alice "+aliceToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyA, keyB := strings.Repeat("a", principal.MinClientKeyLength), strings.Repeat("b", principal.MinClientKeyLength)
+	whoWith := func(c Config, key string) (string, error) {
+		conn, err := c.Dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if key != "" {
+			ctx = principal.WithClientKey(ctx, key)
+		}
+		resp, err := sandboxv1.NewSandboxServiceClient(conn).HealthCheck(ctx, &sandboxv1.HealthCheckRequest{})
+		return resp.GetKubernetesContext(), err
+	}
+	scoped := func(base principal.Principal, key string) string {
+		p, err := base.WithClient(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.String()
+	}
+	local := serveWhoAmI(t, Config{})
+	withTokens := serveWhoAmI(t, Config{TokenPath: file})
+	withTokens.Token = aliceToken
+	for _, tc := range []struct {
+		c    Config
+		key  string
+		want string
+	}{
+		{local, "", "local"},
+		{local, keyA, scoped(principal.Local(), keyA)},
+		{local, keyB, scoped(principal.Local(), keyB)},
+		{withTokens, "", "token:alice"},
+		{withTokens, keyA, scoped(principal.Token("alice"), keyA)},
+	} {
+		got, err := whoWith(tc.c, tc.key)
+		if err != nil || got != tc.want {
+			t.Errorf("key %.4s…: principal %q, %v; want %q", tc.key, got, err, tc.want)
+		}
+	}
+	if a, b := scoped(principal.Local(), keyA), scoped(principal.Token("alice"), keyA); a == b || !strings.HasSuffix(a, "@local") || !strings.HasSuffix(b, "@token:alice") {
+		t.Errorf("one key, two principals: %q and %q", a, b)
+	}
+	for _, bad := range []string{"short", strings.Repeat("x", principal.MaxClientKeyLength+1), strings.Repeat("x", 40) + " y"} {
+		if _, err := whoWith(local, bad); status.Code(err) != codes.Unauthenticated {
+			t.Errorf("key %.10q…: %v, want UNAUTHENTICATED", bad, err)
+		}
+	}
 }

@@ -237,14 +237,24 @@ func tokenOptions(tokens []namedToken) []grpc.ServerOption {
 
 // principalOptions put the caller's principal in every call's context
 // when a token did not: the subject of its verified client certificate,
-// else the local principal (principal.FromPeer). They come after
-// tokenOptions.
+// else the local principal (principal.FromPeer). A call that carries a
+// client key (principal.ScopeKeyHeader) gets that client of its
+// principal instead (principal.Principal.WithClient); a malformed key is
+// UNAUTHENTICATED. They come after tokenOptions.
 func principalOptions() []grpc.ServerOption {
 	identify := func(ctx context.Context) (context.Context, error) {
-		if _, ok := principal.FromContext(ctx); ok {
-			return ctx, nil
+		p, ok := principal.FromContext(ctx)
+		if !ok {
+			p = principal.FromPeer(ctx)
 		}
-		return principal.NewContext(ctx, principal.FromPeer(ctx)), nil
+		key, err := principal.ClientKeyFromIncoming(ctx)
+		if err == nil && key != "" {
+			p, err = p.Unscoped().WithClient(key)
+		}
+		if err != nil {
+			return nil, status.Error(codes.Unauthenticated, err.Error())
+		}
+		return principal.NewContext(ctx, p), nil
 	}
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(identify)),
