@@ -17,6 +17,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/metrics"
+	"github.com/execfarm/execfarm/supervisor/profile"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/session"
@@ -57,6 +58,11 @@ type Config struct {
 	// sandbox holds a uid range of Sandbox.IDs for its life: the pool
 	// needs one for each of MaxSandboxes besides the executions'.
 	Sessions session.Config
+	// Profiles are the sandbox profiles a session sandbox's create may
+	// name (package profile); nil = only profile.DefaultName, the
+	// server's defaults. New checks each against Defaults, Ceilings and
+	// the lifetime ceiling.
+	Profiles *profile.Set
 	// MaxLongPoll bounds GetExecution(wait=true) when the call has no
 	// deadline; 0 = 60 s.
 	MaxLongPoll time.Duration

@@ -21,6 +21,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
+	"github.com/execfarm/execfarm/supervisor/profile"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
@@ -156,6 +157,8 @@ func faultOf(err error) fault {
 	// Session sandboxes.
 	case errors.As(err, &field):
 		return fault{code: codes.InvalidArgument, reason: "INVALID_FIELD", field: field.Field}
+	case errors.Is(err, profile.ErrUnknown):
+		return fault{code: codes.InvalidArgument, reason: "UNKNOWN_PROFILE", field: "profile"}
 	case errors.Is(err, eventlog.ErrInvalidOffset):
 		return fault{code: codes.InvalidArgument, reason: "INVALID_OFFSET", field: "from_offset"}
 	case errors.Is(err, session.ErrNotFound):

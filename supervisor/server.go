@@ -22,6 +22,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
+	"github.com/execfarm/execfarm/supervisor/profile"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 	"github.com/execfarm/execfarm/supervisor/session"
@@ -155,6 +156,13 @@ func build(cfg Config) (*Server, error) {
 	sc.Runner, sc.Ceilings, sc.IDs, sc.Metrics, sc.Logger = s.runner, cfg.Ceilings, ids, cfg.Metrics, cfg.Logger.Named("session")
 	if s.sessions, err = session.New(sc); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
+	}
+	if s.cfg.Profiles == nil {
+		s.cfg.Profiles = profile.Default()
+	}
+	checkLifetime := func(d time.Duration) error { _, err := s.sessions.Lifetime(&d); return err }
+	if err := s.cfg.Profiles.Validate(cfg.Defaults, cfg.Ceilings, checkLifetime); err != nil {
+		return nil, fmt.Errorf("supervisor: sandbox %w", err)
 	}
 	if err := cfg.Metrics.RegisterLoad(s.load); err != nil {
 		return nil, fmt.Errorf("supervisor: metrics: %w", err)

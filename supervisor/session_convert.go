@@ -38,7 +38,7 @@ func sandboxToProto(in session.Info) *execfarmv1.Sandbox {
 			WallMs: time.Since(in.Created).Milliseconds(),
 		},
 		RunningExecs: int32(in.Execs), FirstEventOffset: in.FirstEvent, NextEventOffset: in.NextEvent,
-		Owner: in.Owner,
+		Owner: in.Owner, Profile: in.Profile,
 	}
 }
 

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -80,25 +81,51 @@ func sandboxErr(id string, err error) error {
 // ready.
 func (ss sessions) CreateSandbox(ctx context.Context, req *execfarmv1.CreateSandboxRequest) (*execfarmv1.Sandbox, error) {
 	s := ss.s
-	rt, err := s.sessionRuntime(req.GetRuntime())
+	p, err := s.createParams(req)
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	l, err := limits.Resolve(req.GetLimits(), nil, s.cfg.Defaults, s.cfg.Ceilings)
-	if err != nil {
-		return nil, rpcError(err)
-	}
-	p := session.CreateParams{Owner: caller(ctx), Runtime: rt, Limits: l, Labels: req.GetLabels(),
-		IdleTimeout: seconds(req.GetIdleTimeoutSeconds())}
-	if req.ShutdownAfterSeconds != nil {
-		d := seconds(req.GetShutdownAfterSeconds())
-		p.Lifetime = &d
-	}
+	p.Owner = caller(ctx)
 	sb, err := s.sessions.Create(ctx, p)
 	if err != nil {
 		return nil, rpcError(err)
 	}
 	return sandboxToProto(sb.Info()), nil
+}
+
+// createParams resolves a create over its profile: the request's
+// runtime, limits, lifetime and idle timeout where it gives them, the
+// profile's elsewhere, the limits within the server's ceilings.
+func (s *Server) createParams(req *execfarmv1.CreateSandboxRequest) (session.CreateParams, error) {
+	prof, err := s.cfg.Profiles.Get(req.GetProfile())
+	if err != nil {
+		return session.CreateParams{}, err
+	}
+	rt, err := s.sessionRuntime(req.GetRuntime())
+	if err != nil {
+		return session.CreateParams{}, err
+	}
+	base, err := prof.Resolve(s.cfg.Defaults, s.cfg.Ceilings)
+	if err != nil {
+		return session.CreateParams{}, err
+	}
+	l, err := limits.Resolve(req.GetLimits(), nil, base, s.cfg.Ceilings)
+	if err != nil {
+		return session.CreateParams{}, err
+	}
+	p := session.CreateParams{Runtime: cmp.Or(rt, prof.Runtime), Limits: l, Labels: req.GetLabels(), Profile: prof.Name,
+		Lifetime: prof.ShutdownAfter}
+	if req.ShutdownAfterSeconds != nil {
+		d := seconds(req.GetShutdownAfterSeconds())
+		p.Lifetime = &d
+	}
+	switch {
+	case req.IdleTimeoutSeconds != nil:
+		p.IdleTimeout = seconds(req.GetIdleTimeoutSeconds())
+	case prof.IdleTimeout != nil:
+		p.IdleTimeout = *prof.IdleTimeout
+	}
+	return p, nil
 }
 
 // GetSandbox reports a sandbox's status; one the caller does not have is

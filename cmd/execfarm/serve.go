@@ -24,6 +24,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/metrics"
+	"github.com/execfarm/execfarm/supervisor/profile"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/session"
@@ -52,6 +53,7 @@ func serveCmd() *cobra.Command {
 		metricsAddr    string
 		maxLifetime    time.Duration
 		probeAddr      string
+		profilesPath   string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -185,6 +187,12 @@ func serveCmd() *cobra.Command {
 				}()
 				log.Info("serving metrics", "address", "http://"+lis.Addr().String()+"/metrics")
 			}
+			if profilesPath = cmp.Or(profilesPath, os.Getenv("EXECFARM_SANDBOX_PROFILES")); profilesPath != "" {
+				if cfg.Profiles, err = profile.Load(profilesPath); err != nil {
+					return err
+				}
+				log.Info("sandbox profiles", "file", profilesPath, "profiles", cfg.Profiles.Names())
+			}
 			s, err := supervisor.New(cfg)
 			if err != nil {
 				return err
@@ -247,6 +255,7 @@ func serveCmd() *cobra.Command {
 	f.IntVar(&cfg.Sessions.MaxPerPrincipal, "max-sandboxes-per-principal", 0, "session sandboxes one principal may hold (default: --max-sandboxes)")
 	f.DurationVar(&cfg.Sessions.DefaultLifetime, "sandbox-default-lifetime", session.DefaultLifetime, "lifetime of a session sandbox whose create names none")
 	f.DurationVar(&maxLifetime, "sandbox-max-lifetime", session.DefaultMaxLifetime, "ceiling on session sandbox lifetimes; 0 = none (then shutdown_after_seconds 0, no expiry, is allowed)")
+	f.StringVar(&profilesPath, "sandbox-profiles", "", "YAML file of sandbox profiles: named runtime, limits and lifetime defaults a session sandbox's create may name (README: Sandbox profiles; env EXECFARM_SANDBOX_PROFILES; default: only the profile default, the server's defaults)")
 	f.IntVar(&cfg.Sessions.MaxExecs, "sandbox-max-execs", session.DefaultMaxExecs, "execs one session sandbox holds at once, pending and running")
 	return cmd
 }

@@ -279,16 +279,24 @@ type CreateSandboxRequest struct {
 	// [A-Za-z0-9._/-], values at most 255 bytes.
 	Labels map[string]string `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Lifetime in seconds from creation, after which the sandbox expires.
-	// Absent: the server's default (300). 0: no expiry, which only a
+	// Absent: the profile's, else the server's default (300). 0: no expiry, which only a
 	// server without a lifetime ceiling allows. Over the ceiling:
 	// RESOURCE_EXHAUSTED.
 	ShutdownAfterSeconds *int64 `protobuf:"varint,4,opt,name=shutdown_after_seconds,json=shutdownAfterSeconds,proto3,oneof" json:"shutdown_after_seconds,omitempty"`
 	// The sandbox expires after this many seconds without activity (no
-	// exec pending or running, no file operation). Absent or 0: never idle
-	// out.
+	// exec pending or running, no file operation). Absent: the profile's
+	// (never, unless the profile says otherwise); 0: never idle out.
 	IdleTimeoutSeconds *int64 `protobuf:"varint,5,opt,name=idle_timeout_seconds,json=idleTimeoutSeconds,proto3,oneof" json:"idle_timeout_seconds,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The sandbox profile (seed 001's warm pool name): a set of limits and
+	// runtime defaults the server is configured with (serve
+	// --sandbox-profiles). runtime, limits, shutdown_after_seconds and
+	// idle_timeout_seconds given here override the profile's, within the
+	// server's ceilings. "" = the profile named "default" (the server's
+	// defaults when it configures none); an unknown name is
+	// INVALID_ARGUMENT naming the profiles there are.
+	Profile       string `protobuf:"bytes,6,opt,name=profile,proto3" json:"profile,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateSandboxRequest) Reset() {
@@ -356,6 +364,13 @@ func (x *CreateSandboxRequest) GetIdleTimeoutSeconds() int64 {
 	return 0
 }
 
+func (x *CreateSandboxRequest) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
 // Sandbox is a session sandbox's status.
 type Sandbox struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -386,8 +401,12 @@ type Sandbox struct {
 	// The event log: first offset held and next offset to be written.
 	FirstEventOffset int64 `protobuf:"varint,14,opt,name=first_event_offset,json=firstEventOffset,proto3" json:"first_event_offset,omitempty"`
 	NextEventOffset  int64 `protobuf:"varint,15,opt,name=next_event_offset,json=nextEventOffset,proto3" json:"next_event_offset,omitempty"`
-	// The owning principal: "local", "token:NAME" or "cert:SUBJECT".
-	Owner         string `protobuf:"bytes,16,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The owning principal: "local", "token:NAME" or "cert:SUBJECT",
+	// prefixed "client:ID@" for a client of one (a caller that sent a
+	// client key).
+	Owner string `protobuf:"bytes,16,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The profile it was created from.
+	Profile       string `protobuf:"bytes,17,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -530,6 +549,13 @@ func (x *Sandbox) GetNextEventOffset() int64 {
 func (x *Sandbox) GetOwner() string {
 	if x != nil {
 		return x.Owner
+	}
+	return ""
+}
+
+func (x *Sandbox) GetProfile() string {
+	if x != nil {
+		return x.Profile
 	}
 	return ""
 }
@@ -3038,18 +3064,19 @@ var File_execfarm_v1_session_proto protoreflect.FileDescriptor
 
 const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\x19execfarm/v1/session.proto\x12\vexecfarm.v1\x1a!prodisco/sandbox/v1/sandbox.proto\"\xb3\x03\n" +
+	"\x19execfarm/v1/session.proto\x12\vexecfarm.v1\x1a!prodisco/sandbox/v1/sandbox.proto\"\xcd\x03\n" +
 	"\x14CreateSandboxRequest\x126\n" +
 	"\aruntime\x18\x01 \x01(\x0e2\x1c.prodisco.sandbox.v1.RuntimeR\aruntime\x12;\n" +
 	"\x06limits\x18\x02 \x01(\v2#.prodisco.sandbox.v1.ResourceLimitsR\x06limits\x12E\n" +
 	"\x06labels\x18\x03 \x03(\v2-.execfarm.v1.CreateSandboxRequest.LabelsEntryR\x06labels\x129\n" +
 	"\x16shutdown_after_seconds\x18\x04 \x01(\x03H\x00R\x14shutdownAfterSeconds\x88\x01\x01\x125\n" +
-	"\x14idle_timeout_seconds\x18\x05 \x01(\x03H\x01R\x12idleTimeoutSeconds\x88\x01\x01\x1a9\n" +
+	"\x14idle_timeout_seconds\x18\x05 \x01(\x03H\x01R\x12idleTimeoutSeconds\x88\x01\x01\x12\x18\n" +
+	"\aprofile\x18\x06 \x01(\tR\aprofile\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x19\n" +
 	"\x17_shutdown_after_secondsB\x17\n" +
-	"\x15_idle_timeout_seconds\"\xe6\x05\n" +
+	"\x15_idle_timeout_seconds\"\x80\x06\n" +
 	"\aSandbox\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12/\n" +
@@ -3068,7 +3095,8 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\rrunning_execs\x18\r \x01(\x05R\frunningExecs\x12,\n" +
 	"\x12first_event_offset\x18\x0e \x01(\x03R\x10firstEventOffset\x12*\n" +
 	"\x11next_event_offset\x18\x0f \x01(\x03R\x0fnextEventOffset\x12\x14\n" +
-	"\x05owner\x18\x10 \x01(\tR\x05owner\x1a9\n" +
+	"\x05owner\x18\x10 \x01(\tR\x05owner\x12\x18\n" +
+	"\aprofile\x18\x11 \x01(\tR\aprofile\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"2\n" +

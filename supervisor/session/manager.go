@@ -190,6 +190,9 @@ type CreateParams struct {
 	// IdleTimeout ends the sandbox after this long without activity (no
 	// exec held, no file operation); 0 = never.
 	IdleTimeout time.Duration
+	// Profile names the sandbox profile its defaults came from, for its
+	// status (package profile resolves it).
+	Profile string
 }
 
 // Create starts a sandbox for p.Owner and returns it once it is ready.
@@ -198,7 +201,7 @@ type CreateParams struct {
 // would be exceeded; ErrShuttingDown; the Backend's (a sandbox that could
 // not start; sandbox.ErrNoIDRange when the uid window is full).
 func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) {
-	lifetime, err := m.lifetime(p.Lifetime)
+	lifetime, err := m.Lifetime(p.Lifetime)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +225,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 	now := m.cfg.Now()
 	s := &Sandbox{
 		m: m, id: m.cfg.IDs.New(), owner: owner, account: account, box: box,
-		runtime: cmp.Or(p.Runtime, m.cfg.DefaultRuntime), limits: p.Limits, labels: cloneLabels(p.Labels),
+		runtime: cmp.Or(p.Runtime, m.cfg.DefaultRuntime), limits: p.Limits, labels: cloneLabels(p.Labels), profile: p.Profile,
 		created: now, idle: p.IdleTimeout, lastActivity: now,
 		log:   eventlog.New[*Event](m.cfg.Events),
 		execs: map[string]*exec{}, done: make(chan struct{}),
@@ -256,9 +259,10 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 	return s, nil
 }
 
-// lifetime resolves a create's lifetime against the default and the
-// ceiling; 0 = no expiry.
-func (m *Manager) lifetime(asked *time.Duration) (time.Duration, error) {
+// Lifetime resolves a create's lifetime against the default (asked nil)
+// and the ceiling; 0 = no expiry. Errors: a *FieldError for a negative
+// lifetime, a *QuotaError for one over the ceiling (or none under one).
+func (m *Manager) Lifetime(asked *time.Duration) (time.Duration, error) {
 	if asked == nil {
 		return m.cfg.DefaultLifetime, nil
 	}

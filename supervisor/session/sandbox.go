@@ -34,6 +34,7 @@ type Sandbox struct {
 	runtime string
 	limits  limits.Set
 	labels  map[string]string
+	profile string
 	created time.Time
 	expires time.Time     // zero: no expiry
 	idle    time.Duration // 0: no idle timeout
@@ -78,6 +79,8 @@ type Info struct {
 	Labels  map[string]string
 	// Runtime runs execs that name none.
 	Runtime string
+	// Profile is the sandbox profile it was created from (CreateParams).
+	Profile string
 	// Limits are the sandbox's.
 	Limits limits.Set
 	// Created is when it became ready; Expires when its lifetime ends
@@ -102,7 +105,7 @@ func (s *Sandbox) Info() Info {
 	s.mu.Lock()
 	in := Info{
 		ID: s.id, Box: s.box.ID(), Owner: s.owner, Ready: s.state == stateReady, Labels: maps.Clone(s.labels),
-		Runtime: s.runtime, Limits: s.limits, Created: s.created, Expires: s.expires,
+		Runtime: s.runtime, Profile: s.profile, Limits: s.limits, Created: s.created, Expires: s.expires,
 		IdleTimeout: s.idle, LastActivity: s.lastActivity, Execs: len(s.execs),
 	}
 	st := s.state

@@ -1,0 +1,71 @@
+package supervisor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/execfarmv1"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/supervisor/profile"
+)
+
+// TestCreateOverAProfile: a create takes its profile's runtime, limits,
+// lifetime and idle timeout where it gives none, its own where it does
+// (within the ceilings); no profile is "default"; an unknown one is
+// INVALID_ARGUMENT naming the profiles there are.
+func TestCreateOverAProfile(t *testing.T) {
+	set, err := profile.Parse([]byte(`
+profiles:
+  default: {runtime: shell, limits: {max_memory_bytes: 268435456}}
+  py: {runtime: python, limits: {max_memory_bytes: 1073741824, max_cpu_percent: 200}, shutdownAfterSeconds: 60, idleTimeoutSeconds: 30}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: limits.Default(), Ceilings: limits.DefaultCeilings(), Profiles: set}}
+	p, err := s.createParams(&execfarmv1.CreateSandboxRequest{})
+	if err != nil || p.Profile != "default" || p.Runtime != "shell" || p.Limits.MemoryBytes != 256<<20 || p.Lifetime != nil || p.IdleTimeout != 0 {
+		t.Errorf("no profile: %+v, %v", p, err)
+	}
+	p, err = s.createParams(&execfarmv1.CreateSandboxRequest{Profile: "py"})
+	if err != nil || p.Runtime != "python" || p.Limits.MemoryBytes != 1<<30 || p.Limits.CPUPercent != 200 || *p.Lifetime != time.Minute || p.IdleTimeout != 30*time.Second {
+		t.Errorf("py: %+v, %v", p, err)
+	}
+	life, idle := int64(120), int64(0)
+	p, err = s.createParams(&execfarmv1.CreateSandboxRequest{Profile: "py", Runtime: sandboxv1.Runtime_RUNTIME_GOJA,
+		Limits: &sandboxv1.ResourceLimits{MaxCpuPercent: 50}, ShutdownAfterSeconds: &life, IdleTimeoutSeconds: &idle})
+	if err != nil || p.Runtime != "goja" || p.Limits.MemoryBytes != 1<<30 || p.Limits.CPUPercent != 50 || *p.Lifetime != 2*time.Minute || p.IdleTimeout != 0 {
+		t.Errorf("py overridden: %+v, %v", p, err)
+	}
+	_, err = s.createParams(&execfarmv1.CreateSandboxRequest{Profile: "py", Limits: &sandboxv1.ResourceLimits{MaxMemoryBytes: 1 << 40}})
+	if st := status.Convert(rpcError(err)); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "max_memory_bytes") {
+		t.Errorf("over the ceiling: %v", st)
+	}
+	_, err = s.createParams(&execfarmv1.CreateSandboxRequest{Profile: "gpu"})
+	if st := status.Convert(rpcError(err)); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), `"gpu"`) || !strings.Contains(st.Message(), "default, py") {
+		t.Errorf("unknown profile: %v", st)
+	}
+}
+
+// TestNewRefusesABadProfile: a profile over the server's ceilings, or
+// with a lifetime over its ceiling, stops New, naming it.
+func TestNewRefusesABadProfile(t *testing.T) {
+	for _, tt := range []struct{ file, want string }{
+		{"profiles: {huge: {limits: {max_memory_bytes: 68719476736}}}", `"huge"`},
+		{"profiles: {long: {shutdownAfterSeconds: 172800}}", `"long": shutdownAfterSeconds`},
+	} {
+		set, err := profile.Parse([]byte(tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(Config{Sandbox: validSandboxConfig(t), Profiles: set})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New with %s: %v, want %q", tt.file, err, tt.want)
+		}
+	}
+}
