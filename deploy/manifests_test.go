@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/limits"
 )
 
@@ -157,9 +158,9 @@ func TestDaemonSetEverywhere(t *testing.T) {
 			if strconv.Itoa(port(t, c, "probe")) != probePort {
 				t.Errorf("--probe-address=%s is not the container port named probe", f["probe-address"])
 			}
-			for probe, svc := range map[string]string{"startupProbe": "readiness", "livenessProbe": "liveness", "readinessProbe": "readiness"} {
-				if fmt.Sprint(dig(c, probe, "grpc", "port")) != probePort || dig(c, probe, "grpc", "service") != svc {
-					t.Errorf("%s = %v, want the gRPC probe of %q on port %s", probe, dig(c, probe), svc, probePort)
+			for probe, path := range map[string]string{"startupProbe": supervisor.StartupPath, "livenessProbe": supervisor.LivenessPath, "readinessProbe": supervisor.ReadinessPath} {
+				if dig(c, probe, "httpGet", "port") != "probe" || dig(c, probe, "httpGet", "path") != path || dig(c, probe, "grpc") != nil {
+					t.Errorf("%s = %v, want an HTTP probe of %s on the port named probe", probe, dig(c, probe), path)
 				}
 			}
 			_, metricsPort, _ := strings.Cut(f["metrics-address"], ":")

@@ -2,34 +2,42 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"log"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
 	"golang.org/x/net/netutil"
-	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/execfarm/execfarm/isolation"
+	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 )
 
-// Services of grpc.health.v1 that probes ask (Kubernetes' liveness,
-// readiness and startup probes, through ServeProbes). The HTTP probes
-// /healthz and /readyz, when they come, answer with the same two states.
+// Services of grpc.health.v1 on the main endpoint, for clients that ask
+// the API itself. Orchestrators ask the HTTP probes (ServeProbes):
+// GET /healthz answers with HealthLiveness's state, GET /readyz runs the
+// readiness checks (Readiness) and HealthReadiness follows their result.
 const (
 	// HealthLiveness is SERVING from New until the process exits: the
 	// supervisor answers. A supervisor that cannot answer is wedged, and
 	// a liveness probe restarts it. It stays SERVING during a graceful
 	// shutdown, so that a pod draining its executions is not killed for
-	// it.
+	// it, and it depends on no outside service (Kubernetes' API among
+	// them): a control-plane outage must not restart every node's
+	// supervisor.
 	HealthLiveness = "liveness"
 	// HealthReadiness is SERVING once the supervisor can start sandboxes,
-	// that is once its fork server has started, and until Shutdown
-	// begins. The whole server ("") and its services
+	// that is once its fork server has first started, and until Shutdown
+	// begins; in between, each run of the readiness checks (Readiness)
+	// sets it to their result. The whole server ("") and its services
 	// (prodisco.sandbox.v1.SandboxService, execfarm.v1.SessionService)
 	// report the same.
 	HealthReadiness = "readiness"
@@ -45,13 +53,77 @@ const (
 	readyRetryMax   = 30 * time.Second
 )
 
+// The reasons GET /readyz gives when the supervisor is not ready. They
+// are generic on purpose: the probe endpoint takes no credentials, so
+// what went wrong (a path, an address, an error) goes to the log only.
+const (
+	// ReasonStarting: the fork server has not started yet (the first
+	// start is retried with a growing wait, each failure logged).
+	ReasonStarting = "starting"
+	// ReasonShuttingDown: Shutdown has begun; it is never ready again.
+	ReasonShuttingDown = "shutting down"
+	// ReasonForkServer: the fork server has gone and could not be
+	// started again.
+	ReasonForkServer = "fork server unavailable"
+	// ReasonCgroup: the parent of sandbox cgroups is not writable
+	// (cgroup.ParentWritable), so no sandbox could start.
+	ReasonCgroup = "cgroup parent not writable"
+	// ReasonKubernetes: a Kubernetes API server is configured for
+	// sandboxed code (Config.Kube) and does not answer GET /version with
+	// the supervisor's credentials (hostproxy.Kube.Reachable).
+	ReasonKubernetes = "kubernetes API unavailable"
+)
+
+// Bounds of the readiness checks, which anyone who reaches the probe
+// endpoint can trigger: one run at a time, at most one per
+// readyCheckEvery (callers in between get the last result), each run
+// within readyCheckTimeout (a kubelet's probe has timeoutSeconds; the
+// DaemonSet gives /readyz 5 s).
+const (
+	readyCheckEvery   = time.Second
+	readyCheckTimeout = 3 * time.Second
+)
+
+// readyCheck is one readiness check: reason is what /readyz says when it
+// fails, check's error (the details) goes to the log.
+type readyCheck struct {
+	reason string
+	check  func(context.Context) error
+}
+
 // probeState is the supervisor's liveness and readiness.
 type probeState struct {
 	mu      sync.Mutex
+	started bool // the fork server's first start succeeded
 	ready   bool
 	closing bool
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
+
+	// checkMu serialises runs of the readiness checks and guards what
+	// follows.
+	checkMu   sync.Mutex
+	checks    []readyCheck
+	every     time.Duration // readyCheckEvery; tests change it
+	checkedAt time.Time     // of the last run; zero = none yet
+	reason    string        // its result, "" = ready
+	logged    string        // the reason and details last logged, "" = ready
+	runs      int           // runs so far (tests)
+}
+
+// readyChecks are the checks Readiness runs once the fork server has
+// first started: it is alive (it is started again if it has gone, as the
+// next sandbox would), the cgroup parent is writable, and the Kubernetes
+// API answers when one is configured.
+func (s *Server) readyChecks() []readyCheck {
+	checks := []readyCheck{
+		{ReasonForkServer, func(context.Context) error { return sandbox.StartForkServer(&s.cfg.Sandbox) }},
+		{ReasonCgroup, func(context.Context) error { return cgroup.ParentWritable(s.cfg.Sandbox.Cgroup) }},
+	}
+	if k := s.cfg.Kube; k != nil {
+		checks = append(checks, readyCheck{ReasonKubernetes, k.Reachable})
+	}
+	return checks
 }
 
 // startHealth reports the supervisor live and, in a goroutine, starts the
@@ -59,6 +131,7 @@ type probeState struct {
 // cannot start (retried with a growing wait up to readyRetryMax, each
 // failure logged), it is not ready. stopHealth ends the goroutine.
 func (s *Server) startHealth() {
+	s.probes.checks, s.probes.every = s.readyChecks(), readyCheckEvery
 	s.health.SetServingStatus(HealthLiveness, healthpb.HealthCheckResponse_SERVING)
 	s.setReadiness(healthpb.HealthCheckResponse_NOT_SERVING)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,6 +143,9 @@ func (s *Server) startHealth() {
 		for {
 			err := sandbox.StartForkServer(&s.cfg.Sandbox)
 			if err == nil {
+				s.probes.mu.Lock()
+				s.probes.started = true
+				s.probes.mu.Unlock()
 				s.setReadiness(healthpb.HealthCheckResponse_SERVING)
 				return
 			}
@@ -122,30 +198,155 @@ func (s *Server) stopHealth() {
 	s.probes.done.Wait()
 }
 
-// Bounds of the probe endpoint (ServeProbes), which anyone who reaches
-// its address may call without credentials: a kubelet needs one
-// connection and one call at a time.
+// Readiness runs the readiness checks and returns "" when the supervisor
+// is ready, else the generic reason (Reason*): ReasonShuttingDown once
+// Shutdown has begun, ReasonStarting until the fork server's first
+// start, else the first of readyChecks that fails. A failing check's
+// details are logged when they change, and a return to ready too. At
+// most one run is in flight and one starts per readyCheckEvery; a caller
+// in between gets the last run's result. Each run sets HealthReadiness
+// (and the readiness metric) to its result.
+func (s *Server) Readiness() string {
+	s.probes.mu.Lock()
+	closing, started := s.probes.closing, s.probes.started
+	s.probes.mu.Unlock()
+	switch {
+	case closing:
+		return ReasonShuttingDown
+	case !started:
+		return ReasonStarting
+	}
+	p := &s.probes
+	p.checkMu.Lock()
+	defer p.checkMu.Unlock()
+	if !p.checkedAt.IsZero() && time.Since(p.checkedAt) < p.every {
+		return p.reason
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyCheckTimeout)
+	defer cancel()
+	reason, detail := "", ""
+	for _, c := range p.checks {
+		if err := c.check(ctx); err != nil {
+			reason, detail = c.reason, err.Error()
+			break
+		}
+	}
+	p.checkedAt, p.reason = time.Now(), reason
+	p.runs++
+	key := "" // what is logged: "" when ready
+	if reason != "" {
+		key = reason + "\x00" + detail
+	}
+	if key != p.logged {
+		if reason != "" {
+			s.log.Warn("not ready", "reason", reason, "error", detail)
+		} else {
+			s.log.Info("ready again")
+		}
+		p.logged = key
+	}
+	if reason == "" {
+		s.setReadiness(healthpb.HealthCheckResponse_SERVING)
+	} else {
+		s.setReadiness(healthpb.HealthCheckResponse_NOT_SERVING)
+	}
+	return reason
+}
+
+// Paths of the HTTP probes (ProbeHandler), which deploy/ names.
 const (
-	probeMaxConnections = 8
-	probeMaxStreams     = 4
+	LivenessPath  = "/healthz"
+	ReadinessPath = "/readyz"
+	StartupPath   = "/startupz"
 )
 
-// ServeProbes serves grpc.health.v1 alone, in plaintext, on lis, for the
-// kubelet's gRPC probes, which speak neither TLS nor tokens. It answers
-// with the same states as the health service of the main endpoint
-// (HealthLiveness, HealthReadiness), serves nothing else, and holds at
-// most probeMaxConnections connections. It returns at once; stop ends it
-// and closes lis.
+// Bounds of the probe endpoint (ServeProbes), which anyone who reaches
+// its address may call without credentials: a kubelet needs one
+// connection and one request at a time.
+const (
+	probeMaxConnections = 8
+	probeMaxHeaderBytes = 4 << 10
+	probeReadTimeout    = 5 * time.Second
+	probeWriteTimeout   = readyCheckTimeout + 5*time.Second
+	probeIdleTimeout    = time.Minute
+)
+
+// ProbeHandler answers the HTTP probes of orchestrators:
+//
+//	GET /healthz  200 {"live":true} while the process serves (liveness:
+//	              it depends on nothing outside the process, and stays
+//	              200 while a shutdown drains executions)
+//	GET /readyz   200 {"ready":true}, or 503 {"ready":false,"reason":R}
+//	              with R one of the generic Reason* (Readiness; the
+//	              details are in the log)
+//	GET /startupz 200 {"started":true} once the fork server's first start
+//	              has succeeded (and from then on), else 503
+//	              {"started":false,"reason":"starting"}: for a startup
+//	              probe, which must not depend on an outside service
+//	              either, since a kubelet restarts a container whose
+//	              startup probe keeps failing
+//
+// HEAD is answered as GET without the body; another method is 405, any
+// other path 404. Bodies are application/json.
+func (s *Server) ProbeHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+LivenessPath, func(w http.ResponseWriter, r *http.Request) {
+		writeProbe(w, http.StatusOK, map[string]any{"live": true})
+	})
+	mux.HandleFunc("GET "+ReadinessPath, func(w http.ResponseWriter, r *http.Request) {
+		if reason := s.Readiness(); reason != "" {
+			writeProbe(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": reason})
+			return
+		}
+		writeProbe(w, http.StatusOK, map[string]any{"ready": true})
+	})
+	mux.HandleFunc("GET "+StartupPath, func(w http.ResponseWriter, r *http.Request) {
+		if !s.started() {
+			writeProbe(w, http.StatusServiceUnavailable, map[string]any{"started": false, "reason": ReasonStarting})
+			return
+		}
+		writeProbe(w, http.StatusOK, map[string]any{"started": true})
+	})
+	return mux
+}
+
+// started reports whether the fork server's first start has succeeded.
+func (s *Server) started() bool {
+	s.probes.mu.Lock()
+	defer s.probes.mu.Unlock()
+	return s.probes.started
+}
+
+func writeProbe(w http.ResponseWriter, code int, body map[string]any) {
+	b, _ := json.Marshal(body) // maps of strings and booleans always marshal
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// ServeProbes serves ProbeHandler over plain HTTP on lis, for the
+// kubelet's httpGet probes (which speak neither TLS nor tokens), with at
+// most probeMaxConnections connections, headers up to
+// probeMaxHeaderBytes, and the timeouts above. It returns at once; stop
+// closes lis and every connection and waits for the server to end.
 func (s *Server) ServeProbes(lis net.Listener) (stop func()) {
-	g := grpc.NewServer(grpc.MaxConcurrentStreams(probeMaxStreams), grpc.ConnectionTimeout(5*time.Second))
-	healthpb.RegisterHealthServer(g, s.health)
+	hs := &http.Server{
+		Handler:           s.ProbeHandler(),
+		ReadHeaderTimeout: probeReadTimeout,
+		ReadTimeout:       probeReadTimeout,
+		WriteTimeout:      probeWriteTimeout,
+		IdleTimeout:       probeIdleTimeout,
+		MaxHeaderBytes:    probeMaxHeaderBytes,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = g.Serve(netutil.LimitListener(lis, probeMaxConnections))
+		_ = hs.Serve(netutil.LimitListener(lis, probeMaxConnections))
 	}()
 	return func() {
-		g.Stop()
+		_ = hs.Close()
 		<-done
 	}
 }

@@ -205,7 +205,7 @@ func serveCmd() *cobra.Command {
 				}
 				// Until the process exits: a draining supervisor stays live.
 				defer s.ServeProbes(lis)()
-				log.Info("serving probes", "address", lis.Addr().String(), "liveness", supervisor.HealthLiveness, "readiness", supervisor.HealthReadiness)
+				log.Info("serving probes", "liveness", "http://"+lis.Addr().String()+"/healthz", "readiness", "http://"+lis.Addr().String()+"/readyz")
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -249,7 +249,7 @@ func serveCmd() *cobra.Command {
 	f.StringVar(&nodeBundle, "node-bundle", "", "node runtime bundle directory (env EXECFARM_NODE_BUNDLE; default: node-bundle next to execfarm, then runtime/node/bundle)")
 	f.StringVar(&cacheDir, "scripts-cache-dir", "", "directory of cached scripts (env SCRIPTS_CACHE_DIR; default "+defaultCacheDir+")")
 	f.Int64Var(&defaultTimeout, "default-timeout-ms", 0, "default wall-clock timeout in ms (default 30000)")
-	f.StringVar(&probeAddr, "probe-address", "", "serve grpc.health.v1 alone, in plaintext, at ADDRESS for the kubelet's gRPC probes (services liveness and readiness), e.g. :9465 (env EXECFARM_PROBE_ADDRESS; default: off)")
+	f.StringVar(&probeAddr, "probe-address", "", "serve the HTTP probes GET /healthz (liveness) and GET /readyz (readiness) alone, in plaintext, at ADDRESS, e.g. :9465 (env EXECFARM_PROBE_ADDRESS; default: off)")
 	f.StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics, e.g. 127.0.0.1:9464 (env EXECFARM_METRICS_ADDRESS; default: off)")
 	f.IntVar(&cfg.Sessions.MaxSandboxes, "max-sandboxes", session.DefaultMaxSandboxes, "session sandboxes that may live at once (each holds its memory limit and a uid range for its life)")
 	f.IntVar(&cfg.Sessions.MaxPerPrincipal, "max-sandboxes-per-principal", 0, "session sandboxes one principal may hold (default: --max-sandboxes)")

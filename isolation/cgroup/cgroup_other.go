@@ -72,3 +72,6 @@ func (e *Exec) Kill(skip int) error              { return notSupported("kill exe
 func (e *Exec) Populated(skip int) (bool, error) { return false, notSupported("list exec cgroup") }
 func (e *Exec) PidsPeak() (int64, bool)          { return 0, false }
 func (e *Exec) Remove() error                    { return notSupported("remove exec cgroup") }
+
+// ParentWritable returns an error wrapping ErrNotSupported off Linux.
+func ParentWritable(cfg Config) error { return notSupported("check parent") }

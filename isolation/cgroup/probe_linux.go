@@ -253,3 +253,28 @@ func withTestCgroup(lay layout, parent, name string, fn func(dir string) error) 
 	}()
 	return fn(dir)
 }
+
+// ParentWritable reports whether sandbox cgroups can be created under
+// cfg's Parent now: for each parent directory (one per controller on v1,
+// one on v2) the directory, or its nearest existing ancestor while the
+// first sandbox has not created it, must be writable by this process
+// (access(2) with W_OK; a read-only mount fails it even for root, with
+// EROFS). Unlike Probe it creates nothing, so a readiness probe may call
+// it every few seconds. It returns nil when every parent is writable,
+// else an error naming the directory.
+func ParentWritable(cfg Config) error {
+	lay, err := resolve(cfg)
+	if err != nil {
+		return err
+	}
+	for _, c := range lay.controllers() {
+		dir := lay.parentDir(c)
+		for !exists(dir) && dir != filepath.Dir(dir) {
+			dir = filepath.Dir(dir)
+		}
+		if err := unix.Access(dir, unix.W_OK); err != nil {
+			return fmt.Errorf("cgroup parent %s is not writable: %w", dir, err)
+		}
+	}
+	return nil
+}

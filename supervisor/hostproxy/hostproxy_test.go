@@ -201,3 +201,38 @@ func TestPrometheusReadOnly(t *testing.T) {
 		t.Error("non-http URL accepted")
 	}
 }
+
+// TestKubeReachable: Reachable is nil when the API server answers
+// /version with the supervisor's credentials, and an error when it
+// refuses them or cannot be reached; none of it is counted as a
+// sandbox's request.
+func TestKubeReachable(t *testing.T) {
+	srv, seen := fakeAPIServer(t, "probe-token")
+	k, err := LoadKube(writeKubeconfig(t, srv.URL, "probe-token"), KubePolicy{Namespaces: []string{"team-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := k.Reachable(ctx); err != nil {
+		t.Fatalf("reachable API server: %v", err)
+	}
+	if len(*seen) != 1 || (*seen)[0] != "GET /version" {
+		t.Fatalf("upstream saw %v, want GET /version", *seen)
+	}
+	refused, err := LoadKube(writeKubeconfig(t, srv.URL, "wrong-token"), KubePolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := refused.Reachable(ctx); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("credentials refused: %v, want the 401 named", err)
+	}
+	srv.Close()
+	if err := k.Reachable(ctx); err == nil {
+		t.Error("a closed API server was reachable")
+	}
+	n := 0
+	k.Counts.Each(func(string, string, int64) { n++ })
+	if n != 0 {
+		t.Errorf("Reachable counted %d sandbox request kind(s)", n)
+	}
+}

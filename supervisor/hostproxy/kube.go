@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -92,6 +93,36 @@ func NewKube(cfg *rest.Config, context string, policy KubePolicy) (*Kube, error)
 // Context returns the name of the loaded kubeconfig context ("in-cluster"
 // for the in-cluster config).
 func (k *Kube) Context() string { return k.context }
+
+// MaxReachableBytes bounds the body Reachable reads from the API
+// server's /version answer (about 300 bytes from a real one).
+const MaxReachableBytes = 64 << 10
+
+// Reachable asks the API server for its version (GET /version, which
+// every client may read: the system:public-info-viewer role) with the
+// supervisor's credentials, within ctx. It returns nil when the server
+// answers 200, else an error saying what happened (the connection's
+// error, or the HTTP status: 401 means the credentials were refused).
+// A readiness probe calls it; sandboxed code's requests do not pass here.
+func (k *Kube) Reachable(ctx context.Context) error {
+	u := *k.base
+	u.Path = strings.TrimSuffix(k.base.Path, "/") + "/version"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return fmt.Errorf("hostproxy: kubernetes API %s: %w", k.base.Host, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := k.rt.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("hostproxy: kubernetes API %s: %w", k.base.Host, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxReachableBytes))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("hostproxy: kubernetes API %s: GET /version: %s", k.base.Host, resp.Status)
+	}
+	return nil
+}
 
 // RoundTrip checks req against the policy and forwards it. A denied request
 // gets the API server's own answer shape: 403 with a Status object.

@@ -309,7 +309,8 @@ type Load struct {
 	// UIDRangesInUse how many live sandboxes (or their remains) hold.
 	UIDRanges, UIDRangesInUse int
 	// Ready is the supervisor's readiness (its fork server has started,
-	// and it is not shutting down).
+	// it is not shutting down, and the last readiness check, if any,
+	// passed).
 	Ready bool
 	// Version is the supervisor's version, for execfarm_build_info.
 	Version string
@@ -334,7 +335,7 @@ var (
 	queueCapDesc  = prometheus.NewDesc("execfarm_queue_capacity", "Executions that may wait for a slot (--queue-size); past it requests get RESOURCE_EXHAUSTED.", nil, nil)
 	uidRangesDesc = prometheus.NewDesc("execfarm_uid_ranges", "Sandbox uid ranges the supervisor has, one per live sandbox at most.", nil, nil)
 	uidInUseDesc  = prometheus.NewDesc("execfarm_uid_ranges_in_use", "Sandbox uid ranges held now, by live sandboxes or by the remains of one whose cgroup could not be removed.", nil, nil)
-	readyDesc     = prometheus.NewDesc("execfarm_ready", "1 when the supervisor is ready (its fork server has started and it is not shutting down), else 0.", nil, nil)
+	readyDesc     = prometheus.NewDesc("execfarm_ready", "1 when the supervisor is ready (its fork server has started, it is not shutting down, and the last /readyz check passed), else 0.", nil, nil)
 	buildDesc     = prometheus.NewDesc("execfarm_build_info", "Always 1; the labels name the supervisor's version and the Go version it was built with.", []string{"version", "goversion"}, nil)
 	loadDescs     = []*prometheus.Desc{runningDesc, queuedDesc, poolDesc, poolSizeDesc, proxyDesc, sessionsDesc,
 		maxConcDesc, queueCapDesc, uidRangesDesc, uidInUseDesc, readyDesc, buildDesc}
