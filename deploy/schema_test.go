@@ -14,29 +14,48 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Where the schemas come from, pinned. The Kubernetes API is the OpenAPI
-// document (api/openapi-spec/swagger.json) of the k8s.io/kubernetes
-// release that matches the k8s.io libraries go.mod requires (client-go
-// v0.X.Y is Kubernetes v1.X.Y); the CRDs are cert-manager's and the
-// Prometheus Operator's own, as they install them. All three are Go
-// modules, fetched by `go mod download` from the module proxy (the only
-// network a test may use) into the module cache.
+// Where the schemas come from, pinned in schema-modules.txt: the
+// Kubernetes API is the OpenAPI document (api/openapi-spec/swagger.json)
+// of the k8s.io/kubernetes release that matches the k8s.io libraries
+// go.mod requires (client-go v0.X.Y is Kubernetes v1.X.Y); the CRDs are
+// cert-manager's and the Prometheus Operator's own, as they install them.
+// All three are Go modules, fetched by `go mod download` from the module
+// proxy (the only network a test may use) into the module cache, where
+// .ci/run has put them already.
 const (
-	certManagerModule  = "github.com/cert-manager/cert-manager@v1.21.2"
-	promOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+	kubernetesPath   = "k8s.io/kubernetes"
+	certManagerPath  = "github.com/cert-manager/cert-manager"
+	promOperatorPath = "github.com/prometheus-operator/prometheus-operator"
 )
 
-// crdFiles are the CRDs the manifests use, by module and path inside it.
+// crdFiles are the CRDs the manifests use, by module path and path
+// inside the module.
 var crdFiles = map[string][]string{
-	certManagerModule: {"deploy/crds/cert-manager.io_certificates.yaml", "deploy/crds/cert-manager.io_issuers.yaml"},
-	promOperatorModule: {"example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml",
+	certManagerPath: {"deploy/crds/cert-manager.io_certificates.yaml", "deploy/crds/cert-manager.io_issuers.yaml"},
+	promOperatorPath: {"example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml",
 		"example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"},
 }
 
-// kubernetesModule is k8s.io/kubernetes at the version that matches
-// go.mod's k8s.io/client-go.
-func kubernetesModule(t *testing.T) string {
+// schemaModules returns schema-modules.txt's modules, "path@version" by
+// path, after checking that it pins k8s.io/kubernetes at the version
+// matching go.mod's k8s.io/client-go and every module crdFiles names.
+func schemaModules(t *testing.T) map[string]string {
 	t.Helper()
+	b, err := os.ReadFile("schema-modules.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		path, _, ok := strings.Cut(line, "@")
+		if !ok {
+			t.Fatalf("schema-modules.txt: %q is not path@version", line)
+		}
+		mods[path] = line
+	}
 	mod, err := os.ReadFile("../go.mod")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +64,15 @@ func kubernetesModule(t *testing.T) string {
 	if m == nil {
 		t.Fatal("go.mod requires no k8s.io/client-go v0.X.Y")
 	}
-	return fmt.Sprintf("k8s.io/kubernetes@v1.%s.%s", m[1], m[2])
+	if want := fmt.Sprintf("%s@v1.%s.%s", kubernetesPath, m[1], m[2]); mods[kubernetesPath] != want {
+		t.Fatalf("schema-modules.txt pins %q; go.mod's k8s.io/client-go is %s", mods[kubernetesPath], want)
+	}
+	for path := range crdFiles {
+		if mods[path] == "" {
+			t.Fatalf("schema-modules.txt pins no %s", path)
+		}
+	}
+	return mods
 }
 
 // moduleDirs caches downloaded modules' directories for the test binary.
@@ -94,7 +121,8 @@ const objectMetaRef = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 func schemas(t *testing.T, kinds map[string]bool) string {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := os.ReadFile(filepath.Join(moduleDir(t, kubernetesModule(t)), "api/openapi-spec/swagger.json"))
+	mods := schemaModules(t)
+	b, err := os.ReadFile(filepath.Join(moduleDir(t, mods[kubernetesPath]), "api/openapi-spec/swagger.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +185,7 @@ func schemas(t *testing.T, kinds map[string]bool) string {
 	}
 	for mod, files := range crdFiles {
 		for _, f := range files {
-			b, err := os.ReadFile(filepath.Join(moduleDir(t, mod), f))
+			b, err := os.ReadFile(filepath.Join(moduleDir(t, mods[mod]), f))
 			if err != nil {
 				t.Fatal(err)
 			}
