@@ -10,6 +10,7 @@
 // `kubectl apply -k` would. The tests here validate every rendering with
 // kubeconform in strict mode, against JSON schemas generated from the
 // OpenAPI document of the Kubernetes version go.mod pins (and the CRDs of
-// cert-manager and the Prometheus Operator), and read the Dockerfile,
+// cert-manager and the Prometheus Operator), all from the Go modules
+// schema-modules.txt lists, and read the Dockerfile,
 // since no image is built in CI.
 package deploy
