@@ -51,7 +51,10 @@ bundle:
 	@[ -d runtime/node/bundle/node_modules ] || npm ci --prefix runtime/node/bundle --no-audit --no-fund --ignore-scripts
 
 bench: build
-	@command -v bwrap >/dev/null || apt-get install -y -qq bubblewrap >/dev/null || echo "bubblewrap not installed: the bwrap baseline is skipped"
+	@# The baseline of the bwrap table (BenchmarkVersusBwrap): Debian's bubblewrap.
+	@command -v bwrap >/dev/null || apt-get install -y -qq bubblewrap >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } || \
+		{ echo "make bench needs bubblewrap (apt-get install bubblewrap)"; exit 1; }
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./test/bench/
 
 $(TOOLS)/protoc-gen-go:

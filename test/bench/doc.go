@@ -6,6 +6,15 @@
 // prints its numbers next to baselines measured in the same run — a bare
 // fork+exec+wait from Go of the worker binary and of /bin/true, and
 // bubblewrap (`bwrap --unshare-all`) running /bin/true — as ratios, because
-// absolute times on a shared machine mean little. Run with `make bench`
-// (root, Linux; the bwrap rows need Debian's bubblewrap package).
+// absolute times on a shared machine mean little.
+//
+// BenchmarkVersusBwrap prints the table the speed targets are read from:
+// bwrap interleaved with execfarm in ABAB rounds, for no pool, a warm
+// pool with a back-to-back client and refilled between requests, and a
+// reused pool, shell and goja: p50, p99, throughput with 8 clients, CPU
+// per execution (host-wide, and the benchmark's own processes) and each
+// ratio to bwrap; then the PSS and idle CPU of a warm sandbox.
+// EXECFARM_BENCH_ROUNDS and EXECFARM_BENCH_SECONDS shorten or lengthen it.
+// Run with `make bench` (root, Linux, Debian's bubblewrap, which the
+// target installs).
 package bench

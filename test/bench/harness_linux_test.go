@@ -91,23 +91,35 @@ func binaries(b *testing.B) string {
 // ends.
 func embedded(b *testing.B, dir string, maxConcurrent int, pool poolSetup) sandboxv1.SandboxServiceClient {
 	b.Helper()
+	client, stop := startEmbedded(b, dir, maxConcurrent, pool, "")
+	b.Cleanup(stop)
+	return client
+}
+
+// startEmbedded is embedded with the stop left to the caller, and the
+// sandboxes' cgroup parent cgParent ("" = the embedded supervisor's
+// default): stop closes the client's connection and stops the supervisor
+// (which removes its sandboxes), and may be called once.
+func startEmbedded(b *testing.B, dir string, maxConcurrent int, pool poolSetup, cgParent string) (sandboxv1.SandboxServiceClient, func()) {
+	b.Helper()
 	cfg := supervisor.Config{MaxConcurrent: maxConcurrent, WarmPool: pool.size, SandboxReuse: pool.reuse}
+	cfg.Sandbox.Cgroup.Parent = cgParent
 	cfg.Sandbox.WorkerBinary = filepath.Join(dir, "execfarm-worker")
-	tc, stop, err := supervisor.Embedded(context.Background(), cfg, nil)
+	tc, stopSupervisor, err := supervisor.Embedded(context.Background(), cfg, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		if err := stop(); err != nil {
-			b.Errorf("stop supervisor: %v", err)
-		}
-	})
 	conn, err := tc.Dial()
 	if err != nil {
+		_ = stopSupervisor()
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { conn.Close() })
-	return sandboxv1.NewSandboxServiceClient(conn)
+	return sandboxv1.NewSandboxServiceClient(conn), func() {
+		conn.Close()
+		if err := stopSupervisor(); err != nil {
+			b.Errorf("stop supervisor: %v", err)
+		}
+	}
 }
 
 // timeExec times samples runs of a bare fork+exec+wait of argv from Go.
