@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -236,4 +238,65 @@ func processGoroutines() []goleak.Option {
 		ignore = append(ignore, goleak.IgnoreTopFunction(f))
 	}
 	return ignore
+}
+
+// TestProbeEndpointBounded: the probe endpoint, which takes no
+// credentials, holds probeMaxConnections connections at once; one more
+// is served only when one of them closes.
+func TestProbeEndpointBounded(t *testing.T) {
+	s, err := New(Config{Sandbox: validSandboxConfig(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Shutdown(0) }()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := s.ServeProbes(lis)
+	defer stop()
+	const request = "GET /healthz HTTP/1.1\r\nHost: probe\r\n\r\n"
+	// answered reads one answer on c and reports whether it is 200.
+	answered := func(c net.Conn) bool {
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	// Each connection is answered once, so the server holds it (idle,
+	// kept alive) when the next one comes.
+	var held []net.Conn
+	for i := range probeMaxConnections {
+		c, err := net.Dial("tcp", lis.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, request); err != nil || !answered(c) {
+			t.Fatalf("connection %d: not answered (%v)", i+1, err)
+		}
+		held = append(held, c)
+	}
+	extra, err := net.Dial("tcp", lis.Addr().String()) // the kernel's backlog takes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if _, err := io.WriteString(extra, request); err != nil {
+		t.Fatal(err)
+	}
+	// While the others are held it cannot be served, however long it
+	// waits: the wait only bounds the test.
+	_ = extra.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	var b [1]byte
+	if n, err := extra.Read(b[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("connection %d was read from (%d bytes, %v) while %d were held", probeMaxConnections+1, n, err, probeMaxConnections)
+	}
+	held[0].Close()
+	_ = extra.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if !answered(extra) {
+		t.Fatalf("connection %d not answered after one closed", probeMaxConnections+1)
+	}
 }
