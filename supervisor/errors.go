@@ -222,6 +222,10 @@ func fileFault(e *session.FileError) fault {
 		return fault{code: codes.FailedPrecondition, reason: "IS_A_DIRECTORY"}
 	case errors.Is(e, syscall.ELOOP):
 		return fault{code: codes.FailedPrecondition, reason: "TOO_MANY_SYMLINKS"}
+	case errors.Is(e, sandbox.ErrNotRegular):
+		return fault{code: codes.FailedPrecondition, reason: "NOT_A_REGULAR_FILE"}
+	case errors.Is(e, syscall.EBUSY):
+		return fault{code: codes.FailedPrecondition, reason: "BUSY"}
 	case errors.Is(e, fs.ErrPermission):
 		return fault{code: codes.PermissionDenied, reason: "FILE_PERMISSION_DENIED"}
 	case errors.Is(e, context.Canceled), errors.Is(e, context.DeadlineExceeded):

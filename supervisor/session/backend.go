@@ -2,8 +2,11 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path"
+	"sync"
 	"syscall"
 	"time"
 
@@ -108,7 +111,8 @@ type Box interface {
 	Close() error
 }
 
-// SandboxBackend starts real sandboxes (sandbox.Start) with Config.
+// SandboxBackend starts real sandboxes (sandbox.Start with
+// Spec.Session) with Config.
 type SandboxBackend struct {
 	// Config configures every sandbox; it must stay unchanged while the
 	// backend lives.
@@ -117,60 +121,202 @@ type SandboxBackend struct {
 	Metrics *metrics.Metrics
 }
 
-// Start starts a sandbox of spec.
+// Start starts a session sandbox of spec. A spec with fewer file
+// descriptors than sandbox.MinSessionFileDescriptors (the worker sets its
+// execs' RLIMIT_NOFILE on itself) is a *FieldError of
+// limits.max_file_descriptors.
 func (b SandboxBackend) Start(ctx context.Context, spec sandbox.Spec) (Box, error) {
+	spec.Session = true
 	t := time.Now()
 	sb, err := sandbox.Start(ctx, b.Config, spec)
 	if err != nil {
 		b.Metrics.SandboxStarted(metrics.PathSession, time.Since(t), nil, err)
+		if errors.Is(err, sandbox.ErrFileDescriptors) {
+			return nil, &FieldError{Field: "limits.max_file_descriptors",
+				Reason: fmt.Sprintf("%d: a session sandbox needs at least %d", spec.FileDescriptors, sandbox.MinSessionFileDescriptors)}
+		}
 		return nil, err
 	}
 	b.Metrics.SandboxStarted(metrics.PathSession, time.Since(t), sb.StartPhases(), nil)
-	return &sandboxBox{Sandbox: sb}, nil
+	return &sandboxBox{Sandbox: sb, execs: map[string]*sandbox.Exec{}}, nil
 }
 
-// sandboxBox is a *sandbox.Sandbox as a Box. Its worker runs one program
-// at a time: execs queue for it in order, and standard input, signals
-// and file operations are not there yet (ErrUnsupported).
+// sandboxBox is a session *sandbox.Sandbox as a Box: its execs run at
+// once, each in its own process group and cgroup (sandbox.Sandbox.Exec),
+// and its file calls are the mechanism's, resolved by the worker inside
+// the sandbox's root.
 type sandboxBox struct {
 	*sandbox.Sandbox
+
+	mu    sync.Mutex
+	execs map[string]*sandbox.Exec // running, by the session exec's id
 }
 
-func (b *sandboxBox) RunExec(ctx context.Context, _ string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
-	if stdin != nil {
-		return nil, fmt.Errorf("keep standard input open: %w", ErrUnsupported)
+func (b *sandboxBox) RunExec(ctx context.Context, id string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
+	e, err := b.Exec(ctx, sandbox.ExecRequest{Run: req, StdinOpen: stdin != nil})
+	if err != nil {
+		return nil, mechanismError(err)
 	}
-	return b.Run(ctx, req, onEvent)
+	b.mu.Lock()
+	b.execs[id] = e
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.execs, id)
+		b.mu.Unlock()
+	}()
+	if stdin != nil {
+		// Ends when stdin does (the session's pipe ends with the exec at
+		// the latest) or once the exec refuses more (it has ended).
+		go func() {
+			buf := make([]byte, sandbox.ChunkBytes)
+			for {
+				n, rerr := stdin.Read(buf)
+				if n > 0 && e.WriteStdin(buf[:n]) != nil {
+					return
+				}
+				if rerr != nil {
+					_ = e.CloseStdin()
+					return
+				}
+			}
+		}()
+	}
+	exit, err := e.Wait(onEvent)
+	if err != nil {
+		return nil, mechanismError(err)
+	}
+	return exit, nil
 }
 
-func (b *sandboxBox) Signal(string, syscall.Signal) error {
-	return fmt.Errorf("signal an exec: %w", ErrUnsupported)
+// running returns the running exec id, or nil.
+func (b *sandboxBox) running(id string) *sandbox.Exec {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.execs[id]
 }
 
-// KillExec does nothing: cancelling the exec's RunExec, which the run
-// does right after, makes the worker kill its process group.
-func (b *sandboxBox) KillExec(string) error { return nil }
-
-func (b *sandboxBox) Upload(context.Context, string, uint32, io.Reader) (int64, error) {
-	return 0, fmt.Errorf("upload: %w", ErrUnsupported)
+func (b *sandboxBox) Signal(id string, sig syscall.Signal) error {
+	e := b.running(id)
+	if e == nil {
+		return ErrExecNotRunning
+	}
+	switch err := e.Signal(sig); {
+	case errors.Is(err, sandbox.ErrExecEnded):
+		return ErrExecNotRunning
+	case errors.Is(err, sandbox.ErrInvalidSignal):
+		return &FieldError{Field: "signal", Reason: err.Error()}
+	default:
+		return err
+	}
 }
 
-func (b *sandboxBox) Download(context.Context, string) (FileInfo, io.ReadCloser, error) {
-	return FileInfo{}, nil, fmt.Errorf("download: %w", ErrUnsupported)
+// KillExec kills the exec's whole cgroup (daemons included); one not
+// running has nothing to kill.
+func (b *sandboxBox) KillExec(id string) error {
+	if e := b.running(id); e != nil {
+		return e.Kill()
+	}
+	return nil
 }
 
-func (b *sandboxBox) List(context.Context, string, int) ([]FileInfo, int64, error) {
-	return nil, 0, fmt.Errorf("list files: %w", ErrUnsupported)
+func (b *sandboxBox) Upload(ctx context.Context, p string, mode uint32, r io.Reader) (int64, error) {
+	n, err := b.Sandbox.Upload(ctx, p, mode, r)
+	return n, mechanismError(err)
 }
 
-func (b *sandboxBox) Stat(context.Context, string) (FileInfo, bool, error) {
-	return FileInfo{}, false, fmt.Errorf("stat: %w", ErrUnsupported)
+func (b *sandboxBox) Download(ctx context.Context, p string) (FileInfo, io.ReadCloser, error) {
+	r, err := b.Sandbox.Download(ctx, p)
+	if err != nil {
+		return FileInfo{}, nil, mechanismError(err)
+	}
+	return boxFileInfo(p, r.Info()), r, nil
 }
 
-func (b *sandboxBox) Remove(context.Context, string, bool) error {
-	return fmt.Errorf("remove: %w", ErrUnsupported)
+func (b *sandboxBox) List(ctx context.Context, dir string, max int) ([]FileInfo, int64, error) {
+	l, err := b.Sandbox.List(ctx, dir, max)
+	if err != nil {
+		return nil, 0, mechanismError(err)
+	}
+	out := make([]FileInfo, len(l.Entries))
+	for i, e := range l.Entries {
+		out[i] = boxFileInfo(path.Join(dir, e.Name), e)
+	}
+	return out, l.TotalEntries, nil
 }
 
-func (b *sandboxBox) Mkdir(context.Context, string, uint32, bool) error {
-	return fmt.Errorf("mkdir: %w", ErrUnsupported)
+func (b *sandboxBox) Stat(ctx context.Context, p string) (FileInfo, bool, error) {
+	fi, ok, err := b.Sandbox.Stat(ctx, p)
+	if err != nil || !ok {
+		return FileInfo{}, false, mechanismError(err)
+	}
+	return boxFileInfo(p, fi), true, nil
 }
+
+func (b *sandboxBox) Remove(ctx context.Context, p string, recursive bool) error {
+	return mechanismError(b.Sandbox.Remove(ctx, p, recursive))
+}
+
+func (b *sandboxBox) Mkdir(ctx context.Context, p string, mode uint32, parents bool) error {
+	return mechanismError(b.Sandbox.Mkdir(ctx, p, mode, parents))
+}
+
+// boxFileInfo is the mechanism's description of the file at p.
+func boxFileInfo(p string, fi sandbox.FileInfo) FileInfo {
+	t := TypeOther
+	switch fi.Type {
+	case sandbox.FileTypeFile:
+		t = TypeFile
+	case sandbox.FileTypeDirectory:
+		t = TypeDirectory
+	case sandbox.FileTypeSymlink:
+		t = TypeSymlink
+	}
+	return FileInfo{Name: path.Base(p), Path: p, Size: fi.Size, Type: t, Mode: fi.Mode, ModTime: fi.ModTime, LinkTarget: fi.SymlinkTarget}
+}
+
+// mechanismErrnos are the errnos the Box contract names for the
+// mechanism's sentinels (FileError's Err: compared with errors.Is).
+var mechanismErrnos = []struct {
+	sentinel error
+	errno    syscall.Errno
+}{
+	{sandbox.ErrNotExist, syscall.ENOENT},
+	{sandbox.ErrExist, syscall.EEXIST},
+	{sandbox.ErrPermission, syscall.EACCES},
+	{sandbox.ErrNoSpace, syscall.ENOSPC},
+	{sandbox.ErrNotDirectory, syscall.ENOTDIR},
+	{sandbox.ErrIsDirectory, syscall.EISDIR},
+	{sandbox.ErrNotEmpty, syscall.ENOTEMPTY},
+	{sandbox.ErrBusy, syscall.EBUSY},
+}
+
+// mechanismError is the mechanism's err as the Box contract says it: its
+// sentinels also match their errno; an invalid path is a *FieldError of
+// "path"; a closed sandbox is ErrNotReady. nil stays nil.
+func mechanismError(err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, sandbox.ErrInvalidPath):
+		return &FieldError{Field: "path", Reason: err.Error()}
+	case errors.Is(err, sandbox.ErrClosed):
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	for _, m := range mechanismErrnos {
+		if errors.Is(err, m.sentinel) {
+			return errnoError{err: err, errno: m.errno}
+		}
+	}
+	return err
+}
+
+// errnoError is a mechanism's error that also matches errno.
+type errnoError struct {
+	err   error
+	errno syscall.Errno
+}
+
+func (e errnoError) Error() string   { return e.err.Error() }
+func (e errnoError) Unwrap() []error { return []error{e.err, e.errno} }
