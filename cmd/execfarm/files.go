@@ -77,15 +77,15 @@ transfer of 4 MiB or more shows a progress bar on stderr.`,
 	return cmd
 }
 
-// progress returns a writer that counts bytes on a progress bar for a
-// transfer of size bytes (-1: unknown), or io.Discard when stderr is no
-// terminal or the transfer is small.
-func progress(size int64, what string) (io.Writer, func()) {
-	if !term.IsTerminal(int(os.Stderr.Fd())) || (size >= 0 && size < progressFrom) {
+// progress returns a writer that counts bytes on a progress bar drawn on
+// tty for a transfer of size bytes (-1: unknown), or io.Discard when tty
+// is no terminal or the transfer is small; done ends the bar.
+func progress(tty *os.File, size int64, what string) (w io.Writer, done func()) {
+	if !term.IsTerminal(int(tty.Fd())) || (size >= 0 && size < progressFrom) {
 		return io.Discard, func() {}
 	}
 	bar := progressbar.NewOptions64(size,
-		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetWriter(tty),
 		progressbar.OptionSetDescription(what),
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionSetWidth(30),
@@ -134,7 +134,7 @@ func upload(ctx context.Context, c execfarmv1.SessionServiceClient, local string
 		_, err = st.CloseAndRecv()
 		return err
 	}
-	bar, done := progress(size, "upload")
+	bar, done := progress(os.Stderr, size, "upload")
 	defer done()
 	buf := make([]byte, uploadChunk)
 	for {
@@ -185,7 +185,7 @@ func download(ctx context.Context, c execfarmv1.SessionServiceClient, src remote
 		return err
 	}
 	defer abort()
-	bar, done := progress(info.GetSize(), "download")
+	bar, done := progress(os.Stderr, info.GetSize(), "download")
 	defer done()
 	var n int64
 	for {

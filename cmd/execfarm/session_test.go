@@ -2,10 +2,13 @@ package main
 
 import (
 	"errors"
+	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/creack/pty"
 	"github.com/spf13/pflag"
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
@@ -131,5 +134,50 @@ func TestModeText(t *testing.T) {
 		if got := modeText(tt.info); got != tt.want {
 			t.Errorf("modeText(%v) = %q, want %q", tt.info, got, tt.want)
 		}
+	}
+}
+
+// TestProgressOnATerminal: a transfer of 4 MiB or more draws a bar (its
+// description, the bytes moved) on a terminal (a pty here), and nothing
+// on a pipe or for a small transfer.
+func TestProgressOnATerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatalf("open a pty: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	drawn := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(ptmx) // until tty is closed
+		drawn <- string(b)
+	}()
+	w, done := progress(tty, 8<<20, "upload")
+	if w == io.Discard {
+		t.Fatal("no bar on a terminal")
+	}
+	chunk := make([]byte, 1<<20)
+	for range 8 {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done()
+	if w, _ := progress(tty, 1<<20, "upload"); w != io.Discard {
+		t.Error("a bar for 1 MiB")
+	}
+	tty.Close()
+	out := <-drawn
+	if !strings.Contains(out, "upload") || !strings.Contains(out, "8.4 MB") {
+		t.Fatalf("the terminal shows %q; want the bar with upload and 8.4 MB", out)
+	}
+	r, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer pw.Close()
+	if w, _ := progress(pw, 8<<20, "upload"); w != io.Discard {
+		t.Error("a bar on a pipe")
 	}
 }

@@ -230,8 +230,7 @@ func TestSessionPrincipalsAreIsolated(t *testing.T) {
 	if ua, ub := si.hostUIDOf(t, "alice", a), si.hostUIDOf(t, "bob", b); ua == ub || ua < host.uidBase || ub < host.uidBase {
 		t.Fatalf("host uids %d and %d", ua, ub)
 	}
-	// An exec of alice's that runs while bob tries her sandbox (her
-	// last: her sandbox may serve one exec at a time).
+	// An exec of alice's that runs while bob tries her sandbox.
 	running, err := si.sessions["alice"].ExecAsync(callCtx(t), &execfarmv1.ExecRequest{SandboxId: a, Code: "sleep 300"})
 	if err != nil {
 		t.Fatal(err)

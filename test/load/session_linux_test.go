@@ -340,9 +340,9 @@ func TestTwentySessionSandboxes(t *testing.T) {
 	}
 	m := scrape(t, metricsURL)
 	for name, want := range map[string]float64{
-		"execfarm_uid_ranges_in_use":  0,
-		"execfarm_session_sandboxes":  0,
-		"execfarm_executions_running": 0,
+		"execfarm_uid_ranges_in_use":                               0,
+		"execfarm_session_sandboxes":                               0,
+		"execfarm_executions_running":                              0,
 		`execfarm_session_sandboxes_ended_total{reason="deleted"}`: sandboxes,
 		`execfarm_session_file_bytes_total{direction="in"}`:        sandboxes * execs * fileBytes,
 	} {
