@@ -41,6 +41,8 @@ func ListenAndServe(ctx context.Context, s *Server, tc transport.Config, grace t
 		return err
 	case <-ctx.Done():
 	}
+	running, queued := s.sched.Counts()
+	s.log.Info("shutting down", "grace", grace.String(), "running", running, "queued", queued)
 	shutdownErr := s.Shutdown(grace)
 	stopped := make(chan struct{})
 	go func() { g.GracefulStop(); close(stopped) }()

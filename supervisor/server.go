@@ -141,7 +141,7 @@ func build(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	cfg.Registry.IDs = ids
-	cfg.Registry.OnFinish = countFinished(cfg.Metrics, cfg.Registry.OnFinish)
+	cfg.Registry.OnFinish = logFinished(cfg.Logger, countFinished(cfg.Metrics, cfg.Registry.OnFinish))
 	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger, ids: ids}
 	s.runner, err = execution.New(execution.Config{
 		Sandbox: &s.cfg.Sandbox, WarmPool: cfg.WarmPool, SandboxReuse: cfg.SandboxReuse, Defaults: cfg.Defaults,
@@ -168,6 +168,19 @@ func build(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("supervisor: metrics: %w", err)
 	}
 	return s, nil
+}
+
+// logFinished returns the registry's OnFinish that logs every finished
+// execution, one line at info (id, runtime, state, reason, exit code,
+// signal, wall and queue wait in milliseconds, sandbox), then calls next.
+func logFinished(log hclog.Logger, next func(registry.Meta, registry.Result)) func(registry.Meta, registry.Result) {
+	return func(meta registry.Meta, res registry.Result) {
+		log.Info("execution finished", "id", meta.ID, "runtime", meta.Runtime, "state", res.State.String(), "reason", res.Reason.String(),
+			"exit_code", res.ExitCode, "signal", res.Signal, "wall_ms", res.Usage.WallMs, "queue_wait_ms", res.QueueWaitMs, "sandbox", res.SandboxID)
+		if next != nil {
+			next(meta, res)
+		}
+	}
 }
 
 // countFinished returns the registry's OnFinish that counts every finished
@@ -237,6 +250,9 @@ func (s *Server) Register(g *grpc.Server) {
 // supervisor hands out (executions, session sandboxes) comes from it, so
 // each names this node and this run.
 func (s *Server) IDs() *nodeid.Issuer { return s.ids }
+
+// DefaultLimits returns the limits of a request that asks for none.
+func (s *Server) DefaultLimits() limits.Set { return s.cfg.Defaults }
 
 // Registry returns the execution registry (for tests and metrics).
 func (s *Server) Registry() *registry.Registry { return s.reg }

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -40,7 +43,9 @@ func (c *clientFlags) transport() (transport.Config, error) {
 	return transport.FromEnv(transport.Config{SocketPath: c.socket, UseTCP: c.tcp, TCPHost: c.host, TCPPort: c.port, TokenPath: c.token}, os.Getenv)
 }
 
-// connect dials the configured supervisor.
+// connect dials the configured supervisor. The client's calls that find
+// no supervisor answer UNAVAILABLE; the commands pass their errors
+// through c.reach.
 func (c *clientFlags) connect() (sandboxv1.SandboxServiceClient, func(), error) {
 	tc, err := c.transport()
 	if err != nil {
@@ -48,25 +53,38 @@ func (c *clientFlags) connect() (sandboxv1.SandboxServiceClient, func(), error) 
 	}
 	conn, err := tc.Dial()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, reach(tc, err)
 	}
 	return sandboxv1.NewSandboxServiceClient(conn), func() { conn.Close() }, nil
 }
 
 // call runs f with a client of the configured supervisor, then closes
-// the connection.
+// the connection. f's error goes through reach.
 func (c *clientFlags) call(f func(sandboxv1.SandboxServiceClient) error) error {
 	client, closeFn, err := c.connect()
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	return f(client)
+	return c.reach(f(client))
+}
+
+// reach is the package's reach with the configured supervisor's address.
+func (c *clientFlags) reach(err error) error {
+	if err == nil {
+		return nil
+	}
+	tc, terr := c.transport()
+	if terr != nil {
+		return err
+	}
+	return reach(tc, err)
 }
 
 // connectOrEmbed dials the configured supervisor; with none configured and
 // nothing listening at the default socket, it starts an embedded
-// supervisor on a private socket, which the returned stop shuts down.
+// supervisor on a private socket, which the returned stop shuts down. An
+// embedded supervisor that cannot start is execfarm's failure (exit 125).
 func (c *clientFlags) connectOrEmbed(ctx context.Context, verbose bool) (sandboxv1.SandboxServiceClient, func(), error) {
 	tc, err := c.transport()
 	if err != nil {
@@ -77,17 +95,18 @@ func (c *clientFlags) connectOrEmbed(ctx context.Context, verbose bool) (sandbox
 	}
 	worker, err := supervisor.FindWorker("")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, failure{fmt.Errorf("start embedded supervisor: %w", err)}
 	}
-	cfg := supervisor.Config{Version: version}
+	// Its lifecycle is this command's: only warnings are news.
+	cfg := supervisor.Config{Version: version, Logger: hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Warn})}
 	cfg.Sandbox.WorkerBinary = worker
 	cfg.Sandbox.GojaBinary = os.Getenv("EXECFARM_GOJA")
 	if _, err := supervisor.NodeRuntime(&cfg, "", os.Getenv); err != nil {
-		return nil, nil, err
+		return nil, nil, failure{fmt.Errorf("start embedded supervisor: %w", err)}
 	}
 	etc, stopEmbedded, err := supervisor.Embedded(ctx, cfg, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start embedded supervisor: %w", err)
+		return nil, nil, failure{fmt.Errorf("start embedded supervisor: %w", err)}
 	}
 	if verbose {
 		fmt.Fprintln(os.Stderr, "execfarm: no supervisor configured; started an embedded one at", etc.Address())
@@ -95,12 +114,26 @@ func (c *clientFlags) connectOrEmbed(ctx context.Context, verbose bool) (sandbox
 	conn, err := etc.Dial()
 	if err != nil {
 		_ = stopEmbedded()
-		return nil, nil, err
+		return nil, nil, failure{err}
 	}
 	return sandboxv1.NewSandboxServiceClient(conn), func() {
 		conn.Close()
 		_ = stopEmbedded()
 	}, nil
+}
+
+// connectNoEmbed dials the configured supervisor, or the one at the
+// default socket; with neither it refuses, saying why an embedded one
+// would not do (why).
+func (c *clientFlags) connectNoEmbed(why string) (sandboxv1.SandboxServiceClient, func(), error) {
+	tc, err := c.transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !tc.Configured() && !defaultSocketAnswers() {
+		return nil, nil, &unreachableError{addr: tc.Address(), err: errors.New(why)}
+	}
+	return c.connect()
 }
 
 func defaultSocketAnswers() bool {
@@ -112,11 +145,29 @@ func defaultSocketAnswers() bool {
 	return true
 }
 
+// reach returns err, or, when it says no supervisor answered at tc
+// (UNAVAILABLE, but not one shutting down), an *unreachableError.
+func reach(tc transport.Config, err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return err
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == "SHUTTING_DOWN" {
+			return err
+		}
+	}
+	return &unreachableError{addr: tc.Address(), err: err}
+}
+
 // describe renders an error for a person: gRPC errors as "CODE: message",
 // with the code's wire name (INVALID_ARGUMENT, from google.rpc.Code).
 func describe(err error) string {
-	if st, ok := status.FromError(err); ok && st.Code() != codes.OK {
-		return fmt.Sprintf("%s: %s", code.Code(st.Code()), st.Message())
+	var un *unreachableError
+	if !errors.As(err, &un) {
+		if st, ok := status.FromError(err); ok && st.Code() != codes.OK {
+			return fmt.Sprintf("%s: %s", code.Code(st.Code()), st.Message())
+		}
 	}
 	return err.Error()
 }

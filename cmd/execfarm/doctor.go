@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ func doctorCmd() *cobra.Command {
 		maxSandboxes  int
 		allowDegraded []string
 		worker        string
+		out           *outputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -43,9 +45,19 @@ func doctorCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ok := printDoctor(os.Stdout, probe.Run(pc), allowDegraded)
-			if !printBinaries(os.Stdout, worker) {
+			report := probe.Run(pc)
+			var verdict, binaries bytes.Buffer
+			ok := printDoctor(&verdict, report, allowDegraded)
+			if !printBinaries(&binaries, worker) {
 				ok = false
+			}
+			if out.structured() {
+				if err := printValue(cmd.OutOrStdout(), *out, doctorReport(report, allowDegraded, verdict.String(), binaries.String(), ok)); err != nil {
+					return err
+				}
+			} else {
+				_, _ = verdict.WriteTo(cmd.OutOrStdout())
+				_, _ = binaries.WriteTo(cmd.OutOrStdout())
 			}
 			if !ok {
 				return exitError{code: 1}
@@ -53,6 +65,7 @@ func doctorCmd() *cobra.Command {
 			return nil
 		},
 	}
+	out = addOutputFlag(cmd)
 	f := cmd.Flags()
 	f.StringVar(&cgroupParent, "cgroup-parent", cgroup.DefaultParent, "parent cgroup of sandbox cgroups, as for serve")
 	f.Uint32Var(&uidBase, "uid-base", host.DefaultUIDBase, "first host uid of the sandboxes' uid ranges, as for serve")
@@ -79,6 +92,47 @@ func printBinaries(w io.Writer, worker string) bool {
 	}
 	fmt.Fprintf(w, "binaries: worker %s, goja %s\n", path, c.GojaPath())
 	return true
+}
+
+// doctorJSON is `doctor -o json`: the layers, the probe's warnings, the
+// binaries serve would use, whether serve may start, and why.
+type doctorJSON struct {
+	Layers   []doctorLayer `json:"layers"`
+	Warnings []string      `json:"warnings"`
+	Binaries string        `json:"binaries"`
+	CanStart bool          `json:"canStart"`
+	Verdict  string        `json:"verdict"`
+}
+
+// doctorLayer is one layer: status ok, missing, degraded-allowed or info.
+type doctorLayer struct {
+	Name      string `json:"name"`
+	Status    string `json:"status"`
+	Available bool   `json:"available"`
+	Required  bool   `json:"required"`
+	Active    bool   `json:"active"`
+	Detail    string `json:"detail"`
+}
+
+// doctorReport builds doctorJSON from the probe's report and the text
+// printDoctor and printBinaries wrote (their last lines are the verdicts).
+func doctorReport(r probe.Report, allowDegraded []string, verdict, binaries string, ok bool) doctorJSON {
+	resolved, _ := r.Resolve(allowDegraded)
+	d := doctorJSON{Warnings: r.Warnings, CanStart: ok, Binaries: strings.TrimSpace(binaries),
+		Verdict: lastLine(verdict), Layers: []doctorLayer{}}
+	if d.Warnings == nil {
+		d.Warnings = []string{}
+	}
+	for _, l := range resolved {
+		d.Layers = append(d.Layers, doctorLayer{Name: l.Name, Status: string(l.Status), Available: l.Available,
+			Required: l.Required, Active: l.Active, Detail: l.Detail})
+	}
+	return d
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
 // printDoctor writes the layer table, the probe's warnings and the verdict

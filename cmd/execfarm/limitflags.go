@@ -13,8 +13,8 @@ import (
 )
 
 // limitFlags are the resource-limit flags of the commands that start
-// something (sandbox create; run and test can register the same), in one
-// place: amounts with units as Kubernetes writes them (256Mi, 1G, 0.5
+// something (sandbox create, run, test), one per ResourceLimits field, in
+// one place: amounts with units as Kubernetes writes them (256Mi, 1G, 0.5
 // CPU), times as Go durations (30s, 500ms). A flag not given leaves its
 // field 0, which the server reads as its default.
 type limitFlags struct {
@@ -31,6 +31,7 @@ func (l *limitFlags) register(fs *pflag.FlagSet, what string) {
 	fs.Var(&l.cpus, "cpus", "CPU bandwidth of "+what+" in cores: 0.5, 2 (default: the server's, 1)")
 	fs.Int32Var(&l.pids, "pids", 0, "processes and threads of "+what+" (default: the server's, 256)")
 	fs.Int32Var(&l.fds, "open-files", 0, "open file descriptors per process (RLIMIT_NOFILE; default: the server's, 1024)")
+	fs.Int32Var(&l.fds, "fds", 0, "the same as --open-files")
 	fs.Var(&l.output, "output-limit", "output kept per stream, bytes with units (default: the server's, 1Mi)")
 	fs.DurationVar(&l.timeout, "timeout", 0, "wall-clock timeout of each execution: 30s, 2m (default: the server's, 30s)")
 	fs.DurationVar(&l.cpuTime, "cpu-time", 0, "CPU time of each execution, all its processes together: 10s (default: none)")

@@ -18,11 +18,6 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// exitError carries a process exit status out of a command.
-type exitError struct{ code int }
-
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
 func main() {
 	// A write to a closed stdout (execfarm run | head, an MCP host that
 	// went away) returns EPIPE instead of killing the process, so that an
@@ -33,6 +28,7 @@ func main() {
 	root := &cobra.Command{
 		Use:           "execfarm",
 		Short:         "Process-isolated code execution: every program in a fresh Linux sandbox",
+		Long:          "Process-isolated code execution: every program in a fresh Linux sandbox.\n\n" + exitCodesHelp,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -40,13 +36,12 @@ func main() {
 	var cf clientFlags
 	cf.register(root)
 	root.AddCommand(serveCmd(), doctorCmd(), runCmd(&cf), statusCmd(&cf), cancelCmd(&cf), psCmd(&cf), healthCmd(&cf), mcpCmd(&cf), testCmd(&cf), cacheCmd(&cf),
-		sandboxCmd(&cf), execCmd(&cf), cpCmd(&cf), lsCmd(&cf), eventsCmd(&cf))
+		sandboxCmd(&cf), execCmd(&cf), cpCmd(&cf), lsCmd(&cf), eventsCmd(&cf), versionCmd(&cf))
 	if err := root.Execute(); err != nil {
 		var ee exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
+		if !errors.As(err, &ee) || ee.msg != "" {
+			fmt.Fprintln(os.Stderr, "execfarm:", describe(err))
 		}
-		fmt.Fprintln(os.Stderr, "execfarm:", describe(err))
-		os.Exit(1)
+		os.Exit(exitForError(err))
 	}
 }

@@ -22,56 +22,79 @@ func statusCmd(cf *clientFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status ID",
 		Short: "Show an execution's state, output and result",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cf.call(func(client sandboxv1.SandboxServiceClient) error {
-				ctx := cmd.Context()
-				if wait {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
-					defer cancel()
-				}
-				resp, err := client.GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: args[0], Wait: wait})
-				if err != nil {
+		Long: `Show an execution's state, its output so far and, once it has ended, how.
+The exit status is the execution's, as run's, once it has ended; 0 while it
+runs.
+
+` + exitCodesHelp,
+		Args: cobra.ExactArgs(1),
+	}
+	out := addOutputFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return cf.call(func(client sandboxv1.SandboxServiceClient) error {
+			ctx := cmd.Context()
+			if wait {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
+				defer cancel()
+			}
+			resp, err := client.GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: args[0], Wait: wait})
+			if err != nil {
+				return err
+			}
+			r := resp.GetResult()
+			if out.structured() {
+				if err := printMessage(cmd.OutOrStdout(), *out, resp); err != nil {
 					return err
 				}
+			} else {
 				os.Stdout.WriteString(resp.GetOutput())
 				os.Stderr.WriteString(resp.GetErrorOutput())
-				fmt.Fprintf(os.Stderr, "execfarm: %s %s", resp.GetExecutionId(), resp.GetState().Name())
-				if p := resp.GetQueuePosition(); p > 0 {
-					fmt.Fprintf(os.Stderr, " (queue position %d)", p)
-				}
-				fmt.Fprintln(os.Stderr)
-				if r := resp.GetResult(); r != nil {
-					printOutcome(r.GetState(), r.GetOutcome())
-					if !r.GetSuccess() {
-						return exitError{code: 1}
+				if r == nil {
+					// The outcome line below says it once ended.
+					fmt.Fprintf(os.Stderr, "execfarm: %s %s", resp.GetExecutionId(), resp.GetState().Name())
+					if p := resp.GetQueuePosition(); p > 0 {
+						fmt.Fprintf(os.Stderr, " (queue position %d)", p)
 					}
+					fmt.Fprintln(os.Stderr)
+				} else {
+					printOutcome(r.GetState(), r.GetOutcome())
 				}
+			}
+			if r == nil {
 				return nil
-			})
-		},
+			}
+			return resultExit(r.GetSuccess(), r.GetState(), r.GetOutcome())
+		})
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the execution has ended")
 	return cmd
 }
 
 func cancelCmd(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Cancel a pending or running execution",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cf.call(func(client sandboxv1.SandboxServiceClient) error {
-				resp, err := client.CancelExecution(cmd.Context(), &sandboxv1.CancelExecutionRequest{ExecutionId: args[0]})
-				if err != nil {
-					return err
-				}
-				fmt.Println(resp.GetState().Name())
-				return nil
-			})
-		},
 	}
+	out := addOutputFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return cf.call(func(client sandboxv1.SandboxServiceClient) error {
+			resp, err := client.CancelExecution(cmd.Context(), &sandboxv1.CancelExecutionRequest{ExecutionId: args[0]})
+			if err != nil {
+				return err
+			}
+			if out.structured() {
+				return printMessage(cmd.OutOrStdout(), *out, resp)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), resp.GetState().Name())
+			if m := resp.GetMessage(); m != "" {
+				fmt.Fprintln(os.Stderr, "execfarm:", m)
+			}
+			return nil
+		})
+	}
+	return cmd
 }
 
 func psCmd(cf *clientFlags) *cobra.Command {
@@ -81,31 +104,35 @@ func psCmd(cf *clientFlags) *cobra.Command {
 		Use:   "ps",
 		Short: "List executions, newest first",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cf.call(func(client sandboxv1.SandboxServiceClient) error {
-				req := &sandboxv1.ListExecutionsRequest{Limit: limit}
-				if !all {
-					req.States = []sandboxv1.ExecutionState{sandboxv1.ExecutionState_EXECUTION_STATE_PENDING, sandboxv1.ExecutionState_EXECUTION_STATE_RUNNING}
+	}
+	out := addOutputFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return cf.call(func(client sandboxv1.SandboxServiceClient) error {
+			req := &sandboxv1.ListExecutionsRequest{Limit: limit}
+			if !all {
+				req.States = []sandboxv1.ExecutionState{sandboxv1.ExecutionState_EXECUTION_STATE_PENDING, sandboxv1.ExecutionState_EXECUTION_STATE_RUNNING}
+			}
+			resp, err := client.ListExecutions(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if out.structured() {
+				return printMessage(cmd.OutOrStdout(), *out, resp)
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tSTATE\tREASON\tRUNTIME\tSUBMITTED\tCODE")
+			for _, e := range resp.GetExecutions() {
+				reason := cmp.Or(e.GetTerminationReason().Name(), "-")
+				rt := e.GetRuntime().Name()
+				preview := strings.ReplaceAll(e.GetCodePreview(), "\n", " ")
+				if len(preview) > 40 {
+					preview = preview[:40] + "…"
 				}
-				resp, err := client.ListExecutions(cmd.Context(), req)
-				if err != nil {
-					return err
-				}
-				w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tSTATE\tREASON\tRUNTIME\tSUBMITTED\tCODE")
-				for _, e := range resp.GetExecutions() {
-					reason := cmp.Or(e.GetTerminationReason().Name(), "-")
-					rt := e.GetRuntime().Name()
-					preview := strings.ReplaceAll(e.GetCodePreview(), "\n", " ")
-					if len(preview) > 40 {
-						preview = preview[:40] + "…"
-					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.GetExecutionId(), e.GetState().Name(), reason, rt,
-						time.UnixMilli(e.GetStartedAtMs()).Format(time.TimeOnly), preview)
-				}
-				return w.Flush()
-			})
-		},
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", e.GetExecutionId(), e.GetState().Name(), reason, rt,
+					time.UnixMilli(e.GetStartedAtMs()).Format(time.TimeOnly), preview)
+			}
+			return w.Flush()
+		})
 	}
 	cmd.Flags().Int32Var(&limit, "limit", 20, "show at most this many (0 = all)")
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "include finished executions")
@@ -113,29 +140,41 @@ func psCmd(cf *clientFlags) *cobra.Command {
 }
 
 func healthCmd(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Ask the supervisor whether it is healthy and which isolation layers are active",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cf.call(func(client sandboxv1.SandboxServiceClient) error {
-				ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-				defer cancel()
-				resp, err := client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{})
-				if err != nil {
+		Long: `Ask the supervisor whether it is healthy, its load, warm pool and isolation
+layers. The exit status is 0 when it is healthy, 127 when none answers or it
+is shutting down.`,
+		Args: cobra.NoArgs,
+	}
+	out := addOutputFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return cf.call(func(client sandboxv1.SandboxServiceClient) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			defer cancel()
+			resp, err := client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{})
+			if err != nil {
+				return err
+			}
+			if out.structured() {
+				if err := printMessage(cmd.OutOrStdout(), *out, resp); err != nil {
 					return err
 				}
-				fmt.Printf("healthy: %v\nnode: %s\nversion: %s\ndefault runtime: %s\nrunning: %d\nqueued: %d\nwarm pool: %d ready, %d starting, %d in use, size %d\nkubernetes context: %q\n",
-					resp.GetHealthy(), resp.GetNode(), resp.GetVersion(), resp.GetDefaultRuntime(), resp.GetRunning(), resp.GetQueued(),
+			} else {
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "healthy: %v\nversion: %s\ndefault runtime: %s\nrunning: %d\nqueued: %d\nwarm pool: %d ready, %d starting, %d in use, size %d\nkubernetes context: %q\n",
+					resp.GetHealthy(), resp.GetVersion(), resp.GetDefaultRuntime(), resp.GetRunning(), resp.GetQueued(),
 					resp.GetWarmPoolReady(), resp.GetWarmPoolStarting(), resp.GetWarmPoolInUse(), resp.GetWarmPoolSize(), resp.GetKubernetesContext())
 				for _, l := range resp.GetLayers() {
-					fmt.Printf("layer %-18s available=%-5v active=%-5v %s\n", l.GetName(), l.GetAvailable(), l.GetActive(), l.GetDetail())
+					fmt.Fprintf(w, "layer %-18s available=%-5v active=%-5v %s\n", l.GetName(), l.GetAvailable(), l.GetActive(), l.GetDetail())
 				}
-				if !resp.GetHealthy() {
-					return exitError{code: 1}
-				}
-				return nil
-			})
-		},
+			}
+			if !resp.GetHealthy() {
+				return exitError{code: exitUnreachable, msg: "the supervisor is shutting down"}
+			}
+			return nil
+		})
 	}
+	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,71 +19,125 @@ import (
 func runCmd(cf *clientFlags) *cobra.Command {
 	var (
 		rt        string
-		timeoutMs int64
-		memory    int64
 		code      string
+		cached    string
 		async     bool
 		verbose   bool
 		stdinFrom string
+		env       []string
+		lim       limitFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run [flags] (FILE | -e CODE | -)",
+		Use:   "run [flags] (FILE | -e CODE | - | --cached NAME)",
 		Short: "Run a program in a fresh sandbox and print its output",
 		Long: `Run a program in a fresh sandbox. Its stdout and stderr are printed as they
-arrive; the exit status is 0 when the execution succeeded, the program's
-exit code when it exited with one, and 1 otherwise (killed, timed out).
-With no supervisor configured (flags or SANDBOX_* variables) and none at the
-default socket, run starts an embedded supervisor for the one execution.`,
+arrive (with -o json or yaml: once it has ended, the result with both
+streams, how it ended and the limits it ran with). The limits take units:
+--memory 256Mi, --timeout 2s, --cpus 0.5. With no supervisor configured
+(flags or SANDBOX_* variables) and none at the default socket, run starts
+an embedded supervisor for the one execution; --async needs a running one.
+
+` + exitCodesHelp,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	}
+	out := addOutputFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		r, ok := sandboxv1.ParseRuntime(rt)
+		if !ok {
+			return fmt.Errorf("unknown runtime %q (goja, node, shell, python)", rt)
+		}
+		// Raw output: the program's stdout and stderr as it wrote them.
+		req := &sandboxv1.ExecuteRequest{Runtime: r, RawOutput: true}
+		if cached != "" {
+			if code != "" || len(args) > 0 {
+				return errors.New("give --cached NAME, -e CODE or a file, not two")
+			}
+			req.Source = &sandboxv1.ExecuteRequest_Cached{Cached: cached}
+		} else {
 			src, err := source(code, args)
 			if err != nil {
 				return err
 			}
-			r, ok := sandboxv1.ParseRuntime(rt)
-			if !ok {
-				return fmt.Errorf("unknown runtime %q (goja, node, shell, python)", rt)
+			req.Source = &sandboxv1.ExecuteRequest_Code{Code: src}
+		}
+		var err error
+		if req.Env, err = parseEnv(env); err != nil {
+			return err
+		}
+		if req.Limits, err = lim.proto(); err != nil {
+			return err
+		}
+		if stdinFrom != "" {
+			if stdinFrom == "-" && len(args) > 0 && args[0] == "-" {
+				return errors.New("--stdin - and a program read from - both want standard input")
 			}
-			// Raw output: the program's stdout and stderr as it wrote them.
-			req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: src}, Runtime: r, RawOutput: true}
-			if stdinFrom != "" {
-				if stdinFrom == "-" && len(args) > 0 && args[0] == "-" {
-					return errors.New("--stdin - and a program read from - both want standard input")
-				}
-				if req.Stdin, err = readStdin(stdinFrom); err != nil {
-					return err
-				}
+			if req.Stdin, err = readStdin(stdinFrom); err != nil {
+				return err
 			}
-			if timeoutMs != 0 || memory != 0 { // the server refuses negative ones
-				req.Limits = &sandboxv1.ResourceLimits{TimeoutMs: timeoutMs, MaxMemoryBytes: memory}
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			client, closeFn, err := cf.connectOrEmbed(ctx, verbose)
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if async {
+			// An embedded supervisor would end, and the execution with
+			// it, when this command exits: the id would name nothing.
+			client, closeFn, err := cf.connectNoEmbed("run --async needs a running supervisor: an embedded one would stop, with the execution, when this command exits")
 			if err != nil {
 				return err
 			}
 			defer closeFn()
-			if async {
-				resp, err := client.ExecuteAsync(ctx, req)
-				if err != nil {
-					return err
-				}
-				fmt.Println(resp.GetExecutionId())
-				return nil
+			resp, err := client.ExecuteAsync(ctx, req)
+			if err != nil {
+				return cf.reach(err)
 			}
-			return stream(ctx, client, req, verbose)
-		},
+			if out.structured() {
+				return printMessage(cmd.OutOrStdout(), *out, resp)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), resp.GetExecutionId())
+			return nil
+		}
+		client, closeFn, err := cf.connectOrEmbed(ctx, verbose)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		if out.structured() {
+			resp, err := client.Execute(ctx, req)
+			if err != nil {
+				return cf.reach(err)
+			}
+			if err := printMessage(cmd.OutOrStdout(), *out, resp); err != nil {
+				return err
+			}
+			return resultExit(resp.GetSuccess(), resp.GetState(), resp.GetOutcome())
+		}
+		return cf.reach(stream(ctx, client, req, verbose))
 	}
 	f := cmd.Flags()
-	f.StringVar(&rt, "runtime", "", "goja (TypeScript/JavaScript), shell, python, node (default: the server's)")
-	f.Int64Var(&timeoutMs, "timeout", 0, "wall-clock timeout in ms (default: the server's, 30000)")
-	f.Int64Var(&memory, "memory", 0, "memory limit in bytes (default: the server's, 512 MiB)")
+	f.StringVar(&rt, "runtime", "", "goja (TypeScript/JavaScript), node, shell, python (default: the server's)")
 	f.StringVarP(&code, "eval", "e", "", "run CODE instead of a file")
-	f.BoolVar(&async, "async", false, "submit and print the execution id")
+	f.StringVar(&cached, "cached", "", "run the cached script NAME (exact, without .ts, or a unique part of it: cache list)")
+	f.StringArrayVar(&env, "env", nil, "set the program's environment variable K to V (K=V; repeatable)")
+	lim.register(f, "the execution")
+	f.BoolVar(&async, "async", false, "submit and print the execution id (needs a running supervisor)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "print the termination reason and resource usage to stderr")
 	f.StringVar(&stdinFrom, "stdin", "", "give the program FILE, or - for this command's standard input, as its standard input (at most 3 MiB; default: none)")
 	return cmd
+}
+
+// parseEnv reads --env K=V flags.
+func parseEnv(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	env := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--env %q: want K=V", kv)
+		}
+		env[k] = v
+	}
+	return env, nil
 }
 
 // maxStdin bounds what run sends as the program's stdin: the request must
@@ -119,7 +174,7 @@ func source(code string, args []string) (string, error) {
 	case code != "":
 		return code, nil
 	case len(args) == 0:
-		return "", errors.New("nothing to run: give a FILE, -e CODE, or - for stdin")
+		return "", errors.New("nothing to run: give a FILE, -e CODE, - for stdin, or --cached NAME")
 	}
 	b, err := readSource(args[0])
 	return string(b), err
@@ -143,7 +198,7 @@ func stream(ctx context.Context, client sandboxv1.SandboxServiceClient, req *san
 		chunk, err := st.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return errors.New("stream ended without a result")
+				return failure{errors.New("stream ended without a result")}
 			}
 			return err
 		}
@@ -158,25 +213,27 @@ func stream(ctx context.Context, client sandboxv1.SandboxServiceClient, req *san
 			if verbose {
 				printOutcome(res.GetState(), res.GetOutcome())
 			}
-			if !res.GetSuccess() {
-				if o := res.GetOutcome(); o.GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && res.GetError() != "" {
-					fmt.Fprintln(os.Stderr, "execfarm:", res.GetError())
-				}
-				code := int(res.GetOutcome().GetExitCode())
-				if code <= 0 || code > 255 {
-					code = 1
-				}
-				return exitError{code: code}
+			if !res.GetSuccess() && res.GetOutcome().GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && res.GetError() != "" {
+				fmt.Fprintln(os.Stderr, "execfarm:", res.GetError())
 			}
-			return nil
+			return resultExit(res.GetSuccess(), res.GetState(), res.GetOutcome())
 		}
 		if errors.Is(werr, syscall.EPIPE) {
 			// Whoever reads our output has gone (| head): stop, and let
 			// the deferred clean-up cancel the execution and stop an
-			// embedded supervisor; 141 is a shell's status for SIGPIPE.
-			return exitError{code: 128 + int(syscall.SIGPIPE)}
+			// embedded supervisor.
+			return exitError{code: exitPipe}
 		}
 	}
+}
+
+// resultExit is nil for a successful execution, else the exitError of
+// how it ended (exitForResult).
+func resultExit(success bool, state sandboxv1.ExecutionState, o *sandboxv1.ExecutionOutcome) error {
+	if success {
+		return nil
+	}
+	return exitError{code: exitForResult(success, state, o)}
 }
 
 func printOutcome(state sandboxv1.ExecutionState, o *sandboxv1.ExecutionOutcome) {

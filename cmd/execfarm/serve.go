@@ -38,6 +38,7 @@ func serveCmd() *cobra.Command {
 		worker         string
 		goja           string
 		logLevel       string
+		logFormat      string
 		cgroupParent   string
 		uidBase        uint32
 		allowDegraded  []string
@@ -74,7 +75,11 @@ func serveCmd() *cobra.Command {
 			if level == hclog.NoLevel {
 				return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", cmp.Or(logLevel, os.Getenv("EXECFARM_LOG_LEVEL")))
 			}
-			log := hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: level, Exclude: sandbox.ExpectedExit})
+			format := cmp.Or(logFormat, os.Getenv("EXECFARM_LOG_FORMAT"), "text")
+			if format != "text" && format != "json" {
+				return fmt.Errorf("--log-format %q: want text or json", format)
+			}
+			log := hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: level, Exclude: sandbox.ExpectedExit, JSONFormat: format == "json"})
 			cfg.Logger = log
 			cfg.Sandbox.Logger = log
 			cfg.Version = version
@@ -207,6 +212,13 @@ func serveCmd() *cobra.Command {
 				defer s.ServeProbes(lis)()
 				log.Info("serving probes", "liveness", "http://"+lis.Addr().String()+"/healthz", "readiness", "http://"+lis.Addr().String()+"/readyz")
 			}
+			log.Info("starting", "version", version, "node", s.IDs().Node(), "transport", tc.Address(), "state_dir", cfg.Sandbox.StateDir,
+				"cgroup_parent", cgroupParent, "uid_base", uidBase, "uid_ranges", uidSlots(liveSandboxes),
+				"max_concurrent", cfg.MaxConcurrent, "queue_size", cfg.QueueSize, "warm_pool", cfg.WarmPool, "sandbox_reuse", cfg.SandboxReuse,
+				"max_sandboxes", cfg.Sessions.MaxSandboxes, "default_runtime", cfg.DefaultRuntime, "node_runtime", cfg.Node != nil,
+				"default_limits", s.DefaultLimits(), "scripts_cache_dir", cacheDir, "retention", retention.String(), "grace", grace.String(),
+				"kubernetes", cfg.Kube != nil, "prometheus", cfg.Prometheus != nil, "metrics_address", metricsAddr,
+				"degraded", allowed, "log_level", level.String(), "log_format", format)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			err = supervisor.ListenAndServe(ctx, s, tc, grace, func(addr string) {
@@ -216,6 +228,11 @@ func serveCmd() *cobra.Command {
 			// Every sandbox is gone: leave no empty cgroup parent behind.
 			if rerr := cgroup.RemoveParent(cfg.Sandbox.Cgroup); rerr != nil {
 				log.Warn("remove the sandbox cgroup parent", "error", rerr)
+			}
+			if err != nil {
+				log.Warn("stopped", "error", err)
+			} else {
+				log.Info("stopped")
 			}
 			return err
 		},
@@ -231,9 +248,10 @@ func serveCmd() *cobra.Command {
 	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 0, "executions running at once (default: number of CPUs)")
 	f.IntVar(&cfg.QueueSize, "queue-size", 1000, "executions that may wait for a slot")
 	f.IntVar(&cfg.WarmPool, "warm-pool", 0, "sandboxes kept started ahead of demand (default limits only; single-use unless --sandbox-reuse)")
-	f.StringVar(&cfg.DefaultRuntime, "default-runtime", "goja", "runtime of requests that name none: goja, shell, python")
+	f.StringVar(&cfg.DefaultRuntime, "default-runtime", "goja", "runtime of requests that name none: goja, node, shell, python")
 	f.StringVar(&worker, "worker", "", "execfarm-worker binary (env EXECFARM_WORKER; default: next to execfarm, then $PATH)")
 	f.IntVar(&cfg.SandboxReuse, "sandbox-reuse", 1, "executions one warm sandbox may serve, reset in between (README: Sandbox reuse); 1 = single-use; needs --warm-pool")
+	f.StringVar(&logFormat, "log-format", "", "text or json: one JSON object per line (env EXECFARM_LOG_FORMAT; default text)")
 	f.StringVar(&logLevel, "log-level", "", "trace, debug (every sandbox start with its phases, warm-pool takes and refills), info, warn or error (env EXECFARM_LOG_LEVEL; default info)")
 	f.StringVar(&goja, "goja", "", "execfarm-goja binary, bound into every sandbox (env EXECFARM_GOJA; default: next to the worker binary)")
 	f.StringVar(&cfg.Sandbox.StateDir, "state-dir", "/run/execfarm", "directory for per-sandbox sockets and mountpoints")

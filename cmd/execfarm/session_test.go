@@ -81,6 +81,9 @@ func TestLimitFlags(t *testing.T) {
 	if got.String() != want.String() {
 		t.Fatalf("limits %v, want %v", got, want)
 	}
+	if got, err = parse("--fds", "100"); err != nil || got.GetMaxFileDescriptors() != 100 {
+		t.Fatalf("--fds 100: %v, %v; want the same as --open-files 100", got, err)
+	}
 	if got, err := parse("--memory", "268435456", "--cpus", "2"); err != nil || got.GetMaxMemoryBytes() != 256<<20 || got.GetMaxCpuPercent() != 200 {
 		t.Fatalf("plain numbers: %v, %v", got, err)
 	}

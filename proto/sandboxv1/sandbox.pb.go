@@ -1,5 +1,6 @@
 // prodisco.sandbox.v1: wire-compatible with ProDisco's sandbox server
-// (shared/seeds/000_0155cb039c3b4917.txt). Package, service, method and
+// (packages/sandbox-server/proto/sandbox.proto of the public
+// harche/ProDisco repository). Package, service, method and
 // message names and field numbers 1..99 are ProDisco's and never change.
 // execfarm's additions are optional fields numbered from 100, new enum
 // values and new messages, so a client generated from ProDisco's proto

@@ -19,6 +19,9 @@ const previewRunes = 100
 
 // Meta describes an execution at creation. It never changes afterwards.
 type Meta struct {
+	// ID is the execution's id, set by Registry.Create (a value given to
+	// Create is ignored).
+	ID string
 	// CodePreview is the code (or command) that runs. Create keeps the first
 	// 100 characters, cut on a rune boundary, with invalid UTF-8 replaced by
 	// U+FFFD so the preview can travel in a proto string.

@@ -103,8 +103,9 @@ func (r *Registry) Create(meta Meta) *Execution {
 	if meta.MaxOutputBytes <= 0 {
 		meta.MaxOutputBytes = DefaultMaxOutputBytes
 	}
+	meta.ID = r.ids.New()
 	e := &Execution{
-		id:      r.ids.New(),
+		id:      meta.ID,
 		meta:    meta,
 		reg:     r,
 		state:   StatePending,

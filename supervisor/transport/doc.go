@@ -2,10 +2,9 @@
 // unix socket (default, mode 0660) or TCP, in insecure, TLS or mutual-TLS
 // mode, configured from flags and the reference server's environment
 // variables (SANDBOX_SOCKET_PATH, SANDBOX_USE_TCP, SANDBOX_TCP_HOST,
-// SANDBOX_TCP_PORT, SANDBOX_TRANSPORT_MODE, SANDBOX_TLS_*; see
-// shared/seeds/000_0155cb039c3b4917.txt). Insecure TCP on a non-loopback
-// address is refused unless AllowInsecureRemote is set (DESIGN.md,
-// "Configuration").
+// SANDBOX_TCP_PORT, SANDBOX_TRANSPORT_MODE, SANDBOX_TLS_*, as ProDisco's
+// sandbox server reads them). Insecure TCP on a non-loopback address is
+// refused unless AllowInsecureRemote is set.
 //
 // TLS certificates are re-read while the process runs (reload.go): a
 // server re-reads its certificate, key and client CA every CertRefresh

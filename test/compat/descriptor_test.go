@@ -14,8 +14,8 @@ import (
 )
 
 // firstExtensionField is where execfarm's additions to ProDisco's messages
-// start (shared/DESIGN.md "Wire API": extensions are additive only, from
-// field 100 up).
+// start: extensions are additive only, from field 100 up, so that they
+// never collide with fields ProDisco may add.
 const firstExtensionField = 100
 
 // prodiscoDescriptor returns the FileDescriptorProto that proto-loader

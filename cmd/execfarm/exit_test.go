@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+)
+
+// TestExitForResult: each way an execution ends has its documented exit
+// status (test/cli produces them end to end).
+func TestExitForResult(t *testing.T) {
+	o := func(r sandboxv1.TerminationReason, code, sig int32) *sandboxv1.ExecutionOutcome {
+		return &sandboxv1.ExecutionOutcome{TerminationReason: r, ExitCode: code, Signal: sig}
+	}
+	tests := []struct {
+		success bool
+		outcome *sandboxv1.ExecutionOutcome
+		want    int
+	}{
+		{true, o(sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 0, 0), 0},
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 3, 0), 3},
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 0, 0), 1}, // output truncated
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT, -1, 9), exitTimeout},
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_CANCELLED, -1, 9), exitCancelled},
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_MEMORY, -1, 9), exitLimit},
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_PIDS, 1, 0), exitLimit},
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_CPU_TIME, -1, 9), exitLimit},
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_OUTPUT_LIMIT, -1, 9), exitLimit},
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_SIGNAL, -1, 11), 128 + 11},
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_INTERNAL, 0, 0), exitFailed},
+	}
+	for _, tt := range tests {
+		if got := exitForResult(tt.success, 0, tt.outcome); got != tt.want {
+			t.Errorf("exitForResult(%v, %v) = %d, want %d", tt.success, tt.outcome, got, tt.want)
+		}
+	}
+}
+
+// TestExitForError: errors of the command line, the connection and the
+// supervisor map to their documented statuses.
+func TestExitForError(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{exitError{code: 7}, 7},
+		{fmt.Errorf("run: %w", exitError{code: exitPipe}), exitPipe},
+		{&unreachableError{addr: "unix:///x", err: errors.New("refused")}, exitUnreachable},
+		{status.Error(codes.Unavailable, "connection refused"), exitUnreachable},
+		{failure{errors.New("start embedded supervisor")}, exitFailed},
+		{status.Error(codes.Internal, "bug"), exitFailed},
+		{status.Error(codes.InvalidArgument, "bad"), exitRefused},
+		{status.Error(codes.NotFound, "no"), exitRefused},
+		{status.Error(codes.ResourceExhausted, "full"), exitRefused},
+		{status.Error(codes.Unauthenticated, "who"), exitRefused},
+		{status.Error(codes.Canceled, "ctrl-c"), exitCancelled},
+		{context.Canceled, exitCancelled},
+		{errors.New("unknown flag: --bogus"), exitRefused},
+	}
+	for _, tt := range tests {
+		if got := exitForError(tt.err); got != tt.want {
+			t.Errorf("exitForError(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}
