@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,18 +32,27 @@ func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc trans
 	if err != nil {
 		return tc, nil, err
 	}
-	cfg, err = embeddedConfig(cfg, dir, allowDegraded)
+	cfg, unlock, err := embeddedConfig(cfg, dir, allowDegraded)
+	// serveStop is not the named result stop: the closure returned below
+	// calls it, and would call itself were it stop.
+	var serveStop func() error
 	if err == nil {
 		var s *Server
 		if s, err = New(cfg); err == nil {
-			tc, stop, err = serveEmbedded(ctx, s, dir)
+			tc, serveStop, err = serveEmbedded(ctx, s, dir)
+		}
+		if err != nil {
+			unlock()
 		}
 	}
 	if err != nil {
 		os.RemoveAll(dir)
 		return tc, nil, err
 	}
-	return tc, stop, nil
+	return tc, func() error {
+		defer unlock()
+		return serveStop()
+	}, nil
 }
 
 // embeddedDir makes an embedded supervisor's directory in
@@ -64,9 +74,16 @@ func embeddedDir() (string, error) {
 
 // embeddedConfig completes cfg for an embedded supervisor whose directory
 // is dir: its state directory, cgroup parent and uid window (unless cfg
-// sets them), the isolation layers the host probe allows, and a node
-// name. It refuses as host.Check does.
-func embeddedConfig(cfg Config, dir string, allowDegraded []string) (Config, error) {
+// sets them; a window it chooses is one it could lock, held until unlock),
+// the isolation layers the host probe allows, and a node name. It refuses
+// as host.Check does; on an error nothing is held.
+func embeddedConfig(cfg Config, dir string, allowDegraded []string) (_ Config, unlock func(), err error) {
+	unlock = func() {}
+	defer func() {
+		if err != nil {
+			unlock()
+		}
+	}()
 	if cfg.Sandbox.StateDir == "" {
 		cfg.Sandbox.StateDir = dir
 	}
@@ -75,18 +92,30 @@ func embeddedConfig(cfg Config, dir string, allowDegraded []string) (Config, err
 	}
 	pc := probe.Config{Cgroup: cfg.Sandbox.Cgroup}
 	if cfg.Sandbox.IDs == nil {
-		pc.UIDBase, pc.UIDSlots = host.EmbeddedUIDBase(os.Getpid()), probe.DefaultUIDSlots
+		// The first window no other supervisor holds.
+		for i := 0; ; i++ {
+			base := host.EmbeddedUIDBase(os.Getpid() + i)
+			unlock, err = host.LockUIDWindow(base, probe.DefaultUIDSlots, host.LockDir())
+			if err == nil {
+				pc.UIDBase, pc.UIDSlots = base, probe.DefaultUIDSlots
+				break
+			}
+			unlock = func() {}
+			if !errors.Is(err, host.ErrShared) || i == host.EmbeddedWindows-1 {
+				return cfg, unlock, fmt.Errorf("supervisor: embedded uid window: %w", err)
+			}
+		}
 		cfg.Sandbox.IDs = sandbox.NewIDPool(pc.UIDBase, 0, pc.UIDSlots)
 	}
 	allowed, err := probe.ParseAllowDegraded(allowDegraded)
 	if err != nil {
-		return cfg, fmt.Errorf("supervisor: %w", err)
+		return cfg, unlock, fmt.Errorf("supervisor: %w", err)
 	}
 	if slices.Contains(allowed, probe.Seccomp) {
 		cfg.Sandbox.NoSeccomp = true
 	}
 	if cfg.Layers, err = host.Check(pc, allowed); err != nil {
-		return cfg, err
+		return cfg, unlock, err
 	}
 	if cfg.NodeName == "" {
 		// Its ids go to one client only: a host name that cannot name a
@@ -95,7 +124,7 @@ func embeddedConfig(cfg Config, dir string, allowDegraded []string) (Config, err
 			cfg.NodeName = "localhost"
 		}
 	}
-	return cfg, nil
+	return cfg, unlock, nil
 }
 
 // serveEmbedded serves s on a unix socket in dir, in the background, and

@@ -130,9 +130,18 @@ func serveCmd() *cobra.Command {
 				// kernel hands them to PID 1, which must reap them.
 				log.Warn("execfarm serve is PID 1 without an init: orphaned sandbox processes will stay as zombies and hold their uid ranges; run it under an init (tini, docker run --init), as the image does")
 			}
-			// Before any clean-up: a second serve sharing the cgroup parent,
-			// uid window or state directory would kill the first's sandboxes.
-			release, err := host.Lock(cfg.Sandbox.Cgroup, uidBase, cfg.Sandbox.StateDir, host.LockDir())
+			if cacheDir == "" {
+				cacheDir = os.Getenv("SCRIPTS_CACHE_DIR")
+			}
+			if cacheDir == "" {
+				cacheDir = defaultCacheDir
+			}
+			// Before any clean-up: a second serve sharing the cgroup parent
+			// or state directory would kill the first's sandboxes, one whose
+			// uid window overlaps could give two sandboxes one host uid, one
+			// sharing the script cache would clear its scripts.
+			release, err := host.Lock(host.Resources{Cgroup: cfg.Sandbox.Cgroup, UIDBase: uidBase, UIDRanges: uidSlots(liveSandboxes),
+				StateDir: cfg.Sandbox.StateDir, ScriptsCacheDir: cacheDir}, host.LockDir())
 			if err != nil {
 				return err
 			}
@@ -146,12 +155,6 @@ func serveCmd() *cobra.Command {
 				log.Warn("clean up leftover sandbox state", "error", err)
 			} else if n > 0 {
 				log.Info("removed leftover sandbox state directories", "count", n)
-			}
-			if cacheDir == "" {
-				cacheDir = os.Getenv("SCRIPTS_CACHE_DIR")
-			}
-			if cacheDir == "" {
-				cacheDir = defaultCacheDir
 			}
 			if cfg.Cache, err = cache.Open(cacheDir); err != nil {
 				return err

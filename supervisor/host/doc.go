@@ -2,11 +2,12 @@
 // sandboxes, at start and for its whole life: the isolation probe and its
 // verdict (Check: refuse to start with a required layer missing unless
 // the operator allowed it), the host-wide locks that keep two supervisors
-// off each other's cgroup parent, uid window and state directory (Lock),
-// the clean-up of what a crashed predecessor left (CleanupStateDir,
-// RemoveStaleEmbedded), and room in the host's file table for every
-// sandbox (ReserveFileTable: fs.file-max raised so that sandboxes, whose
-// open files their memory bounds, cannot refuse files to the host).
+// off each other's cgroup parent, uid window (all of it: LockUIDWindow),
+// state directory and script cache (Lock), the clean-up of what a crashed
+// predecessor left (CleanupStateDir, RemoveStaleEmbedded), and room in the
+// host's file table for every sandbox (ReserveFileTable: fs.file-max raised
+// so that sandboxes, whose open files their memory bounds, cannot refuse
+// files to the host).
 //
 // Rules a caller keeps: Lock before any clean-up, and hold its locks for
 // the supervisor's life; clean up only resources this process locked

@@ -23,14 +23,19 @@ const EmbeddedPrefix = "execfarm-embedded-"
 // and plugin socket paths must stay short.
 const EmbeddedRoot = "/tmp"
 
+// EmbeddedWindows is how many uid windows embedded supervisors choose
+// from.
+const EmbeddedWindows = 255
+
 // EmbeddedUIDBase is the first host uid of an embedded supervisor's
-// window of probe.DefaultUIDSlots ranges: window 1 + pid%255 of
-// [2^30, 2^31), so that concurrent embedded supervisors (two `execfarm
+// window of probe.DefaultUIDSlots ranges: window 1 + pid%EmbeddedWindows
+// of [2^30, 2^31), so that concurrent embedded supervisors (two `execfarm
 // run`s) rarely share a window and never share serve's default window 0.
-// The host probe refuses to start when the window is in use.
+// An embedded supervisor locks its window (LockUIDWindow) and, when it is
+// taken, tries the window of pid+1, and so on.
 func EmbeddedUIDBase(pid int) uint32 {
 	const window = probe.DefaultUIDSlots * probe.DefaultUIDRangeSize
-	return DefaultUIDBase + uint32(1+pid%255)*window
+	return DefaultUIDBase + uint32(1+pid%EmbeddedWindows)*window
 }
 
 // RemoveStaleEmbedded removes what embedded supervisors of processes that

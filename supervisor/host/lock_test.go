@@ -11,41 +11,53 @@ import (
 	"testing"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
+	"github.com/execfarm/execfarm/isolation/probe"
 )
 
-// TestLock: a second supervisor with the same cgroup parent, uid
-// window or state directory is refused, naming the first one's pid; other
+// TestLock: a second supervisor with the same cgroup parent, an
+// overlapping uid window, the same state directory or the same script
+// cache is refused, naming the resource and the first one's pid; other
 // resources, or the same ones after release, are free.
 func TestLock(t *testing.T) {
-	lockDir, state, other := t.TempDir(), t.TempDir(), t.TempDir()
-	cg := cgroup.Config{Parent: "/execfarm-locktest"}
-	release, err := Lock(cg, 1<<30, state, lockDir)
+	lockDir, state, cache, other := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	first := Resources{Cgroup: cgroup.Config{Parent: "/execfarm-locktest"}, UIDBase: 1 << 30, UIDRanges: 10, StateDir: state, ScriptsCacheDir: cache}
+	release, err := Lock(first, lockDir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	free := func() Resources {
+		return Resources{Cgroup: cgroup.Config{Parent: "/x"}, UIDBase: 2 << 30, UIDRanges: 10, StateDir: filepath.Join(other, "state"), ScriptsCacheDir: filepath.Join(other, "cache")}
+	}
 	for _, tc := range []struct {
 		name  string
-		cg    cgroup.Config
-		uid   uint32
-		state string
+		share func(*Resources)
 		what  string
 	}{
-		{"same cgroup parent", cg, 2 << 30, other, "cgroup parent"},
-		{"same uid window", cgroup.Config{Parent: "/x"}, 1 << 30, other, "uid window"},
-		{"same state dir", cgroup.Config{Parent: "/x"}, 2 << 30, state, "state directory"},
+		{"same cgroup parent", func(r *Resources) { r.Cgroup = first.Cgroup }, "cgroup parent"},
+		{"same uid window", func(r *Resources) { r.UIDBase = first.UIDBase }, "uid window 1073741824-1074397183"},
+		{"a window 65536 above", func(r *Resources) { r.UIDBase = first.UIDBase + probe.DefaultUIDRangeSize }, "overlaps uid window 1073741824-1074397183"},
+		{"a window ending in it", func(r *Resources) { r.UIDBase = first.UIDBase - 5*probe.DefaultUIDRangeSize }, "overlaps uid window 1073741824-1074397183"},
+		{"a window around it", func(r *Resources) { r.UIDBase, r.UIDRanges = first.UIDBase-probe.DefaultUIDRangeSize, 100 }, "overlaps"},
+		{"same state dir", func(r *Resources) { r.StateDir = state }, "state directory"},
+		{"same script cache", func(r *Resources) { r.ScriptsCacheDir = cache }, "script cache directory"},
 	} {
-		_, err := Lock(tc.cg, tc.uid, tc.state, lockDir)
-		if !errors.Is(err, ErrShared) || !strings.Contains(err.Error(), tc.what) || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
+		r := free()
+		tc.share(&r)
+		_, err := Lock(r, lockDir)
+		if !errors.Is(err, ErrShared) || !strings.Contains(err.Error(), tc.what) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
 			t.Errorf("%s: Lock = %v, want ErrShared naming the %s and pid %d", tc.name, err, tc.what, os.Getpid())
 		}
 	}
-	r2, err := Lock(cgroup.Config{Parent: "/x"}, 2<<30, other, lockDir)
+	// Adjacent windows share no uid.
+	adjacent := free()
+	adjacent.UIDBase = first.UIDBase + 10*probe.DefaultUIDRangeSize
+	r2, err := Lock(adjacent, lockDir)
 	if err != nil {
-		t.Fatalf("other resources: %v", err)
+		t.Fatalf("other resources, adjacent window: %v", err)
 	}
 	r2()
 	release()
-	r3, err := Lock(cg, 1<<30, state, lockDir)
+	r3, err := Lock(first, lockDir)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
@@ -69,7 +81,7 @@ func TestLockRefusesAnUnsafeLockDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{link, open} {
-		if release, err := Lock(cgroup.Config{}, 1<<30, state, dir); err == nil {
+		if release, err := Lock(Resources{UIDBase: 1 << 30, StateDir: state}, dir); err == nil {
 			release()
 			t.Errorf("Lock with lock directory %s succeeded, want refused", dir)
 		}

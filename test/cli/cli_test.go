@@ -34,6 +34,7 @@ var env struct {
 	bin     string // directory of execfarm, execfarm-worker, execfarm-goja
 	dir     string // the server's directory
 	socket  string
+	uidBase uint64 // the server's first host uid
 	serve   *testbin.Serve
 	skip    string
 	failure error
@@ -53,7 +54,7 @@ func (s suite) Run() int {
 // suite's is below), placed by the test process's pid.
 const (
 	rangeSize  = 65536
-	serveSlots = 10 // --max-concurrent 2: 2 + 8 ranges
+	serveSlots = 12 // --max-concurrent 2 --max-sandboxes 2: 2 + 2 + 8 ranges
 )
 
 func setup() (teardown func() error) {
@@ -89,11 +90,12 @@ func setup() (teardown func() error) {
 		return teardown
 	}
 	env.socket = filepath.Join(env.dir, "s.sock")
-	uidBase := 3<<30 + 2<<28 + 1<<27 + uint64(os.Getpid()%64)*serveSlots*rangeSize
+	env.uidBase = 3<<30 + 2<<28 + 1<<27 + uint64(os.Getpid()%64)*serveSlots*rangeSize
+	uidBase := env.uidBase
 	env.serve, err = testbin.StartServe(filepath.Join(env.bin, "execfarm"), "serve",
 		"--socket", env.socket, "--state-dir", filepath.Join(env.dir, "state"),
 		"--cgroup-parent", fmt.Sprintf("/execfarm-cli-%d", os.Getpid()), "--uid-base", strconv.FormatUint(uidBase, 10),
-		"--max-concurrent", "2", "--scripts-cache-dir", filepath.Join(env.dir, "scripts"),
+		"--max-concurrent", "2", "--max-sandboxes", "2", "--scripts-cache-dir", filepath.Join(env.dir, "scripts"),
 		"--grace", "2s", "--log-format", "json")
 	if err != nil {
 		env.failure = err
@@ -457,7 +459,7 @@ func TestServeLog(t *testing.T) {
 	s, err := testbin.StartServe(filepath.Join(env.bin, "execfarm"), "serve",
 		"--socket", sock, "--state-dir", filepath.Join(dir, "state"),
 		"--cgroup-parent", fmt.Sprintf("/execfarm-cli-log-%d", os.Getpid()), "--uid-base", strconv.FormatUint(uidBase, 10),
-		"--max-concurrent", "2", "--scripts-cache-dir", filepath.Join(dir, "scripts"), "--grace", "2s", "--log-format", "json")
+		"--max-concurrent", "2", "--max-sandboxes", "2", "--scripts-cache-dir", filepath.Join(dir, "scripts"), "--grace", "2s", "--log-format", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,5 +497,39 @@ func TestServeLog(t *testing.T) {
 	}
 	if len(lines["shutting down"]) != 1 || len(lines["stopped"]) != 1 {
 		t.Errorf("shutdown lines: %v, %v", lines["shutting down"], lines["stopped"])
+	}
+}
+
+// TestSharedResourcesRefused: a second serve whose uid window overlaps the
+// running one's (its --uid-base 65536 above, as in the report that found
+// it), or that shares its script cache, refuses to start and names the
+// first one's pid; nothing of the first is touched.
+func TestSharedResourcesRefused(t *testing.T) {
+	requireServe(t)
+	for _, tc := range []struct {
+		name  string
+		flags func(dir string) []string
+		says  string
+	}{
+		{"overlapping uid window", func(dir string) []string {
+			return []string{"--uid-base", strconv.FormatUint(env.uidBase+rangeSize, 10), "--scripts-cache-dir", filepath.Join(dir, "scripts")}
+		}, "overlaps uid window"},
+		{"shared script cache", func(dir string) []string {
+			return []string{"--uid-base", strconv.FormatUint(env.uidBase+64*serveSlots*rangeSize, 10), "--scripts-cache-dir", filepath.Join(env.dir, "scripts")}
+		}, "script cache directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append([]string{"serve", "--socket", filepath.Join(dir, "s.sock"), "--state-dir", filepath.Join(dir, "state"),
+				"--cgroup-parent", fmt.Sprintf("/execfarm-cli-second-%d", os.Getpid()), "--max-concurrent", "2", "--max-sandboxes", "2"}, tc.flags(dir)...)
+			r := execfarmIn(t, nil, args...)
+			pid := "pid " + strconv.Itoa(env.serve.Pid())
+			if r.code == 0 || !strings.Contains(r.stderr, tc.says) || !strings.Contains(r.stderr, pid) {
+				t.Fatalf("second serve: exit %d, stderr %q; want refused, saying %q and naming %s", r.code, r.stderr, tc.says, pid)
+			}
+		})
+	}
+	if h := execfarm(t, "health"); h.code != 0 {
+		t.Fatalf("the first serve after the refusals: %+v", h)
 	}
 }

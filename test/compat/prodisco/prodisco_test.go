@@ -32,11 +32,11 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 // serveSlots ranges per server.
 const (
 	rangeSize  = 65536
-	serveSlots = 10 // execfarm serve --max-concurrent 2: 2 + 8 ranges
+	serveSlots = 12 // execfarm serve --max-concurrent 2 --max-sandboxes 2: 2 + 2 + 8 ranges
 )
 
 func uidBase(server int) uint32 {
-	return 3<<30 + 2<<28 + uint32(os.Getpid()%128)*2*serveSlots*rangeSize + uint32(server)*serveSlots*rangeSize
+	return 3<<30 + 2<<28 + uint32(os.Getpid()%64)*2*serveSlots*rangeSize + uint32(server)*serveSlots*rangeSize
 }
 
 // server is one `execfarm serve` and a ProDisco client of it.
@@ -81,7 +81,7 @@ func startServers(t *testing.T, runtimes ...string) map[string]*server {
 		proc, err := testbin.StartServe(filepath.Join(bin, "execfarm"), "serve",
 			"--socket", sock, "--state-dir", filepath.Join(dir, "state"),
 			"--cgroup-parent", fmt.Sprintf("/execfarm-prodisco-%d-%d", os.Getpid(), i),
-			"--uid-base", strconv.FormatUint(uint64(uidBase(i)), 10), "--max-concurrent", "2",
+			"--uid-base", strconv.FormatUint(uint64(uidBase(i)), 10), "--max-concurrent", "2", "--max-sandboxes", "2",
 			"--scripts-cache-dir", filepath.Join(dir, "scripts"), "--node-bundle", bundle,
 			"--default-runtime", rt, "--grace", "2s", "--log-level", "warn")
 		if err != nil {
