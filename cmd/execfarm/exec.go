@@ -168,22 +168,18 @@ func feedStdin(ctx context.Context, c execfarmv1.SessionServiceClient, id string
 	}
 }
 
-// execExit is the exit status of an exec's result: 0 on success, its
-// exit code, 128+N for signal N, else 1; a reason other than the
+// execExit is the exit status of an exec's result, as run's
+// (exitForResult): 0 on success, its exit code, 128+N for signal N, 124 for
+// a timeout, 130 for a cancel, 137 for a limit; a reason other than the
 // program's own exit is said on stderr.
 func execExit(res *sandboxv1.ExecuteResult) error {
 	o := res.GetOutcome()
-	if res.GetState() == sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED && o.GetExitCode() == 0 && o.GetSignal() == 0 {
+	success := res.GetState() == sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED && o.GetExitCode() == 0 && o.GetSignal() == 0
+	if success {
 		return nil
 	}
 	if o.GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && res.GetError() != "" {
 		fmt.Fprintln(os.Stderr, "execfarm:", res.GetError())
 	}
-	switch code, sig := int(o.GetExitCode()), int(o.GetSignal()); {
-	case o.GetTerminationReason() == sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && code > 0 && code < 256:
-		return exitError{code: code}
-	case o.GetTerminationReason() == sandboxv1.TerminationReason_TERMINATION_REASON_SIGNAL && sig > 0 && sig < 128:
-		return exitError{code: 128 + sig}
-	}
-	return exitError{code: 1}
+	return exitError{code: exitForResult(false, res.GetState(), o)}
 }

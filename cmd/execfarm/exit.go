@@ -44,10 +44,11 @@ const (
 )
 
 // exitCodesHelp is the table of exit statuses, for --help and README.
-const exitCodesHelp = `Exit status (run, test, status --wait, and where it applies the others):
+const exitCodesHelp = `Exit status (run, exec, test, status --wait, and where it applies the others):
   0        success (the execution succeeded; every test passed)
   1-255    run, status: the program's own exit code when it exited with one
-  1        test: a test failed; health: the supervisor is not healthy
+  1        test: a test failed; health: the supervisor is not healthy;
+           sandbox status: not ready; sandbox rm: one of them was not removed
   124      the execution timed out (wall clock)
   125      execfarm failed: the sandbox could not start, the worker was lost,
            the supervisor answered INTERNAL, or an embedded one could not start

@@ -109,8 +109,8 @@ func TestExecExit(t *testing.T) {
 		{"success", res(sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED, sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 0, 0), 0},
 		{"exit 3", res(sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 3, 0), 3},
 		{"SIGSEGV", res(sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, sandboxv1.TerminationReason_TERMINATION_REASON_SIGNAL, -1, 11), 139},
-		{"timeout", res(sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT, sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT, -1, 9), 1},
-		{"OOM kill", res(sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, sandboxv1.TerminationReason_TERMINATION_REASON_MEMORY, -1, 9), 1},
+		{"timeout", res(sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT, sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT, -1, 9), exitTimeout},
+		{"OOM kill", res(sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, sandboxv1.TerminationReason_TERMINATION_REASON_MEMORY, -1, 9), exitLimit},
 	} {
 		err := execExit(tt.res)
 		var ee exitError

@@ -217,7 +217,7 @@ func TestExitCodes(t *testing.T) {
 			return runRaw(t, []string{"EXECFARM_WORKER=/nonexistent/execfarm-worker"}, withoutDefaultSocket(t, "run", "-e", "1")...)
 		}, 125, "worker"},
 		{"refused request", func(t *testing.T) result { return execfarm(t, "run", "-e", "const x = ;") }, 126, "INVALID_ARGUMENT"},
-		{"refused command line", func(t *testing.T) result { return execfarm(t, "run", "--timeout", "5", "-e", "1") }, 126, "no unit"},
+		{"refused command line", func(t *testing.T) result { return execfarm(t, "run", "--timeout", "5", "-e", "1") }, 126, "missing unit"},
 		{"unknown cache command", func(t *testing.T) result { return execfarm(t, "cache", "nope") }, 126, "nope"},
 		{"no supervisor", func(t *testing.T) result {
 			return execfarmIn(t, nil, "ps", "--socket", filepath.Join(tests, "none.sock"))
