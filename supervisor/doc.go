@@ -12,6 +12,13 @@
 // in supervisor/host; none of them imports this package. Their errors
 // reach callers through one map, rpcError (errors.go).
 //
+// Orchestrators probe it over HTTP (health.go): ServeProbes serves
+// GET /healthz (liveness, which depends on nothing outside the process),
+// /startupz (the fork server's first start) and /readyz (Readiness: the
+// fork server alive, the cgroup parent writable, the Kubernetes API
+// reachable when configured; a generic reason when not, the details
+// logged), and grpc.health.v1's readiness follows the last result.
+//
 // Lifetimes: New returns a Server whose executions run until Shutdown.
 // Shutdown refuses new work, lets running executions finish within the
 // grace period, then kills what is left; nothing outlives it.
