@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,9 +33,27 @@ func TestParseKubeRequest(t *testing.T) {
 		{"PUT", "/api/v1/namespaces/default/pods/a", KubeRequest{Verb: "update", Namespace: "default", Resource: "pods", Name: "a"}, false},
 		{"GET", "/version", KubeRequest{Verb: "get"}, false},
 		{"GET", "/apis", KubeRequest{Verb: "get"}, false},
-		{"POST", "/version", KubeRequest{}, true},
+		{"GET", "/apis/apps/v1", KubeRequest{Verb: "get"}, false},
+		// The legacy watch paths are watches, as the API server has them.
+		{"GET", "/api/v1/watch/namespaces/default/pods", KubeRequest{Verb: "watch", Namespace: "default", Resource: "pods"}, false},
+		{"GET", "/api/v1/watch/pods", KubeRequest{Verb: "watch", Resource: "pods"}, false},
+		// Fail closed: anything not in canonical form, not classified as
+		// a resource, or out of reach.
+		{"GET", "/api/v1//namespaces/kube-system/secrets", KubeRequest{}, true},
+		{"GET", "/api/v1/namespaces//secrets", KubeRequest{}, true},
+		{"GET", "/api/v1/namespaces/default/pods/", KubeRequest{}, true},
+		{"GET", "/api/v1/namespaces/./secrets", KubeRequest{}, true},
 		{"GET", "/api/v1/namespaces/../secrets", KubeRequest{}, true},
+		{"GET", "/api/v1/namespaces/default%2Fx/pods", KubeRequest{}, true},
+		{"GET", "/api/v1/namespaces/default/pods/a/log/extra", KubeRequest{}, true},
+		{"GET", "/api/v1/namespaces/default/pods/a/proxy", KubeRequest{}, true},
+		{"GET", "/api/v1/namespaces/default/pods/a/exec", KubeRequest{}, true},
+		{"GET", "/api/v1/proxy/namespaces/default/pods/a", KubeRequest{}, true},
+		{"GET", "/healthz", KubeRequest{}, true},
+		{"GET", "/logs/kube-apiserver.log", KubeRequest{}, true},
+		{"POST", "/version", KubeRequest{}, true},
 		{"TRACE", "/api/v1/pods", KubeRequest{}, true},
+		{"GET", "http://evil/api/v1/pods", KubeRequest{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
@@ -42,6 +61,7 @@ func TestParseKubeRequest(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v", err)
 			}
+			got.Path = ""
 			if err == nil && got != tt.want {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
@@ -49,8 +69,14 @@ func TestParseKubeRequest(t *testing.T) {
 	}
 }
 
+// FuzzParseKubeRequest: whatever is admitted is forwarded in canonical
+// form, and the API server classifies the forwarded request exactly as the
+// policy saw it (no parser differential); read-only verbs only for GET and
+// HEAD.
 func FuzzParseKubeRequest(f *testing.F) {
-	for _, s := range []string{"/api/v1/pods", "/apis/apps/v1/namespaces/a/deployments/b/scale", "/version", "/api", "%zz", "/api/v1/namespaces/a"} {
+	for _, s := range []string{"/api/v1/pods", "/apis/apps/v1/namespaces/a/deployments/b/scale", "/version", "/api", "%zz",
+		"/api/v1/namespaces/a", "/api/v1//namespaces/kube-system/secrets", "/api/v1/watch/namespaces/default/pods",
+		"/api/v1/pods?watch=1&fieldSelector=metadata.name%3Dx", "/api/v1/namespaces/a/namespaces/b"} {
 		f.Add("GET", s)
 		f.Add("DELETE", s)
 	}
@@ -65,7 +91,64 @@ func FuzzParseKubeRequest(f *testing.F) {
 		if method != "GET" && method != "HEAD" && (ri.Verb == "get" || ri.Verb == "list" || ri.Verb == "watch") {
 			t.Fatalf("%s %q classified read-only as %q", method, path, ri.Verb)
 		}
+		u, err := url.ParseRequestURI(ri.Path)
+		if err != nil || !canonicalPath(u.Path) {
+			t.Fatalf("%s %q forwarded as non-canonical %q", method, path, ri.Path)
+		}
+		again, err := ParseKubeRequest(method, ri.Path)
+		if err != nil || again != ri {
+			t.Fatalf("%s %q: forwarded %q classifies as %+v, %v; policy saw %+v", method, path, ri.Path, again, err, ri)
+		}
+		if ri.Resource == "" && (ri.Namespace != "" || ri.Name != "") {
+			t.Fatalf("%s %q: namespace or name without a resource: %+v", method, path, ri)
+		}
 	})
+}
+
+// TestKubePolicyFailsClosed: the requests by which a hand-written parser
+// was bypassed never reach the API server, and what is forwarded is the
+// classified path, not the raw one.
+func TestKubePolicyFailsClosed(t *testing.T) {
+	const token = "tok-fail-closed-123"
+	srv, seen := fakeAPIServer(t, token)
+	kubeconfig := writeKubeconfig(t, srv.URL, token)
+	for _, c := range []struct {
+		policy KubePolicy
+		path   string
+		want   int
+	}{
+		// Parsed as resource "" by a naive splitter, which skipped the
+		// namespace check; an upstream that merges slashes then serves
+		// kube-system's secrets.
+		{KubePolicy{Namespaces: []string{"default"}}, "/api/v1//namespaces/kube-system/secrets", http.StatusBadRequest},
+		{KubePolicy{Namespaces: []string{"default"}}, "/api/v1/namespaces/kube-system/secrets", http.StatusForbidden},
+		// A watch (not allowed by --kube-verbs get,list), not a get of a
+		// resource named "watch".
+		{KubePolicy{Verbs: []string{"get", "list"}}, "/api/v1/watch/namespaces/default/pods", http.StatusForbidden},
+		{KubePolicy{Verbs: []string{"get", "list"}}, "/api/v1/namespaces/default/pods?watch=1", http.StatusForbidden},
+	} {
+		k, err := LoadKube(kubeconfig, c.policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := k.RoundTrip(context.Background(), Request{Method: "GET", Path: c.path, Header: http.Header{}})
+		if err != nil || resp.Status != c.want {
+			t.Errorf("%s with %+v: status %d err %v, want %d", c.path, c.policy, resp.Status, err, c.want)
+		}
+	}
+	if len(*seen) != 0 {
+		t.Fatalf("the API server received %v; every request above must be refused", *seen)
+	}
+	k, err := LoadKube(kubeconfig, KubePolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := k.RoundTrip(context.Background(), Request{Method: "GET", Path: "/api/v1/namespaces/default/pods?limit=5&labelSelector=app%3Dweb", Header: http.Header{}}); err != nil || resp.Status != 200 {
+		t.Fatalf("list: %d %v", resp.Status, err)
+	}
+	if want := "GET /api/v1/namespaces/default/pods?labelSelector=app%3Dweb&limit=5"; len(*seen) != 1 || (*seen)[0] != want {
+		t.Fatalf("upstream saw %v, want %q", *seen, want)
+	}
 }
 
 // fakeAPIServer answers like the Kubernetes API server and requires the
@@ -188,6 +271,9 @@ func TestPrometheusReadOnly(t *testing.T) {
 		{"POST", "/api/v1/admin/tsdb/delete_series", 403},
 		{"GET", "/federate", 403},
 		{"DELETE", "/api/v1/query", 403},
+		{"GET", "/api/v1//query?query=up", 400},
+		{"GET", "/api/v1/label/../admin/values", 400},
+		{"GET", "/api/v1/label/a/b/values", 403},
 	} {
 		resp, err := p.RoundTrip(context.Background(), Request{Method: c.method, Path: c.path, Header: http.Header{}})
 		if err != nil || resp.Status != c.want {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -136,6 +138,8 @@ func (k *Kube) RoundTrip(ctx context.Context, req Request) (Response, error) {
 		k.Counts.Add(ri.Verb, "denied")
 		return kubeStatus(http.StatusForbidden, "Forbidden", reason), nil
 	}
+	// Forward the path as classified, never the raw one.
+	req.Path = ri.Path
 	if ri.Verb == "watch" {
 		req.Path = capWatch(req.Path)
 	}
@@ -182,89 +186,119 @@ func kubeStatus(code int, reason, msg string) Response {
 	return Response{Status: code, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}
 }
 
-// KubeRequest is what a Kubernetes API request asks for.
+// KubeRequest is what a Kubernetes API request asks for, as the API
+// server itself classifies it (k8s.io/apiserver's RequestInfoFactory).
 type KubeRequest struct {
-	// Verb is the RBAC verb; "get" for non-resource paths (discovery).
+	// Verb is the RBAC verb (get, list, watch, create, update, patch,
+	// delete, deletecollection); "get" for discovery paths.
 	Verb string
-	// Namespace is "" for cluster-scoped resources and non-resource paths.
+	// Namespace is "" for cluster-scoped resources and discovery paths; for
+	// a namespace object (/api/v1/namespaces/NAME) it is NAME.
 	Namespace string
-	// Resource and Name ("" for collections and non-resource paths).
+	// Resource, Name and Subresource; "" for collections (Name), plain
+	// objects (Subresource) and discovery paths (all three).
 	Resource, Name, Subresource string
+	// Path is what is forwarded: the classified path, escaped again, with
+	// the query encoded again (never the raw request URI).
+	Path string
 }
 
-// ParseKubeRequest derives the RBAC verb, namespace and resource of a
-// request, as the API server's request-info resolver does for the
-// /api/VERSION and /apis/GROUP/VERSION paths. Non-resource paths are
-// admitted as "get" for GET and refused otherwise.
-func ParseKubeRequest(method, path string) (KubeRequest, error) {
-	u, err := url.Parse(path)
-	if err != nil {
-		return KubeRequest{}, fmt.Errorf("bad path: %w", err)
+// kubeRequestInfo is the API server's own request classifier, configured
+// as kube-apiserver configures it.
+var kubeRequestInfo = &request.RequestInfoFactory{
+	APIPrefixes:          sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api"),
+}
+
+// deniedSubresources reach beyond the API server's objects (a pod's or
+// node's HTTP endpoints, a shell, a port): never forwarded, whatever the
+// verbs allowed. The proxy carries plain HTTP only anyway.
+var deniedSubresources = []string{"proxy", "exec", "attach", "portforward"}
+
+// ParseKubeRequest classifies a request with the API server's own
+// RequestInfoFactory and fails closed: it refuses (an error, answered 400)
+// a path that is not in canonical form (an empty, "." or ".." segment, a
+// trailing slash, an escaped '/' or '%'), a resource request with an empty
+// resource, more than resource/name/subresource, or the proxy verb, a
+// subresource in deniedSubresources, a watch path with a method other than
+// GET or HEAD, a method other than GET, HEAD, POST,
+// PUT, PATCH and DELETE, and a non-resource path other than discovery
+// (GET or HEAD of /api, /apis, /version, /api/VERSION, /apis/GROUP,
+// /apis/GROUP/VERSION, /openapi/v2, /openapi/v3 and below). The legacy
+// /api/v1/watch/... paths are watches, as the API server treats them.
+func ParseKubeRequest(method, rawPath string) (KubeRequest, error) {
+	u, err := url.ParseRequestURI(rawPath)
+	if err != nil || u.IsAbs() || u.Host != "" || u.Opaque != "" {
+		return KubeRequest{}, fmt.Errorf("bad request path %q", rawPath)
 	}
-	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
-	for _, s := range segs {
-		if s == ".." || s == "." {
-			return KubeRequest{}, fmt.Errorf("bad path %q", u.Path)
-		}
+	if u.RawPath != "" || !canonicalPath(u.Path) {
+		return KubeRequest{}, fmt.Errorf("path %q is not in canonical form (empty, dot or escaped segments)", rawPath)
 	}
-	var rest []string
-	switch {
-	case len(segs) >= 2 && segs[0] == "api":
-		rest = segs[2:]
-	case len(segs) >= 3 && segs[0] == "apis":
-		rest = segs[3:]
-	default:
-		if method != http.MethodGet {
-			return KubeRequest{}, fmt.Errorf("%s on non-resource path %q", method, u.Path)
-		}
-		return KubeRequest{Verb: "get"}, nil
-	}
-	var ri KubeRequest
-	if len(rest) == 0 {
-		if method != http.MethodGet {
-			return KubeRequest{}, fmt.Errorf("%s on discovery path %q", method, u.Path)
-		}
-		return KubeRequest{Verb: "get"}, nil
-	}
-	if rest[0] == "namespaces" && len(rest) >= 3 {
-		ri.Namespace = rest[1]
-		rest = rest[2:]
-	}
-	ri.Resource = rest[0]
-	if len(rest) >= 2 {
-		ri.Name = rest[1]
-	}
-	if len(rest) >= 3 {
-		ri.Subresource = strings.Join(rest[2:], "/")
-	}
-	if ri.Resource == "namespaces" && ri.Namespace == "" && ri.Name != "" {
-		ri.Namespace = ri.Name // a namespace object belongs to itself for the policy
-	}
-	watch := u.Query().Get("watch")
 	switch method {
-	case http.MethodGet, http.MethodHead:
-		switch {
-		case watch == "true" || watch == "1":
-			ri.Verb = "watch"
-		case ri.Name == "":
-			ri.Verb = "list"
-		default:
-			ri.Verb = "get"
-		}
-	case http.MethodPost:
-		ri.Verb = "create"
-	case http.MethodPut:
-		ri.Verb = "update"
-	case http.MethodPatch:
-		ri.Verb = "patch"
-	case http.MethodDelete:
-		if ri.Name == "" {
-			ri.Verb = "deletecollection"
-		} else {
-			ri.Verb = "delete"
-		}
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 	default:
 		return KubeRequest{}, fmt.Errorf("method %q not supported", method)
 	}
-	return ri, nil
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return KubeRequest{}, fmt.Errorf("bad query: %w", err)
+	}
+	norm := &url.URL{Path: u.Path, RawQuery: query.Encode()}
+	hreq := &http.Request{Method: method, URL: norm}
+	ri, err := kubeRequestInfo.NewRequestInfo(hreq)
+	if err != nil {
+		return KubeRequest{}, fmt.Errorf("classify %q: %w", u.Path, err)
+	}
+	if !ri.IsResourceRequest {
+		if (method != http.MethodGet && method != http.MethodHead) || !discoveryPath(u.Path) {
+			return KubeRequest{}, fmt.Errorf("%s %q is not a resource request or discovery path", method, u.Path)
+		}
+		return KubeRequest{Verb: "get", Path: norm.RequestURI()}, nil
+	}
+	switch {
+	case ri.Verb == "" || ri.Verb == "proxy":
+		return KubeRequest{}, fmt.Errorf("%s %q: verb %q not supported", method, u.Path, ri.Verb)
+	case ri.Verb == "watch" && method != http.MethodGet && method != http.MethodHead:
+		return KubeRequest{}, fmt.Errorf("%s on watch path %q", method, u.Path)
+	case ri.Resource == "" || len(ri.Parts) > 3:
+		return KubeRequest{}, fmt.Errorf("%q does not name a resource", u.Path)
+	case slices.Contains(deniedSubresources, ri.Subresource):
+		return KubeRequest{}, fmt.Errorf("subresource %q is never forwarded", ri.Subresource)
+	}
+	return KubeRequest{Verb: ri.Verb, Namespace: ri.Namespace, Resource: ri.Resource,
+		Name: ri.Name, Subresource: ri.Subresource, Path: norm.RequestURI()}, nil
+}
+
+// canonicalPath reports whether p is an absolute path without empty, "."
+// or ".." segments and without a trailing slash ("/" itself excepted).
+func canonicalPath(p string) bool {
+	if p == "/" {
+		return true
+	}
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.ContainsAny(seg, "%\\") {
+			return false
+		}
+	}
+	return true
+}
+
+// discoveryPath reports whether p is one of the API server's discovery
+// documents (non-resource paths that kubectl and client libraries read).
+func discoveryPath(p string) bool {
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	switch segs[0] {
+	case "api":
+		return len(segs) <= 2
+	case "apis":
+		return len(segs) <= 3
+	case "version":
+		return len(segs) == 1
+	case "openapi":
+		return len(segs) >= 2 && (segs[1] == "v2" && len(segs) == 2 || segs[1] == "v3")
+	}
+	return false
 }

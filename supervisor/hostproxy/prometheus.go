@@ -40,15 +40,19 @@ func NewPrometheus(rawURL string) (*Prometheus, error) {
 // RoundTrip forwards GET and POST (form-encoded queries) on the read-only
 // endpoints; anything else is 403.
 func (p *Prometheus) RoundTrip(ctx context.Context, req Request) (Response, error) {
-	u, err := url.Parse(req.Path)
-	if err != nil {
+	u, err := url.ParseRequestURI(req.Path)
+	var query url.Values
+	if err == nil {
+		query, err = url.ParseQuery(u.RawQuery)
+	}
+	if err != nil || u.IsAbs() || u.Host != "" || u.RawPath != "" || !canonicalPath(u.Path) {
 		p.Counts.Add("unknown", "denied")
-		return errorResponse(http.StatusBadRequest, "bad request path"), nil
+		return errorResponse(http.StatusBadRequest, "bad request path (not in canonical form)"), nil
 	}
 	allowed := req.Method == http.MethodGet || req.Method == http.MethodPost
 	ok := false
 	for _, ro := range readOnlyPaths {
-		if u.Path == ro || (strings.HasSuffix(ro, "/") && strings.HasPrefix(u.Path, ro) && strings.HasSuffix(u.Path, "/values") && !strings.Contains(u.Path, "..")) {
+		if u.Path == ro || (strings.HasSuffix(ro, "/") && strings.HasPrefix(u.Path, ro) && strings.HasSuffix(u.Path, "/values") && strings.Count(u.Path, "/") == 5) {
 			ok = true
 		}
 	}
@@ -56,6 +60,8 @@ func (p *Prometheus) RoundTrip(ctx context.Context, req Request) (Response, erro
 		p.Counts.Add("other", "denied")
 		return errorResponse(http.StatusForbidden, fmt.Sprintf("execfarm policy: %s %s is not part of the read-only Prometheus API", req.Method, u.Path)), nil
 	}
+	// Forward the path as checked, never the raw one.
+	req.Path = (&url.URL{Path: u.Path, RawQuery: query.Encode()}).RequestURI()
 	resp, err := forward(ctx, p.rt, p.base, req)
 	if err != nil {
 		p.Counts.Add("query", "error")
