@@ -273,3 +273,32 @@ func (b *outBuf) holdBack(end int64) int64 {
 	}
 	return end
 }
+
+// shrink cuts what is kept down to at most keep bytes (at least 2), as
+// truncation does: the first half of keep from the head, the rest from the
+// end of the stream; reads then jump over the dropped middle. It returns
+// the bytes freed. Only a terminal execution's buffers are shrunk (nothing
+// is written to them any more).
+func (b *outBuf) shrink(keep int64) int64 {
+	before := b.kept()
+	keep = max(keep, 2)
+	if before <= keep {
+		return 0
+	}
+	h := min(keep/2, int64(len(b.head)))
+	t := keep - h
+	// The kept bytes in logical order are head, then (when truncated) the
+	// ring from tailStart; the new tail is the last t of them.
+	tail := make([]byte, 0, t)
+	if b.truncated {
+		tail = b.appendRange(tail, b.written-t, b.written)
+	} else {
+		tail = append(tail, b.head[len(b.head)-int(t):]...)
+	}
+	head := make([]byte, h)
+	copy(head, b.head[:h])
+	b.head, b.ring, b.ringPos = head, tail, 0
+	b.headCap, b.tailCap, b.capBytes = h, t, h+t
+	b.truncated = true
+	return before - b.kept()
+}

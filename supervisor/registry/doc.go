@@ -8,7 +8,10 @@
 // tail kept, the middle dropped and counted); offsets are logical byte counts
 // per stream that never split a UTF-8 sequence in what is returned; listings
 // are sorted newest first before the limit is applied; terminal executions are
-// kept for a retention time, bounded by a total budget of buffered bytes.
+// kept for a retention time and a count; their output shares a budget of
+// buffered bytes, enforced by cutting the largest streams to an equal share
+// (never by removing an execution, so one execution's output never evicts
+// another's result).
 //
 // Everything here is safe for concurrent use. Writers never block on readers:
 // subscribers read the execution's buffers by offset and are woken by a

@@ -262,14 +262,22 @@ func (e *Execution) Output(stream Stream) OutputStats {
 // terminal state. The registry sets r's truncation flags and byte counts,
 // QueueWaitMs when zero, and clears Success unless r.State is StateCompleted
 // and no stream was truncated.
+//
+// The registry's bookkeeping (retention count and output share, which may
+// cut this execution's output and set its truncation flags) is done
+// before anyone can read the result, so that a result never changes once
+// read.
 func (e *Execution) Finish(r Result) bool {
+	e.reg.mu.Lock()
 	e.mu.Lock()
 	ok := e.finishLocked(r)
-	bytes := e.keptLocked()
-	finished := e.finished
-	e.mu.Unlock()
 	if ok {
-		e.reg.onFinish(e, finished, bytes)
+		e.reg.finishedLocked(e)
+	}
+	e.mu.Unlock()
+	e.reg.mu.Unlock()
+	if ok {
+		e.reg.finished(e)
 	}
 	return ok
 }
@@ -297,10 +305,30 @@ func (e *Execution) finishLocked(r Result) bool {
 	return true
 }
 
-// keptLocked returns the bytes the execution holds: output and console
-// lines.
-func (e *Execution) keptLocked() int64 {
-	return e.bufs[Stdout].kept() + e.bufs[Stderr].kept() + e.lineBytes
+// shrink cuts the kept output of stream of a terminal execution down to
+// at most keep bytes (head and tail kept) for the retention budget, and
+// marks the stream truncated in the result; it returns the bytes freed.
+// Success is not changed: the execution ran as it did.
+func (e *Execution) shrink(stream Stream, keep int64) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.shrinkLocked(stream, keep)
+}
+
+// shrinkLocked is shrink with e.mu held.
+func (e *Execution) shrinkLocked(stream Stream, keep int64) int64 {
+	if !e.state.Terminal() {
+		return 0
+	}
+	freed := e.bufs[stream].shrink(keep)
+	if freed > 0 {
+		if stream == Stdout {
+			e.result.StdoutTruncated = true
+		} else {
+			e.result.StderrTruncated = true
+		}
+	}
+	return freed
 }
 
 // Result returns the result and true once the execution is terminal.
@@ -361,12 +389,13 @@ func (e *Execution) Cancel() (State, error) {
 		e.mu.Unlock()
 		return st, fmt.Errorf("cancel execution %s: %w", e.id, ErrTerminal)
 	case e.state == StatePending && e.cancel == nil:
-		e.finishLocked(Result{State: StateCancelled, Reason: ReasonCancelled, Error: CancelledText})
-		bytes := e.keptLocked()
-		finished := e.finished
+		// Finish takes the registry's lock first: start over with it.
 		e.mu.Unlock()
-		e.reg.onFinish(e, finished, bytes)
-		return StateCancelled, nil
+		if e.Finish(Result{State: StateCancelled, Reason: ReasonCancelled, Error: CancelledText}) {
+			return StateCancelled, nil
+		}
+		return e.Cancel() // it changed meanwhile: decide again
+
 	}
 	f := e.cancel
 	e.cancelWanted = true

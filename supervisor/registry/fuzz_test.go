@@ -108,3 +108,46 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// FuzzShrink: a terminal stream cut to its share of the retention budget
+// keeps at most that many bytes, a prefix and a suffix of what was written
+// (never a split UTF-8 sequence of valid output), with a gap between them,
+// and reads at every offset stay within the stream.
+func FuzzShrink(f *testing.F) {
+	f.Add([]byte("a€b😀c and more text"), uint16(64), uint16(5))
+	f.Add([]byte("héllo wörld"), uint16(4), uint16(3))
+	f.Fuzz(func(t *testing.T, data []byte, capBytes, keep uint16) {
+		r := New(Config{})
+		e := r.Create(Meta{MaxOutputBytes: int64(capBytes) + 1})
+		e.Write(Stdout, data)
+		e.Finish(completed())
+		before := e.Output(Stdout)
+		k := int64(keep)
+		freed := e.shrink(Stdout, k)
+		after := e.Output(Stdout)
+		if after.KeptBytes != before.KeptBytes-freed || (freed > 0 && after.KeptBytes > max(k, 2)) {
+			t.Fatalf("kept %d -> %d, freed %d, keep %d", before.KeptBytes, after.KeptBytes, freed, k)
+		}
+		all, next, gap, err := e.Read(Stdout, 0)
+		if err != nil || next != int64(len(data)) {
+			t.Fatalf("Read(0): next %d err %v", next, err)
+		}
+		if freed > 0 && !gap {
+			t.Fatal("a shrunk stream reads without a gap")
+		}
+		if utf8.Valid(data) && !utf8.Valid(all) {
+			t.Fatalf("Read(0) = %q splits UTF-8 of %q", all, data)
+		}
+		if !gap && !bytes.Equal(all, data) {
+			t.Fatalf("Read(0) = %q, want %q", all, data)
+		}
+		for off := int64(0); off <= int64(len(data)); off++ {
+			if d, nx, _, err := e.Read(Stdout, off); err != nil || nx != int64(len(data)) || int64(len(d)) > after.KeptBytes {
+				t.Fatalf("Read(%d) = %d bytes, next %d, err %v", off, len(d), nx, err)
+			}
+		}
+		if res, _ := e.Result(); freed > 0 && !res.StdoutTruncated {
+			t.Fatal("the result does not say the stream was cut")
+		}
+	})
+}

@@ -18,6 +18,7 @@ const (
 	DefaultRetentionMs      = 5 * 60 * 1000 // 5 minutes, DESIGN.md "Execution semantics"
 	DefaultMaxBufferedBytes = 64 << 20      // 64 MiB
 	DefaultSweepIntervalMs  = 1000
+	DefaultMaxRetained      = 10000
 )
 
 // Config configures a Registry.
@@ -26,12 +27,20 @@ type Config struct {
 	// ended, milliseconds. Zero => DefaultRetentionMs (5 minutes).
 	RetentionMs int64
 	// MaxBufferedBytes is the budget for output kept by terminal executions,
-	// bytes. When it is exceeded, Sweep removes the terminal executions that
-	// ended first. Running and pending executions are never removed and do
-	// not count against it. Zero => DefaultMaxBufferedBytes (64 MiB). The
-	// budget holds at every moment: an execution that ends over it evicts
-	// the oldest at once, not at the next Sweep.
+	// bytes. Running and pending executions do not count against it (their
+	// output is bounded by Meta.MaxOutputBytes per stream). The budget holds
+	// at every moment, and one execution's output never evicts another's
+	// result: when an execution ends over the budget, the streams of
+	// terminal executions that keep the most are cut down (head and tail
+	// kept, as truncation does) to an equal share, the largest first, so
+	// that a stream within its share is never touched. Every terminal
+	// stream thus keeps at least MaxBufferedBytes / (2 × the terminal
+	// executions held). Zero => DefaultMaxBufferedBytes (64 MiB).
 	MaxBufferedBytes int64
+	// MaxRetained is how many terminal executions are held at most; past
+	// it the ones that ended first are forgotten before their retention
+	// time. Zero => DefaultMaxRetained (10000).
+	MaxRetained int
 	// SweepIntervalMs is the period of Run, milliseconds. Zero =>
 	// DefaultSweepIntervalMs (1 s).
 	SweepIntervalMs int64
@@ -52,6 +61,7 @@ type Config struct {
 type Registry struct {
 	retention  time.Duration
 	budget     int64
+	maxHeld    int
 	interval   time.Duration
 	now        func() time.Time
 	finishHook func(Meta, Result)
@@ -65,23 +75,28 @@ type Registry struct {
 	seq           uint64 // creation counter
 	finSeq        uint64 // finish counter
 	terminalBytes int64  // bytes kept by terminal executions held
+	terminalCount int    // terminal executions held
 }
 
 // entry is the registry's bookkeeping for one execution. Its terminal fields
-// are set by onFinish, under Registry.mu.
+// are set by finishedLocked, under Registry.mu.
 type entry struct {
 	e          *Execution
 	terminal   bool
 	finishedAt time.Time
 	finSeq     uint64
-	bytes      int64 // kept output bytes, frozen at finish
+	bytes      [2]int64 // kept output bytes per stream, from finish on
+	lines      int64    // bytes of console lines, frozen at finish
 }
+
+func (en *entry) total() int64 { return en.bytes[Stdout] + en.bytes[Stderr] + en.lines }
 
 // New returns an empty Registry configured by cfg.
 func New(cfg Config) *Registry {
 	r := &Registry{
 		retention:  time.Duration(cmp.Or(cfg.RetentionMs, DefaultRetentionMs)) * time.Millisecond,
 		budget:     cmp.Or(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes),
+		maxHeld:    cmp.Or(cfg.MaxRetained, DefaultMaxRetained),
 		interval:   time.Duration(cmp.Or(cfg.SweepIntervalMs, DefaultSweepIntervalMs)) * time.Millisecond,
 		now:        cfg.Now,
 		entries:    make(map[string]*entry),
@@ -218,20 +233,26 @@ func (r *Registry) Len() int {
 // running ones included.
 func (r *Registry) BufferedBytes() int64 { return r.buffered.Load() }
 
-// onFinish records that e became terminal at finished with bytes of output
-// kept. It is called by the Execution without its lock held.
-func (r *Registry) onFinish(e *Execution, finished time.Time, bytes int64) {
-	r.mu.Lock()
+// finishedLocked records that e just became terminal, with r.mu and
+// e.mu held (Execution.Finish): it counts e's output, then applies the
+// retention count and the output share before e's result can be read.
+func (r *Registry) finishedLocked(e *Execution) {
 	en, ok := r.entries[e.id]
-	if ok && !en.terminal {
-		r.finSeq++
-		en.terminal, en.finishedAt, en.finSeq, en.bytes = true, finished, r.finSeq, bytes
-		r.terminalBytes += bytes
-		if r.terminalBytes > r.budget {
-			r.evictLocked(nil)
-		}
+	if !ok || en.terminal {
+		return
 	}
-	r.mu.Unlock()
+	r.finSeq++
+	en.terminal, en.finishedAt, en.finSeq = true, e.finished, r.finSeq
+	en.bytes = [2]int64{e.bufs[Stdout].kept(), e.bufs[Stderr].kept()}
+	en.lines = e.lineBytes
+	r.terminalBytes += en.total()
+	r.terminalCount++
+	r.evictLocked(nil)
+	r.shareLocked(e)
+}
+
+// finished calls the OnFinish hook for e, with no lock held.
+func (r *Registry) finished(e *Execution) {
 	if r.finishHook != nil {
 		res, _ := e.Result()
 		r.finishHook(e.meta, res)
@@ -239,9 +260,10 @@ func (r *Registry) onFinish(e *Execution, finished time.Time, bytes int64) {
 }
 
 // Sweep removes the terminal executions that ended more than the retention
-// time ago, then, while the output kept by terminal executions exceeds the
-// budget, the terminal executions that ended first. It returns how many it
-// removed. Running and pending executions are never removed.
+// time ago, then, past MaxRetained terminal executions, those that ended
+// first. It returns how many it removed. Running and pending executions
+// are never removed, and output is never the reason for a removal (see
+// Config.MaxBufferedBytes).
 func (r *Registry) Sweep() int {
 	now := r.now()
 	r.mu.Lock()
@@ -262,11 +284,11 @@ func (r *Registry) Sweep() int {
 	return removed + r.evictLocked(done)
 }
 
-// evictLocked removes the terminal executions that ended first while the
-// output they keep exceeds the budget; done lists the terminal entries
-// (nil: collect them). It returns how many it removed.
+// evictLocked removes the terminal executions that ended first while more
+// than maxHeld are held; done lists the terminal entries (nil: collect
+// them). It returns how many it removed.
 func (r *Registry) evictLocked(done []*entry) int {
-	if r.terminalBytes <= r.budget {
+	if r.terminalCount <= r.maxHeld {
 		return 0
 	}
 	if done == nil {
@@ -279,7 +301,7 @@ func (r *Registry) evictLocked(done []*entry) int {
 	slices.SortFunc(done, func(a, b *entry) int { return cmp.Compare(a.finSeq, b.finSeq) })
 	removed := 0
 	for _, en := range done {
-		if r.terminalBytes <= r.budget {
+		if r.terminalCount <= r.maxHeld {
 			break
 		}
 		r.removeLocked(en.e.id, en)
@@ -288,10 +310,74 @@ func (r *Registry) evictLocked(done []*entry) int {
 	return removed
 }
 
+// shareLocked brings the output kept by terminal executions within the
+// budget without removing any: it finds the largest share L such that
+// every terminal stream kept at min(its size, L) fits, and cuts each
+// stream larger than L down to L (Execution.shrink). Streams within L are
+// untouched, so the execution whose output broke the budget pays for it
+// first. It returns the bytes freed.
+//
+// locked is an execution whose mutex the caller holds (nil: none).
+func (r *Registry) shareLocked(locked *Execution) int64 {
+	if r.terminalBytes <= r.budget {
+		return 0
+	}
+	type stream struct {
+		en *entry
+		s  Stream
+	}
+	var all []stream
+	for _, en := range r.entries {
+		if en.terminal {
+			all = append(all, stream{en, Stdout}, stream{en, Stderr})
+		}
+	}
+	slices.SortFunc(all, func(a, b stream) int { return cmp.Compare(a.en.bytes[a.s], b.en.bytes[b.s]) })
+	// Water filling: the smallest streams fit whole while they are within
+	// an equal share of what is left once the console lines (which are
+	// not cut) are counted.
+	left, share := r.budget, int64(-1)
+	for _, en := range r.entries {
+		if en.terminal {
+			left -= en.lines
+		}
+	}
+	left = max(left, 0)
+	for i, st := range all {
+		n := int64(len(all) - i)
+		if st.en.bytes[st.s]*n > left {
+			share = left / n
+			break
+		}
+		left -= st.en.bytes[st.s]
+	}
+	if share < 0 {
+		return 0
+	}
+	var freed int64
+	for _, st := range all {
+		if st.en.bytes[st.s] <= share {
+			continue
+		}
+		var f int64
+		if st.en.e == locked {
+			f = locked.shrinkLocked(st.s, share)
+		} else {
+			f = st.en.e.shrink(st.s, share)
+		}
+		st.en.bytes[st.s] -= f
+		r.terminalBytes -= f
+		r.buffered.Add(-f)
+		freed += f
+	}
+	return freed
+}
+
 func (r *Registry) removeLocked(id string, en *entry) {
 	delete(r.entries, id)
-	r.terminalBytes -= en.bytes
-	r.buffered.Add(-en.bytes)
+	r.terminalBytes -= en.total()
+	r.terminalCount--
+	r.buffered.Add(-en.total())
 }
 
 // Run calls Sweep every SweepIntervalMs until ctx is done, then returns

@@ -193,12 +193,6 @@ func TestSweep(t *testing.T) {
 			wantLeft: []int{0},
 		},
 		{
-			name: "by budget, oldest finished first", retentionMs: 60_000, budget: 100,
-			execs:   []exec{{60, 2}, {60, 3}, {60, 1}, {500, 0}},
-			advance: []time.Duration{0, time.Second, time.Second}, after: 0,
-			wantLeft: []int{1, 3},
-		},
-		{
 			name: "within budget", retentionMs: 60_000, budget: 180,
 			execs:   []exec{{60, 1}, {60, 2}, {60, 3}},
 			advance: []time.Duration{0, 0, 0}, after: 0,
@@ -258,6 +252,87 @@ func TestSweep(t *testing.T) {
 				t.Errorf("Len %d BufferedBytes %d; want %d, %d", r.Len(), r.BufferedBytes(), len(tt.wantLeft), leftBytes)
 			}
 		})
+	}
+}
+
+// TestRetentionShares: an execution that ends with more output than the
+// retention budget holds is cut down to what is left of it; the results
+// and output of executions that ended before it are untouched.
+func TestRetentionShares(t *testing.T) {
+	r := New(Config{MaxBufferedBytes: 200})
+	finish := func(out, errOut string) *Execution {
+		e := r.Create(Meta{MaxOutputBytes: 1000})
+		_ = e.Start()
+		e.Write(Stdout, []byte(out))
+		e.Write(Stderr, []byte(errOut))
+		e.Finish(completed())
+		return e
+	}
+	a := finish(strings.Repeat("a", 30), "")
+	b := finish(strings.Repeat("b", 10), strings.Repeat("B", 10))
+	big := finish("<"+strings.Repeat("x", 498)+">", strings.Repeat("y", 300))
+	for _, e := range []*Execution{a, b, big} {
+		if _, err := r.Get(e.ID()); err != nil {
+			t.Fatalf("execution removed: %v", err)
+		}
+	}
+	if got, _, _ := mustRead(t, a, Stdout, 0); got != strings.Repeat("a", 30) {
+		t.Errorf("a's output changed: %q", got)
+	}
+	if got, _, _ := mustRead(t, b, Stderr, 0); got != strings.Repeat("B", 10) {
+		t.Errorf("b's output changed: %q", got)
+	}
+	if res, _ := a.Result(); res.StdoutTruncated || !res.Success {
+		t.Errorf("a's result changed: %+v", res)
+	}
+	// 150 bytes were left for big's two streams: 75 each, head and tail.
+	out, next, gap := mustRead(t, big, Stdout, 0)
+	if out != "<"+strings.Repeat("x", 36)+strings.Repeat("x", 37)+">" || next != 500 || !gap {
+		t.Errorf("big's stdout = %q next %d gap %v", out, next, gap)
+	}
+	if res, _ := big.Result(); !res.StdoutTruncated || !res.StderrTruncated || res.StdoutBytes != 500 {
+		t.Errorf("big's result does not say it was cut: %+v", res)
+	}
+	if got := r.BufferedBytes(); got != 200 {
+		t.Errorf("BufferedBytes = %d, want the budget, 200", got)
+	}
+	// A fourth execution within what is left of an equal share keeps its
+	// output; the largest streams pay.
+	d := finish(strings.Repeat("d", 12), "")
+	if got, _, _ := mustRead(t, d, Stdout, 0); got != strings.Repeat("d", 12) {
+		t.Errorf("d's output = %q", got)
+	}
+	if got, _, _ := mustRead(t, a, Stdout, 0); got != strings.Repeat("a", 30) || r.BufferedBytes() > 200 {
+		t.Errorf("a %q, buffered %d", got, r.BufferedBytes())
+	}
+	if got, _, _ := mustRead(t, big, Stderr, 0); len(got) != 69 {
+		t.Errorf("big's stderr keeps %d bytes, want its share, 69", len(got))
+	}
+}
+
+// TestRetentionCount: past MaxRetained terminal executions, the ones that
+// ended first are forgotten.
+func TestRetentionCount(t *testing.T) {
+	r := New(Config{MaxRetained: 2})
+	var execs []*Execution
+	for range 3 {
+		e := r.Create(Meta{})
+		_ = e.Start()
+		e.Write(Stdout, []byte("out"))
+		e.Finish(completed())
+		execs = append(execs, e)
+	}
+	running := r.Create(Meta{})
+	if _, err := r.Get(execs[0].ID()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the first to end is still held: %v", err)
+	}
+	for _, e := range append(execs[1:], running) {
+		if _, err := r.Get(e.ID()); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+	if r.BufferedBytes() != 6 {
+		t.Errorf("BufferedBytes = %d, want 6", r.BufferedBytes())
 	}
 }
 

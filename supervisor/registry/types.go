@@ -142,8 +142,8 @@ type Result struct {
 	SandboxID   string // identity of the sandbox that ran the execution, empty if none
 	Extra       any    // opaque to the registry, for the caller's own use
 
-	StdoutTruncated bool  // set by the registry: stdout exceeded Meta.MaxOutputBytes
-	StderrTruncated bool  // set by the registry: stderr exceeded Meta.MaxOutputBytes
+	StdoutTruncated bool  // set by the registry: stdout exceeded Meta.MaxOutputBytes, or was cut to its share of the retention budget after the end
+	StderrTruncated bool  // set by the registry: stderr exceeded Meta.MaxOutputBytes, or was cut to its share of the retention budget after the end
 	StdoutBytes     int64 // set by the registry: total bytes written to stdout, dropped ones included
 	StderrBytes     int64 // set by the registry: total bytes written to stderr, dropped ones included
 }
