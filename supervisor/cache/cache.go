@@ -32,23 +32,72 @@ type Entry struct {
 	CreatedAt time.Time
 }
 
+// Defaults of Config.
+const (
+	// DefaultMaxScripts is how many scripts a cache holds at most.
+	DefaultMaxScripts = 1000
+	// DefaultMaxBytes is how many bytes of script files a cache holds at
+	// most.
+	DefaultMaxBytes = 64 << 20
+)
+
+// Config configures a Cache.
+type Config struct {
+	// Dir is the cache directory; it must not be empty (ErrInvalidDir). A
+	// missing one is created with mode 0700. It must be a directory, not a
+	// symlink, owned by the process's effective uid and writable by no one
+	// else, below ancestors that only root or that uid can change (a
+	// world-writable ancestor must be sticky, like /tmp): ErrUnsafeDir
+	// otherwise, since whoever can write there can plant scripts.
+	Dir string
+	// MaxScripts bounds the number of scripts; past it Save removes the
+	// oldest. Zero => DefaultMaxScripts (1000).
+	MaxScripts int
+	// MaxBytes bounds the bytes of all script files together; past it Save
+	// removes the oldest. Zero => DefaultMaxBytes (64 MiB).
+	MaxBytes int64
+}
+
 // Cache is a directory of cached scripts. It is safe for concurrent use, and
-// several processes may share the directory.
+// several processes of the same uid may share the directory. Only files
+// this uid wrote (owned by it, mode without group or other write)
+// are read, listed, counted or removed.
 type Cache struct {
-	dir string
+	dir        string
+	maxScripts int
+	maxBytes   int64
 	// mu serialises Save and Clear in this process, so that one script is
 	// never written twice by two goroutines; readers need no lock since files
 	// appear whole.
 	mu sync.Mutex
 }
 
-// Open returns the cache kept in dir, creating dir with mode 0700 if it is
-// missing. dir must not be empty (ErrInvalidDir).
+// Open is OpenConfig with dir and the default bounds.
 func Open(dir string) (*Cache, error) {
-	if dir == "" {
+	return OpenConfig(Config{Dir: dir})
+}
+
+// OpenConfig returns the cache cfg describes, creating its directory if it
+// is missing. Errors: ErrInvalidDir for an empty directory name,
+// ErrUnsafeDir for a directory others could plant scripts in.
+func OpenConfig(cfg Config) (*Cache, error) {
+	if cfg.Dir == "" {
 		return nil, fmt.Errorf("open script cache: %w: empty path", ErrInvalidDir)
 	}
-	c := &Cache{dir: filepath.Clean(dir)}
+	if cfg.MaxScripts < 0 || cfg.MaxBytes < 0 {
+		return nil, fmt.Errorf("open script cache: %w: negative bound", ErrInvalidDir)
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("open script cache: %w", err)
+	}
+	c := &Cache{dir: dir, maxScripts: cfg.MaxScripts, maxBytes: cfg.MaxBytes}
+	if c.maxScripts == 0 {
+		c.maxScripts = DefaultMaxScripts
+	}
+	if c.maxBytes == 0 {
+		c.maxBytes = DefaultMaxBytes
+	}
 	if err := c.ensureDir(); err != nil {
 		return nil, fmt.Errorf("open script cache: %w", err)
 	}
@@ -58,11 +107,13 @@ func Open(dir string) (*Cache, error) {
 // Dir returns the cache directory.
 func (c *Cache) Dir() string { return c.dir }
 
+// ensureDir creates the directory when it is missing and checks that no
+// one else can write to it (checkDir).
 func (c *Cache) ensureDir() error {
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return fmt.Errorf("create cache directory: %w", err)
 	}
-	return nil
+	return checkDir(c.dir)
 }
 
 // Save stores code, which has just run successfully, saved at now. When a
@@ -106,7 +157,58 @@ func (c *Cache) Save(code string, now time.Time) (e Entry, created bool, err err
 		}
 		return old, false, nil
 	}
+	if err := c.bound(name); err != nil {
+		return Entry{}, false, fmt.Errorf("save script: %w", err)
+	}
 	return Entry{Name: name, Description: Describe(code), ContentHash: hash, CreatedAt: now}, true, nil
+}
+
+// bound removes the oldest scripts (by the time their files were written) while
+// more than maxScripts are held or their files take more than maxBytes;
+// keep, the script just saved, is never removed.
+func (c *Cache) bound(keep string) error {
+	des, err := os.ReadDir(c.dir)
+	if err != nil {
+		return fmt.Errorf("read cache directory: %w", err)
+	}
+	type file struct {
+		name string
+		size int64
+		mod  time.Time
+	}
+	var files []file
+	var total int64
+	for _, de := range des {
+		if _, _, ok := parseName(de.Name()); !ok {
+			continue
+		}
+		fi, err := de.Info()
+		if err != nil || trusted(fi) != nil {
+			continue
+		}
+		files = append(files, file{de.Name(), fi.Size(), fi.ModTime()})
+		total += fi.Size()
+	}
+	// Oldest first: by the time the file was written (the name has only
+	// the second), then by name.
+	slices.SortFunc(files, func(a, b file) int {
+		if c := a.mod.Compare(b.mod); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	var errs []error
+	for i := 0; i < len(files) && (len(files)-i > c.maxScripts || total > c.maxBytes); i++ {
+		if files[i].name == keep {
+			continue
+		}
+		if err := os.Remove(filepath.Join(c.dir, files[i].name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		total -= files[i].size
+	}
+	return errors.Join(errs...)
 }
 
 // writeNew writes content to a new file name in the cache directory. It
@@ -297,8 +399,9 @@ func (c *Cache) Clear() (int, error) {
 	return n, nil
 }
 
-// names returns the names of the regular files in the directory that have
-// the cache's name form, sorted (oldest first). A missing directory is
+// names returns the names of the files in the directory that have the
+// cache's name form and were written by this uid (trusted), sorted (oldest
+// first). A missing directory is
 // recreated and holds no scripts.
 func (c *Cache) names() ([]string, error) {
 	des, err := os.ReadDir(c.dir)
@@ -310,7 +413,10 @@ func (c *Cache) names() ([]string, error) {
 	}
 	var names []string
 	for _, de := range des {
-		if _, _, ok := parseName(de.Name()); ok && de.Type().IsRegular() {
+		if _, _, ok := parseName(de.Name()); !ok || !de.Type().IsRegular() {
+			continue
+		}
+		if fi, err := de.Info(); err == nil && trusted(fi) == nil {
 			names = append(names, de.Name())
 		}
 	}
@@ -318,7 +424,8 @@ func (c *Cache) names() ([]string, error) {
 }
 
 // readScript reads the cached script called name, which must have the
-// cache's name form. It refuses anything but a regular file (ErrNotFound),
+// cache's name form. It refuses anything but a file this uid wrote
+// (trusted; ErrNotFound),
 // checking the opened file is the one it examined, and files too large to
 // have been written by Save (ErrTooLarge).
 func (c *Cache) readScript(name string) (Entry, []byte, error) {
@@ -331,8 +438,8 @@ func (c *Cache) readScript(name string) (Entry, []byte, error) {
 	if err != nil {
 		return Entry{}, nil, fmt.Errorf("read script: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return Entry{}, nil, fmt.Errorf("read script %s: %w: not a regular file", name, ErrNotFound)
+	if err := trusted(fi); err != nil {
+		return Entry{}, nil, fmt.Errorf("read script %s: %w: %w", name, ErrNotFound, err)
 	}
 	const limit = MaxScriptBytes + maxHeaderBytes + int64(len(headerPrefix)) + 1
 	if fi.Size() > limit {

@@ -30,6 +30,16 @@
 // glob when it holds * ? or [ and a substring otherwise, matched against the
 // name and the description; scripts larger than MaxScriptBytes are not cached.
 //
+// The directory is trusted only when no one else can write to it: Open
+// refuses (ErrUnsafeDir) a directory that is a symlink, is owned by another
+// uid, is writable by group or others, or lies below an ancestor that
+// another non-root uid owns or that others may write to without the sticky
+// bit. Files in it are read, listed, counted and removed only when they are
+// regular files owned by this process's uid and writable by no one else, so
+// a script planted by another user (say, dated 2099 to be listed first) is
+// ignored. The cache is bounded: past Config.MaxScripts scripts (1000) or
+// Config.MaxBytes bytes (64 MiB), Save removes the oldest.
+//
 // Callers save only after a successful run: the package cannot tell, so the
 // rule "failed runs are never cached" is the caller's. A Cache is safe for
 // concurrent use. The package is pure Go and knows nothing of gRPC; the

@@ -20,6 +20,9 @@ var (
 	ErrTooLarge = errors.New("cache: script too large")
 	// ErrInvalidDir is returned by Open for an empty directory name.
 	ErrInvalidDir = errors.New("cache: invalid cache directory")
+	// ErrUnsafeDir is returned by Open for a cache directory that someone
+	// other than this process's uid could write to, replace or own.
+	ErrUnsafeDir = errors.New("cache: unsafe cache directory")
 	// ErrInvalidFilter is returned by List for a malformed glob pattern.
 	ErrInvalidFilter = errors.New("cache: invalid filter")
 	// ErrCollision is returned by Save when the file name it must use is

@@ -4,14 +4,20 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/cache"
 )
 
 // TestScriptCache: a successful new script is cached once (same code twice
@@ -78,3 +84,66 @@ func TestScriptCache(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestScriptCacheBoundedAndTrusted: distinct successful scripts beyond
+// the cache's bound push the oldest out (a client cannot fill the disk),
+// and a script planted in the cache directory by another user, dated 2099
+// so that it would be listed first, is neither listed nor run by `cached`.
+func TestScriptCacheBoundedAndTrusted(t *testing.T) {
+	requireSandbox(t)
+	var dir string
+	in, err := startInstance("cache-bound", queueSlot, 4, 2, 5*time.Second, func(cfg *supervisor.Config) {
+		dir = filepath.Join(host.dir, "cache-bound", "bounded-scripts")
+		c, err := cache.OpenConfig(cache.Config{Dir: dir, MaxScripts: 3})
+		if err != nil {
+			t.Errorf("open cache: %v", err)
+		}
+		cfg.Cache = c
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := in.stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	ctx := callCtx(t)
+	var names []string
+	for i := range 5 {
+		resp := execute(t, in.client, gojaReq(fmt.Sprintf("// bounded %d\nconsole.log(%d)", i, i), 0))
+		if !resp.GetSuccess() || resp.GetCached() == nil {
+			t.Fatalf("run %d: %s", i, describe(resp))
+		}
+		names = append(names, resp.GetCached().GetName())
+	}
+	list, err := in.client.ListCache(ctx, &sandboxv1.ListCacheRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, e := range list.GetEntries() {
+		listed = append(listed, e.GetName())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 3 || len(listed) != 3 || !slices.Contains(listed, names[4]) || slices.Contains(listed, names[0]) {
+		t.Fatalf("cache holds %d files, lists %v; want the 3 newest of %v", len(ents), listed, names)
+	}
+
+	code := "// planted\nconsole.log('planted script ran')"
+	planted := cache.FileName(code, time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := filepath.Join(dir, planted)
+	if err := os.WriteFile(p, []byte(code), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	list, err = in.client.ListCache(ctx, &sandboxv1.ListCacheRequest{})
+	if err != nil || len(list.GetEntries()) != 3 || list.GetEntries()[0].GetName() == planted {
+		t.Fatalf("ListCache after a planted script = %v, %v", list.GetEntries(), err)
+	}
+	_, err = in.client.Execute(ctx, &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Cached{Cached: planted}})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("cached run of a planted script: %v, want NOT_FOUND", err)
+	}
+}

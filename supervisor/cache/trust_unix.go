@@ -1,0 +1,17 @@
+//go:build unix
+
+package cache
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// owner returns the uid that owns fi.
+func owner(fi fs.FileInfo) (uid uint32, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Uid, true
+}
