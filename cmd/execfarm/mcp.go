@@ -5,7 +5,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/execfarm/execfarm/supervisor/mcpbridge"
@@ -35,8 +34,9 @@ stdout carries the protocol alone.`,
 				return err
 			}
 			// Run returns when the client closes stdin or ctx ends; a
-			// SIGTERM is a normal end.
-			if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+			// SIGTERM is a normal end. A malformed line is answered with
+			// a JSON-RPC error and the session goes on (Transport).
+			if err := s.Run(ctx, &mcpbridge.Transport{In: os.Stdin, Out: os.Stdout}); err != nil && ctx.Err() == nil {
 				return err
 			}
 			return nil
