@@ -17,7 +17,11 @@ import (
 // shuts down gracefully: new calls are refused, running executions get up
 // to grace to finish, then everything left is killed.
 func ListenAndServe(ctx context.Context, s *Server, tc transport.Config, grace time.Duration, ready func(addr string)) error {
-	lis, err := tc.Listen()
+	// Bounded connections and streams, a reserve for authenticated
+	// callers, accept errors waited out (transport.Config.ListenServer);
+	// its options come before the token check's, which marks a
+	// connection authenticated.
+	lis, opts, err := tc.ListenServer()
 	if err != nil {
 		return err
 	}
@@ -29,7 +33,7 @@ func ListenAndServe(ctx context.Context, s *Server, tc transport.Config, grace t
 	// After the gRPC server has stopped: no handshake needs it then.
 	defer sec.Close()
 	defer s.cfg.Metrics.RegisterCertificate(sec.CertificateNotAfter)()
-	g := s.grpcServer(sec.Options...)
+	g := s.grpcServer(append(opts, sec.Options...)...)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(lis) }()
 	if ready != nil {

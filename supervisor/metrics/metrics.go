@@ -51,6 +51,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
+
+	"github.com/execfarm/execfarm/supervisor/transport"
 	"google.golang.org/grpc"
 
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -286,7 +288,8 @@ func (m *Metrics) Serve(lis net.Listener) error {
 		IdleTimeout:       10 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 	}
-	lis = netutil.LimitListener(lis, MaxConnections)
+	// Transient accept errors (EMFILE...) are waited out, not spun on.
+	lis = netutil.LimitListener(transport.BackoffListener(lis), MaxConnections)
 	if err := srv.Serve(lis); err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}

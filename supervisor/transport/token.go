@@ -227,6 +227,8 @@ func tokenOptions(tokens []namedToken) []grpc.ServerOption {
 		if match < 0 {
 			return nil, status.Error(codes.Unauthenticated, "invalid bearer token")
 		}
+		// The connection leaves the unauthenticated pool (guard.go).
+		prove(ctx)
 		return principal.NewContext(ctx, principal.Token(tokens[match].name)), nil
 	}
 	return []grpc.ServerOption{

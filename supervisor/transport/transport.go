@@ -74,6 +74,10 @@ type Config struct {
 	// (UNAUTHENTICATED; grpc.health.v1 excepted) and gives each call its
 	// token's principal; a client sends its one token.
 	TokenPath, Token string
+	// MaxConnections, MaxConnectionsPerPeer and ReservedConnections bound
+	// a server's connections (ListenServer); 0 = DefaultMaxConnections,
+	// DefaultMaxConnectionsPerPeer, DefaultReservedConnections.
+	MaxConnections, MaxConnectionsPerPeer, ReservedConnections int
 }
 
 // FromEnv reads the reference server's variables through getenv (os.Getenv
@@ -191,6 +195,36 @@ func (c Config) Listen() (net.Listener, error) {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
 	return l, nil
+}
+
+// ListenServer opens the server's listener (Listen), bounded, and returns
+// it with the server options that go with the bounds (ServerSecurity gives
+// the others): at most MaxConnections connections (DefaultMaxConnections,
+// and at most half the process's RLIMIT_NOFILE), MaxConnectionsPerPeer per
+// peer, with tokens ReservedConnections kept for callers that
+// authenticate, and the per-connection bounds of guard.go (streams,
+// handshake time, idle time, keepalive enforcement, unauthenticated
+// health calls). Transient accept errors (EMFILE...) are waited out,
+// never returned.
+func (c Config) ListenServer() (net.Listener, []grpc.ServerOption, error) {
+	tokens, err := c.tokens()
+	if err != nil {
+		return nil, nil, err
+	}
+	g := newGuard(cmpOr(c.MaxConnections, DefaultMaxConnections), cmpOr(c.MaxConnectionsPerPeer, DefaultMaxConnectionsPerPeer),
+		cmpOr(c.ReservedConnections, DefaultReservedConnections), len(tokens) > 0)
+	l, err := c.Listen()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &guardListener{Listener: l, g: g}, g.serverOptions(), nil
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 func isLoopback(host string) bool {

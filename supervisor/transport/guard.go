@@ -1,0 +1,286 @@
+package transport
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+)
+
+// Bounds of the server's connections and streams (Config.ListenServer).
+// Every connection costs a descriptor, two goroutines and buffers; without
+// them unauthenticated clients (grpc.health.v1 is exempt from the token)
+// could hold every descriptor of the supervisor.
+const (
+	// DefaultMaxConnections bounds the connections open at once; it is
+	// lowered to half the process's RLIMIT_NOFILE when that is smaller
+	// (sandboxes need descriptors too).
+	DefaultMaxConnections = 1024
+	// DefaultMaxConnectionsPerPeer bounds the connections of one peer: one
+	// remote IP address over TCP, one uid over the unix socket. Past it a
+	// new connection of that peer is closed at once.
+	DefaultMaxConnectionsPerPeer = 128
+	// DefaultReservedConnections are kept for callers that authenticate:
+	// with a token, connections that have made no authenticated call yet
+	// may hold at most the maximum less this many; a new connection past
+	// that closes the oldest of them (it is not refused: at accept time
+	// nothing tells a caller with the token from one without).
+	DefaultReservedConnections = 64
+	// MaxStreamsPerConnection bounds the calls in flight on a connection
+	// (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); more wait in the client.
+	MaxStreamsPerConnection = 128
+	// MaxUnauthenticatedStreams bounds the grpc.health.v1 calls in flight
+	// on connections that have not authenticated (with a token), all
+	// together; past it they end RESOURCE_EXHAUSTED.
+	MaxUnauthenticatedStreams = 128
+	// HandshakeTimeout bounds a connection's TLS and HTTP/2 handshakes.
+	HandshakeTimeout = 10 * time.Second
+	// MaxConnectionIdle closes a connection with no call in flight for
+	// this long (a GOAWAY: gRPC clients reconnect when they next call).
+	MaxConnectionIdle = 5 * time.Minute
+)
+
+// guard tracks the server's connections: totals, per peer, and with a
+// token which ones have authenticated.
+type guard struct {
+	max, perPeer, reserve int
+	token                 bool
+	health                chan struct{} // slots for unauthenticated health calls
+
+	mu       sync.Mutex
+	conns    int
+	byPeer   map[string]int
+	unproven *list.List // of *trackedConn, oldest first; with a token only
+}
+
+func newGuard(maxConns, perPeer, reserve int, token bool) *guard {
+	if lim := nofileLimit(); lim > 0 && lim/2 < maxConns {
+		maxConns = max(lim/2, 1)
+	}
+	reserve = min(reserve, maxConns/2)
+	return &guard{max: maxConns, perPeer: perPeer, reserve: reserve, token: token,
+		health: make(chan struct{}, MaxUnauthenticatedStreams), byPeer: map[string]int{}, unproven: list.New()}
+}
+
+// trackedConn is an accepted connection; its RemoteAddr carries it into
+// every call's peer.Peer, so that a call can mark it authenticated.
+type trackedConn struct {
+	net.Conn
+	g    *guard
+	peer string
+	addr trackedAddr
+	elem *list.Element // in g.unproven until the first authenticated call
+	once sync.Once
+}
+
+// trackedAddr is the connection's remote address, with the connection.
+type trackedAddr struct {
+	net.Addr
+	c *trackedConn
+}
+
+func (c *trackedConn) RemoteAddr() net.Addr { return c.addr }
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		g := c.g
+		g.mu.Lock()
+		g.conns--
+		if g.byPeer[c.peer]--; g.byPeer[c.peer] <= 0 {
+			delete(g.byPeer, c.peer)
+		}
+		if c.elem != nil {
+			g.unproven.Remove(c.elem)
+			c.elem = nil
+		}
+		g.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// admit registers c and returns true, or returns false when c must be
+// closed at once. A non-nil victim means: close it (the oldest
+// unauthenticated connection) and ask again.
+func (g *guard) admit(c *trackedConn) (ok bool, victim *trackedConn) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byPeer[c.peer] >= g.perPeer {
+		return false, nil
+	}
+	if g.conns >= g.max || (g.token && g.unproven.Len() >= g.max-g.reserve) {
+		if front := g.unproven.Front(); front != nil {
+			return false, front.Value.(*trackedConn)
+		}
+		return false, nil
+	}
+	g.conns++
+	g.byPeer[c.peer]++
+	if g.token {
+		c.elem = g.unproven.PushBack(c)
+	}
+	return true, nil
+}
+
+// prove marks the connection of ctx's call as authenticated.
+func prove(ctx context.Context) {
+	if c := connOf(ctx); c != nil {
+		c.g.mu.Lock()
+		if c.elem != nil {
+			c.g.unproven.Remove(c.elem)
+			c.elem = nil
+		}
+		c.g.mu.Unlock()
+	}
+}
+
+func connOf(ctx context.Context) *trackedConn {
+	if p, ok := peer.FromContext(ctx); ok {
+		if a, ok := p.Addr.(trackedAddr); ok {
+			return a.c
+		}
+	}
+	return nil
+}
+
+// authenticated reports whether ctx's call comes over a connection that
+// has made an authenticated call (always true without a token).
+func (g *guard) authenticated(ctx context.Context) bool {
+	if !g.token {
+		return true
+	}
+	c := connOf(ctx)
+	if c == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return c.elem == nil
+}
+
+// healthSlot takes one of the MaxUnauthenticatedStreams slots for a
+// health call on an unauthenticated connection; release gives it back.
+func (g *guard) healthSlot(ctx context.Context, method string) (release func(), err error) {
+	if !strings.HasPrefix(method, healthService) || g.authenticated(ctx) {
+		return func() {}, nil
+	}
+	select {
+	case g.health <- struct{}{}:
+		return func() { <-g.health }, nil
+	default:
+		return nil, status.Errorf(codes.ResourceExhausted, "too many health calls from unauthenticated connections (%d)", MaxUnauthenticatedStreams)
+	}
+}
+
+func (g *guard) serverOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxConcurrentStreams(MaxStreamsPerConnection),
+		grpc.ConnectionTimeout(HandshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: MaxConnectionIdle, Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			release, err := g.healthSlot(ctx, info.FullMethod)
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+			return h(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			release, err := g.healthSlot(ss.Context(), info.FullMethod)
+			if err != nil {
+				return err
+			}
+			defer release()
+			return h(srv, ss)
+		}),
+	}
+}
+
+// guardListener admits connections through the guard and never hands a
+// transient accept error (EMFILE, ENFILE, ENOBUFS, ENOMEM, ECONNABORTED)
+// to the server: it backs off (5 ms doubling to 1 s) and tries again.
+type guardListener struct {
+	net.Listener
+	g *guard
+}
+
+func (l *guardListener) Accept() (net.Conn, error) {
+	for {
+		c, err := acceptBackoff(l.Listener)
+		if err != nil {
+			return nil, err
+		}
+		tc := &trackedConn{Conn: c, g: l.g, peer: peerKey(c)}
+		addr := c.RemoteAddr()
+		if addr == nil {
+			addr = &net.UnixAddr{Net: "unix"}
+		}
+		tc.addr = trackedAddr{Addr: addr, c: tc}
+		for {
+			ok, victim := l.g.admit(tc)
+			if ok {
+				return tc, nil
+			}
+			if victim == nil {
+				_ = c.Close()
+				break
+			}
+			_ = victim.Close()
+		}
+	}
+}
+
+// acceptBackoff accepts from l, waiting out transient errors.
+func acceptBackoff(l net.Listener) (net.Conn, error) {
+	var delay time.Duration
+	for {
+		c, err := l.Accept()
+		if err == nil || !transientAcceptError(err) {
+			return c, err
+		}
+		delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+		time.Sleep(delay)
+	}
+}
+
+func transientAcceptError(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR, syscall.EAGAIN} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// BackoffListener returns l whose Accept waits out transient errors
+// (EMFILE and the like) with a backoff of 5 ms doubling to 1 s instead of
+// returning them, so that a server never spins on them.
+func BackoffListener(l net.Listener) net.Listener { return backoffListener{l} }
+
+type backoffListener struct{ net.Listener }
+
+func (l backoffListener) Accept() (net.Conn, error) { return acceptBackoff(l.Listener) }
+
+// peerKey names the peer of c for the per-peer bound: its IP address over
+// TCP, its uid over a unix socket (peerUID).
+func peerKey(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return "ip:" + a.IP.String()
+	}
+	if uc, ok := c.(*net.UnixConn); ok {
+		if uid, ok := peerUID(uc); ok {
+			return "uid:" + uid
+		}
+	}
+	return "local"
+}
