@@ -40,7 +40,10 @@ func startProxy(b *goplugin.GRPCBroker, id uint32) (*proxy, error) {
 	if b == nil {
 		return nil, errors.New("no go-plugin broker")
 	}
-	conn, err := b.Dial(id)
+	// Small flow-control windows (no BDP growth): what the supervisor
+	// streams ahead of the program's reads stays within 256 KiB a request
+	// and 1 MiB in all, in this sandbox's memory.
+	conn, err := b.DialWithOptions(id, grpc.WithInitialWindowSize(256<<10), grpc.WithInitialConnWindowSize(1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("dial host proxy: %w", err)
 	}
@@ -66,37 +69,101 @@ func (p *proxy) close() {
 	_ = p.conn.Close()
 }
 
-// forwarder turns HTTP requests into HostProxy.RoundTrip calls.
+// proxyChunk is the largest body chunk sent in one message
+// (hostproxy.ChunkBytes).
+const proxyChunk = 32 << 10
+
+// forwarder turns each HTTP request into a HostProxy.RoundTrip call,
+// streaming both bodies in chunks (proto/PROTOCOL.md): neither is held
+// whole here or in the supervisor. A response cut short by the supervisor
+// aborts the connection, so the program never takes a cut body for a
+// whole one.
 func forwarder(client workerv1.HostProxyClient, target string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxProxyBody+1))
-		if err != nil {
-			http.Error(w, "read request body: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if len(body) > maxProxyBody {
+		if r.ContentLength > maxProxyBody {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		req := &workerv1.ProxyRequest{Target: target, Method: r.Method, Path: r.URL.RequestURI(), Body: body}
-		for _, k := range []string{"Accept", "Content-Type", "User-Agent"} {
-			if v := r.Header.Values(k); len(v) > 0 {
-				req.Headers = append(req.Headers, &workerv1.Header{Name: k, Values: v})
-			}
-		}
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		resp, err := client.RoundTrip(ctx, req)
+		stream, err := client.RoundTrip(ctx)
 		if err != nil {
 			http.Error(w, "execfarm proxy: "+err.Error(), http.StatusBadGateway)
 			return
 		}
+		head := &workerv1.ProxyRequest{Target: target, Method: r.Method, Path: r.URL.RequestURI(), ContentLength: r.ContentLength}
+		for _, k := range []string{"Accept", "Content-Type", "User-Agent"} {
+			if v := r.Header.Values(k); len(v) > 0 {
+				head.Headers = append(head.Headers, &workerv1.Header{Name: k, Values: v})
+			}
+		}
+		if err := stream.Send(&workerv1.ProxyRequestPart{Part: &workerv1.ProxyRequestPart_Head{Head: head}}); err != nil {
+			http.Error(w, "execfarm proxy: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		if r.ContentLength != 0 {
+			if status, msg := sendBody(stream, r.Body); status != 0 {
+				http.Error(w, msg, status)
+				return
+			}
+		}
+		if err := stream.CloseSend(); err != nil {
+			http.Error(w, "execfarm proxy: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		first, err := stream.Recv()
+		if err != nil || first.GetHead() == nil {
+			http.Error(w, fmt.Sprintf("execfarm proxy: no response head: %v", err), http.StatusBadGateway)
+			return
+		}
+		resp := first.GetHead()
 		for _, h := range resp.GetHeaders() {
 			for _, v := range h.GetValues() {
 				w.Header().Add(h.GetName(), v)
 			}
 		}
 		w.WriteHeader(int(resp.GetStatus()))
-		_, _ = w.Write(resp.GetBody())
+		flusher, _ := w.(http.Flusher)
+		for {
+			part, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				// Cut short: abort the connection (no clean end of body).
+				panic(http.ErrAbortHandler)
+			}
+			if _, err := w.Write(part.GetBody()); err != nil {
+				return // the program went away; cancel ends the call
+			}
+			if flusher != nil {
+				flusher.Flush() // watches: each event as it comes
+			}
+		}
 	})
+}
+
+// sendBody streams body in proxyChunk parts, at most maxProxyBody bytes;
+// it returns an HTTP status and message when the request must be answered
+// here instead.
+func sendBody(stream workerv1.HostProxy_RoundTripClient, body io.Reader) (int, string) {
+	buf := make([]byte, proxyChunk)
+	var total int64
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if total += int64(n); total > maxProxyBody {
+				return http.StatusRequestEntityTooLarge, "request body too large"
+			}
+			if serr := stream.Send(&workerv1.ProxyRequestPart{Part: &workerv1.ProxyRequestPart_Body{Body: buf[:n]}}); serr != nil {
+				return http.StatusBadGateway, "execfarm proxy: " + serr.Error()
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return 0, ""
+		}
+		if err != nil {
+			return http.StatusBadRequest, "read request body: " + err.Error()
+		}
+	}
 }

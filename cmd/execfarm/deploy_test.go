@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -156,11 +157,15 @@ func TestShippedKubeAccess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer kube.CloseIdleConnections()
 			status := func(path string) int {
 				resp, err := kube.RoundTrip(context.Background(), hostproxy.Request{Method: http.MethodGet, Path: path})
 				if err != nil {
 					t.Fatalf("GET %s: %v", path, err)
 				}
+				// The body is streamed: read and close it.
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
 				return resp.Status
 			}
 

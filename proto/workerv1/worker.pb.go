@@ -1961,15 +1961,17 @@ func (x *Header) GetValues() []string {
 	return nil
 }
 
+// ProxyRequest is the head of a proxied request.
 type ProxyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "kubernetes" or "prometheus".
 	Target string `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
 	Method string `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
 	// Path with raw query, e.g. "/api/v1/namespaces/default/pods?limit=5".
-	Path          string    `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
-	Headers       []*Header `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty"`
-	Body          []byte    `protobuf:"bytes,5,opt,name=body,proto3" json:"body,omitempty"`
+	Path    string    `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	Headers []*Header `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty"`
+	// Length of the request body in bytes; -1 when unknown (chunked).
+	ContentLength int64 `protobuf:"varint,6,opt,name=content_length,json=contentLength,proto3" json:"content_length,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2032,25 +2034,109 @@ func (x *ProxyRequest) GetHeaders() []*Header {
 	return nil
 }
 
-func (x *ProxyRequest) GetBody() []byte {
+func (x *ProxyRequest) GetContentLength() int64 {
 	if x != nil {
-		return x.Body
+		return x.ContentLength
+	}
+	return 0
+}
+
+type ProxyRequestPart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*ProxyRequestPart_Head
+	//	*ProxyRequestPart_Body
+	Part          isProxyRequestPart_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProxyRequestPart) Reset() {
+	*x = ProxyRequestPart{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProxyRequestPart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProxyRequestPart) ProtoMessage() {}
+
+func (x *ProxyRequestPart) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProxyRequestPart.ProtoReflect.Descriptor instead.
+func (*ProxyRequestPart) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ProxyRequestPart) GetPart() isProxyRequestPart_Part {
+	if x != nil {
+		return x.Part
 	}
 	return nil
 }
 
+func (x *ProxyRequestPart) GetHead() *ProxyRequest {
+	if x != nil {
+		if x, ok := x.Part.(*ProxyRequestPart_Head); ok {
+			return x.Head
+		}
+	}
+	return nil
+}
+
+func (x *ProxyRequestPart) GetBody() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*ProxyRequestPart_Body); ok {
+			return x.Body
+		}
+	}
+	return nil
+}
+
+type isProxyRequestPart_Part interface {
+	isProxyRequestPart_Part()
+}
+
+type ProxyRequestPart_Head struct {
+	// First, once.
+	Head *ProxyRequest `protobuf:"bytes,1,opt,name=head,proto3,oneof"`
+}
+
+type ProxyRequestPart_Body struct {
+	// Then the body, at most 32 KiB per part.
+	Body []byte `protobuf:"bytes,2,opt,name=body,proto3,oneof"`
+}
+
+func (*ProxyRequestPart_Head) isProxyRequestPart_Part() {}
+
+func (*ProxyRequestPart_Body) isProxyRequestPart_Part() {}
+
+// ProxyResponse is the head of a proxied response.
 type ProxyResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
 	Headers       []*Header              `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty"`
-	Body          []byte                 `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProxyResponse) Reset() {
 	*x = ProxyResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[31]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2148,7 @@ func (x *ProxyResponse) String() string {
 func (*ProxyResponse) ProtoMessage() {}
 
 func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[31]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2161,7 @@ func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyResponse.ProtoReflect.Descriptor instead.
 func (*ProxyResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{31}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ProxyResponse) GetStatus() int32 {
@@ -2092,12 +2178,89 @@ func (x *ProxyResponse) GetHeaders() []*Header {
 	return nil
 }
 
-func (x *ProxyResponse) GetBody() []byte {
+type ProxyResponsePart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*ProxyResponsePart_Head
+	//	*ProxyResponsePart_Body
+	Part          isProxyResponsePart_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProxyResponsePart) Reset() {
+	*x = ProxyResponsePart{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProxyResponsePart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProxyResponsePart) ProtoMessage() {}
+
+func (x *ProxyResponsePart) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[33]
 	if x != nil {
-		return x.Body
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProxyResponsePart.ProtoReflect.Descriptor instead.
+func (*ProxyResponsePart) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ProxyResponsePart) GetPart() isProxyResponsePart_Part {
+	if x != nil {
+		return x.Part
 	}
 	return nil
 }
+
+func (x *ProxyResponsePart) GetHead() *ProxyResponse {
+	if x != nil {
+		if x, ok := x.Part.(*ProxyResponsePart_Head); ok {
+			return x.Head
+		}
+	}
+	return nil
+}
+
+func (x *ProxyResponsePart) GetBody() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*ProxyResponsePart_Body); ok {
+			return x.Body
+		}
+	}
+	return nil
+}
+
+type isProxyResponsePart_Part interface {
+	isProxyResponsePart_Part()
+}
+
+type ProxyResponsePart_Head struct {
+	// First, once.
+	Head *ProxyResponse `protobuf:"bytes,1,opt,name=head,proto3,oneof"`
+}
+
+type ProxyResponsePart_Body struct {
+	// Then the body, at most 32 KiB per part.
+	Body []byte `protobuf:"bytes,2,opt,name=body,proto3,oneof"`
+}
+
+func (*ProxyResponsePart_Head) isProxyResponsePart_Part() {}
+
+func (*ProxyResponsePart_Body) isProxyResponsePart_Part() {}
 
 var File_execfarm_worker_v1_worker_proto protoreflect.FileDescriptor
 
@@ -2211,17 +2374,24 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x05event\"4\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06values\x18\x02 \x03(\tR\x06values\"\x9c\x01\n" +
+	"\x06values\x18\x02 \x03(\tR\x06values\"\xb5\x01\n" +
 	"\fProxyRequest\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x124\n" +
-	"\aheaders\x18\x04 \x03(\v2\x1a.execfarm.worker.v1.HeaderR\aheaders\x12\x12\n" +
-	"\x04body\x18\x05 \x01(\fR\x04body\"q\n" +
+	"\aheaders\x18\x04 \x03(\v2\x1a.execfarm.worker.v1.HeaderR\aheaders\x12%\n" +
+	"\x0econtent_length\x18\x06 \x01(\x03R\rcontentLengthJ\x04\b\x05\x10\x06\"h\n" +
+	"\x10ProxyRequestPart\x126\n" +
+	"\x04head\x18\x01 \x01(\v2 .execfarm.worker.v1.ProxyRequestH\x00R\x04head\x12\x14\n" +
+	"\x04body\x18\x02 \x01(\fH\x00R\x04bodyB\x06\n" +
+	"\x04part\"c\n" +
 	"\rProxyResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x124\n" +
-	"\aheaders\x18\x02 \x03(\v2\x1a.execfarm.worker.v1.HeaderR\aheaders\x12\x12\n" +
-	"\x04body\x18\x03 \x01(\fR\x04body*~\n" +
+	"\aheaders\x18\x02 \x03(\v2\x1a.execfarm.worker.v1.HeaderR\aheadersJ\x04\b\x03\x10\x04\"j\n" +
+	"\x11ProxyResponsePart\x127\n" +
+	"\x04head\x18\x01 \x01(\v2!.execfarm.worker.v1.ProxyResponseH\x00R\x04head\x12\x14\n" +
+	"\x04body\x18\x02 \x01(\fH\x00R\x04bodyB\x06\n" +
+	"\x04part*~\n" +
 	"\bFileType\x12\x19\n" +
 	"\x15FILE_TYPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eFILE_TYPE_FILE\x10\x01\x12\x17\n" +
@@ -2239,9 +2409,9 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x04List\x12\x1f.execfarm.worker.v1.ListRequest\x1a .execfarm.worker.v1.ListResponse0\x01\x12I\n" +
 	"\x04Stat\x12\x1f.execfarm.worker.v1.StatRequest\x1a .execfarm.worker.v1.StatResponse\x12O\n" +
 	"\x06Remove\x12!.execfarm.worker.v1.RemoveRequest\x1a\".execfarm.worker.v1.RemoveResponse\x12L\n" +
-	"\x05Mkdir\x12 .execfarm.worker.v1.MkdirRequest\x1a!.execfarm.worker.v1.MkdirResponse2]\n" +
-	"\tHostProxy\x12P\n" +
-	"\tRoundTrip\x12 .execfarm.worker.v1.ProxyRequest\x1a!.execfarm.worker.v1.ProxyResponseB6Z4github.com/execfarm/execfarm/proto/workerv1;workerv1b\x06proto3"
+	"\x05Mkdir\x12 .execfarm.worker.v1.MkdirRequest\x1a!.execfarm.worker.v1.MkdirResponse2i\n" +
+	"\tHostProxy\x12\\\n" +
+	"\tRoundTrip\x12$.execfarm.worker.v1.ProxyRequestPart\x1a%.execfarm.worker.v1.ProxyResponsePart(\x010\x01B6Z4github.com/execfarm/execfarm/proto/workerv1;workerv1b\x06proto3"
 
 var (
 	file_execfarm_worker_v1_worker_proto_rawDescOnce sync.Once
@@ -2256,41 +2426,43 @@ func file_execfarm_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_execfarm_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_execfarm_worker_v1_worker_proto_goTypes = []any{
-	(FileType)(0),            // 0: execfarm.worker.v1.FileType
-	(*ExecStart)(nil),        // 1: execfarm.worker.v1.ExecStart
-	(*ExecInput)(nil),        // 2: execfarm.worker.v1.ExecInput
-	(*ExecStarted)(nil),      // 3: execfarm.worker.v1.ExecStarted
-	(*Rusage)(nil),           // 4: execfarm.worker.v1.Rusage
-	(*FileInfo)(nil),         // 5: execfarm.worker.v1.FileInfo
-	(*UploadHeader)(nil),     // 6: execfarm.worker.v1.UploadHeader
-	(*UploadRequest)(nil),    // 7: execfarm.worker.v1.UploadRequest
-	(*UploadResponse)(nil),   // 8: execfarm.worker.v1.UploadResponse
-	(*DownloadRequest)(nil),  // 9: execfarm.worker.v1.DownloadRequest
-	(*DownloadResponse)(nil), // 10: execfarm.worker.v1.DownloadResponse
-	(*ListRequest)(nil),      // 11: execfarm.worker.v1.ListRequest
-	(*ListResponse)(nil),     // 12: execfarm.worker.v1.ListResponse
-	(*StatRequest)(nil),      // 13: execfarm.worker.v1.StatRequest
-	(*StatResponse)(nil),     // 14: execfarm.worker.v1.StatResponse
-	(*RemoveRequest)(nil),    // 15: execfarm.worker.v1.RemoveRequest
-	(*RemoveResponse)(nil),   // 16: execfarm.worker.v1.RemoveResponse
-	(*MkdirRequest)(nil),     // 17: execfarm.worker.v1.MkdirRequest
-	(*MkdirResponse)(nil),    // 18: execfarm.worker.v1.MkdirResponse
-	(*ErrorDetail)(nil),      // 19: execfarm.worker.v1.ErrorDetail
-	(*ResetRequest)(nil),     // 20: execfarm.worker.v1.ResetRequest
-	(*ResetResponse)(nil),    // 21: execfarm.worker.v1.ResetResponse
-	(*PrepareResponse)(nil),  // 22: execfarm.worker.v1.PrepareResponse
-	(*StartupRequest)(nil),   // 23: execfarm.worker.v1.StartupRequest
-	(*StartupResponse)(nil),  // 24: execfarm.worker.v1.StartupResponse
-	(*Phase)(nil),            // 25: execfarm.worker.v1.Phase
-	(*Rlimit)(nil),           // 26: execfarm.worker.v1.Rlimit
-	(*RunRequest)(nil),       // 27: execfarm.worker.v1.RunRequest
-	(*Exit)(nil),             // 28: execfarm.worker.v1.Exit
-	(*RunEvent)(nil),         // 29: execfarm.worker.v1.RunEvent
-	(*Header)(nil),           // 30: execfarm.worker.v1.Header
-	(*ProxyRequest)(nil),     // 31: execfarm.worker.v1.ProxyRequest
-	(*ProxyResponse)(nil),    // 32: execfarm.worker.v1.ProxyResponse
+	(FileType)(0),             // 0: execfarm.worker.v1.FileType
+	(*ExecStart)(nil),         // 1: execfarm.worker.v1.ExecStart
+	(*ExecInput)(nil),         // 2: execfarm.worker.v1.ExecInput
+	(*ExecStarted)(nil),       // 3: execfarm.worker.v1.ExecStarted
+	(*Rusage)(nil),            // 4: execfarm.worker.v1.Rusage
+	(*FileInfo)(nil),          // 5: execfarm.worker.v1.FileInfo
+	(*UploadHeader)(nil),      // 6: execfarm.worker.v1.UploadHeader
+	(*UploadRequest)(nil),     // 7: execfarm.worker.v1.UploadRequest
+	(*UploadResponse)(nil),    // 8: execfarm.worker.v1.UploadResponse
+	(*DownloadRequest)(nil),   // 9: execfarm.worker.v1.DownloadRequest
+	(*DownloadResponse)(nil),  // 10: execfarm.worker.v1.DownloadResponse
+	(*ListRequest)(nil),       // 11: execfarm.worker.v1.ListRequest
+	(*ListResponse)(nil),      // 12: execfarm.worker.v1.ListResponse
+	(*StatRequest)(nil),       // 13: execfarm.worker.v1.StatRequest
+	(*StatResponse)(nil),      // 14: execfarm.worker.v1.StatResponse
+	(*RemoveRequest)(nil),     // 15: execfarm.worker.v1.RemoveRequest
+	(*RemoveResponse)(nil),    // 16: execfarm.worker.v1.RemoveResponse
+	(*MkdirRequest)(nil),      // 17: execfarm.worker.v1.MkdirRequest
+	(*MkdirResponse)(nil),     // 18: execfarm.worker.v1.MkdirResponse
+	(*ErrorDetail)(nil),       // 19: execfarm.worker.v1.ErrorDetail
+	(*ResetRequest)(nil),      // 20: execfarm.worker.v1.ResetRequest
+	(*ResetResponse)(nil),     // 21: execfarm.worker.v1.ResetResponse
+	(*PrepareResponse)(nil),   // 22: execfarm.worker.v1.PrepareResponse
+	(*StartupRequest)(nil),    // 23: execfarm.worker.v1.StartupRequest
+	(*StartupResponse)(nil),   // 24: execfarm.worker.v1.StartupResponse
+	(*Phase)(nil),             // 25: execfarm.worker.v1.Phase
+	(*Rlimit)(nil),            // 26: execfarm.worker.v1.Rlimit
+	(*RunRequest)(nil),        // 27: execfarm.worker.v1.RunRequest
+	(*Exit)(nil),              // 28: execfarm.worker.v1.Exit
+	(*RunEvent)(nil),          // 29: execfarm.worker.v1.RunEvent
+	(*Header)(nil),            // 30: execfarm.worker.v1.Header
+	(*ProxyRequest)(nil),      // 31: execfarm.worker.v1.ProxyRequest
+	(*ProxyRequestPart)(nil),  // 32: execfarm.worker.v1.ProxyRequestPart
+	(*ProxyResponse)(nil),     // 33: execfarm.worker.v1.ProxyResponse
+	(*ProxyResponsePart)(nil), // 34: execfarm.worker.v1.ProxyResponsePart
 }
 var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
 	27, // 0: execfarm.worker.v1.ExecStart.request:type_name -> execfarm.worker.v1.RunRequest
@@ -2306,36 +2478,38 @@ var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
 	28, // 10: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
 	3,  // 11: execfarm.worker.v1.RunEvent.started:type_name -> execfarm.worker.v1.ExecStarted
 	30, // 12: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
-	30, // 13: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
-	27, // 14: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
-	27, // 15: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
-	23, // 16: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
-	20, // 17: execfarm.worker.v1.Worker.Reset:input_type -> execfarm.worker.v1.ResetRequest
-	2,  // 18: execfarm.worker.v1.Worker.Exec:input_type -> execfarm.worker.v1.ExecInput
-	7,  // 19: execfarm.worker.v1.Worker.Upload:input_type -> execfarm.worker.v1.UploadRequest
-	9,  // 20: execfarm.worker.v1.Worker.Download:input_type -> execfarm.worker.v1.DownloadRequest
-	11, // 21: execfarm.worker.v1.Worker.List:input_type -> execfarm.worker.v1.ListRequest
-	13, // 22: execfarm.worker.v1.Worker.Stat:input_type -> execfarm.worker.v1.StatRequest
-	15, // 23: execfarm.worker.v1.Worker.Remove:input_type -> execfarm.worker.v1.RemoveRequest
-	17, // 24: execfarm.worker.v1.Worker.Mkdir:input_type -> execfarm.worker.v1.MkdirRequest
-	31, // 25: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequest
-	29, // 26: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
-	22, // 27: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
-	24, // 28: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
-	21, // 29: execfarm.worker.v1.Worker.Reset:output_type -> execfarm.worker.v1.ResetResponse
-	29, // 30: execfarm.worker.v1.Worker.Exec:output_type -> execfarm.worker.v1.RunEvent
-	8,  // 31: execfarm.worker.v1.Worker.Upload:output_type -> execfarm.worker.v1.UploadResponse
-	10, // 32: execfarm.worker.v1.Worker.Download:output_type -> execfarm.worker.v1.DownloadResponse
-	12, // 33: execfarm.worker.v1.Worker.List:output_type -> execfarm.worker.v1.ListResponse
-	14, // 34: execfarm.worker.v1.Worker.Stat:output_type -> execfarm.worker.v1.StatResponse
-	16, // 35: execfarm.worker.v1.Worker.Remove:output_type -> execfarm.worker.v1.RemoveResponse
-	18, // 36: execfarm.worker.v1.Worker.Mkdir:output_type -> execfarm.worker.v1.MkdirResponse
-	32, // 37: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponse
-	26, // [26:38] is the sub-list for method output_type
-	14, // [14:26] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	31, // 13: execfarm.worker.v1.ProxyRequestPart.head:type_name -> execfarm.worker.v1.ProxyRequest
+	30, // 14: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
+	33, // 15: execfarm.worker.v1.ProxyResponsePart.head:type_name -> execfarm.worker.v1.ProxyResponse
+	27, // 16: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
+	27, // 17: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
+	23, // 18: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
+	20, // 19: execfarm.worker.v1.Worker.Reset:input_type -> execfarm.worker.v1.ResetRequest
+	2,  // 20: execfarm.worker.v1.Worker.Exec:input_type -> execfarm.worker.v1.ExecInput
+	7,  // 21: execfarm.worker.v1.Worker.Upload:input_type -> execfarm.worker.v1.UploadRequest
+	9,  // 22: execfarm.worker.v1.Worker.Download:input_type -> execfarm.worker.v1.DownloadRequest
+	11, // 23: execfarm.worker.v1.Worker.List:input_type -> execfarm.worker.v1.ListRequest
+	13, // 24: execfarm.worker.v1.Worker.Stat:input_type -> execfarm.worker.v1.StatRequest
+	15, // 25: execfarm.worker.v1.Worker.Remove:input_type -> execfarm.worker.v1.RemoveRequest
+	17, // 26: execfarm.worker.v1.Worker.Mkdir:input_type -> execfarm.worker.v1.MkdirRequest
+	32, // 27: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequestPart
+	29, // 28: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
+	22, // 29: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
+	24, // 30: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
+	21, // 31: execfarm.worker.v1.Worker.Reset:output_type -> execfarm.worker.v1.ResetResponse
+	29, // 32: execfarm.worker.v1.Worker.Exec:output_type -> execfarm.worker.v1.RunEvent
+	8,  // 33: execfarm.worker.v1.Worker.Upload:output_type -> execfarm.worker.v1.UploadResponse
+	10, // 34: execfarm.worker.v1.Worker.Download:output_type -> execfarm.worker.v1.DownloadResponse
+	12, // 35: execfarm.worker.v1.Worker.List:output_type -> execfarm.worker.v1.ListResponse
+	14, // 36: execfarm.worker.v1.Worker.Stat:output_type -> execfarm.worker.v1.StatResponse
+	16, // 37: execfarm.worker.v1.Worker.Remove:output_type -> execfarm.worker.v1.RemoveResponse
+	18, // 38: execfarm.worker.v1.Worker.Mkdir:output_type -> execfarm.worker.v1.MkdirResponse
+	34, // 39: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponsePart
+	28, // [28:40] is the sub-list for method output_type
+	16, // [16:28] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_execfarm_worker_v1_worker_proto_init() }
@@ -2365,13 +2539,21 @@ func file_execfarm_worker_v1_worker_proto_init() {
 		(*RunEvent_Started)(nil),
 		(*RunEvent_Console)(nil),
 	}
+	file_execfarm_worker_v1_worker_proto_msgTypes[31].OneofWrappers = []any{
+		(*ProxyRequestPart_Head)(nil),
+		(*ProxyRequestPart_Body)(nil),
+	}
+	file_execfarm_worker_v1_worker_proto_msgTypes[33].OneofWrappers = []any{
+		(*ProxyResponsePart_Head)(nil),
+		(*ProxyResponsePart_Body)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_execfarm_worker_v1_worker_proto_rawDesc), len(file_execfarm_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

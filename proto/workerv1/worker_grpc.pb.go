@@ -586,7 +586,17 @@ const (
 // which the supervisor checks against its policy and forwards with its own
 // credentials. The sandbox never sees a credential.
 type HostProxyClient interface {
-	RoundTrip(ctx context.Context, in *ProxyRequest, opts ...grpc.CallOption) (*ProxyResponse, error)
+	// RoundTrip carries one HTTP request, streamed both ways so that no
+	// body is ever held whole: the worker sends a head (ProxyRequest), then
+	// the request body in chunks of at most 32 KiB (4 MiB in all), then
+	// half-closes; the supervisor answers a head (ProxyResponse), then the
+	// response body in chunks of at most 32 KiB as the upstream sends it,
+	// and ends the call. A call that ends with an error after the head cut
+	// the response short: the worker aborts the sandbox's connection. The
+	// supervisor serves at most 8 calls per sandbox at once (HTTP/2
+	// SETTINGS_MAX_CONCURRENT_STREAMS: more wait in the worker) and a
+	// bounded number in all (more wait in the supervisor).
+	RoundTrip(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ProxyRequestPart, ProxyResponsePart], error)
 }
 
 type hostProxyClient struct {
@@ -597,15 +607,18 @@ func NewHostProxyClient(cc grpc.ClientConnInterface) HostProxyClient {
 	return &hostProxyClient{cc}
 }
 
-func (c *hostProxyClient) RoundTrip(ctx context.Context, in *ProxyRequest, opts ...grpc.CallOption) (*ProxyResponse, error) {
+func (c *hostProxyClient) RoundTrip(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ProxyRequestPart, ProxyResponsePart], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ProxyResponse)
-	err := c.cc.Invoke(ctx, HostProxy_RoundTrip_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &HostProxy_ServiceDesc.Streams[0], HostProxy_RoundTrip_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[ProxyRequestPart, ProxyResponsePart]{ClientStream: stream}
+	return x, nil
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HostProxy_RoundTripClient = grpc.BidiStreamingClient[ProxyRequestPart, ProxyResponsePart]
 
 // HostProxyServer is the server API for HostProxy service.
 // All implementations must embed UnimplementedHostProxyServer
@@ -616,7 +629,17 @@ func (c *hostProxyClient) RoundTrip(ctx context.Context, in *ProxyRequest, opts 
 // which the supervisor checks against its policy and forwards with its own
 // credentials. The sandbox never sees a credential.
 type HostProxyServer interface {
-	RoundTrip(context.Context, *ProxyRequest) (*ProxyResponse, error)
+	// RoundTrip carries one HTTP request, streamed both ways so that no
+	// body is ever held whole: the worker sends a head (ProxyRequest), then
+	// the request body in chunks of at most 32 KiB (4 MiB in all), then
+	// half-closes; the supervisor answers a head (ProxyResponse), then the
+	// response body in chunks of at most 32 KiB as the upstream sends it,
+	// and ends the call. A call that ends with an error after the head cut
+	// the response short: the worker aborts the sandbox's connection. The
+	// supervisor serves at most 8 calls per sandbox at once (HTTP/2
+	// SETTINGS_MAX_CONCURRENT_STREAMS: more wait in the worker) and a
+	// bounded number in all (more wait in the supervisor).
+	RoundTrip(grpc.BidiStreamingServer[ProxyRequestPart, ProxyResponsePart]) error
 	mustEmbedUnimplementedHostProxyServer()
 }
 
@@ -627,8 +650,8 @@ type HostProxyServer interface {
 // pointer dereference when methods are called.
 type UnimplementedHostProxyServer struct{}
 
-func (UnimplementedHostProxyServer) RoundTrip(context.Context, *ProxyRequest) (*ProxyResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method RoundTrip not implemented")
+func (UnimplementedHostProxyServer) RoundTrip(grpc.BidiStreamingServer[ProxyRequestPart, ProxyResponsePart]) error {
+	return status.Errorf(codes.Unimplemented, "method RoundTrip not implemented")
 }
 func (UnimplementedHostProxyServer) mustEmbedUnimplementedHostProxyServer() {}
 func (UnimplementedHostProxyServer) testEmbeddedByValue()                   {}
@@ -651,23 +674,12 @@ func RegisterHostProxyServer(s grpc.ServiceRegistrar, srv HostProxyServer) {
 	s.RegisterService(&HostProxy_ServiceDesc, srv)
 }
 
-func _HostProxy_RoundTrip_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ProxyRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(HostProxyServer).RoundTrip(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: HostProxy_RoundTrip_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(HostProxyServer).RoundTrip(ctx, req.(*ProxyRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+func _HostProxy_RoundTrip_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HostProxyServer).RoundTrip(&grpc.GenericServerStream[ProxyRequestPart, ProxyResponsePart]{ServerStream: stream})
 }
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HostProxy_RoundTripServer = grpc.BidiStreamingServer[ProxyRequestPart, ProxyResponsePart]
 
 // HostProxy_ServiceDesc is the grpc.ServiceDesc for HostProxy service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -675,12 +687,14 @@ func _HostProxy_RoundTrip_Handler(srv interface{}, ctx context.Context, dec func
 var HostProxy_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "execfarm.worker.v1.HostProxy",
 	HandlerType: (*HostProxyServer)(nil),
-	Methods: []grpc.MethodDesc{
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
 		{
-			MethodName: "RoundTrip",
-			Handler:    _HostProxy_RoundTrip_Handler,
+			StreamName:    "RoundTrip",
+			Handler:       _HostProxy_RoundTrip_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
 	Metadata: "execfarm/worker/v1/worker.proto",
 }

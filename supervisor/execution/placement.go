@@ -32,7 +32,7 @@ type Sandbox interface {
 	// Sample records the pids count for the peak.
 	Sample()
 	// ServeBroker serves the host proxy to the worker.
-	ServeBroker(register func(*grpc.Server)) (uint32, error)
+	ServeBroker(register func(*grpc.Server), extra ...grpc.ServerOption) (uint32, error)
 }
 
 // Placement is where a run gets its sandbox, how a stop reaches the run's

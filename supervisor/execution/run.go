@@ -11,6 +11,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
+	"github.com/execfarm/execfarm/supervisor/hostproxy"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
@@ -136,13 +137,14 @@ func (r *run) acquire() Sandbox {
 // the go-plugin broker when either target is configured, and names the
 // broker stream in the worker's request.
 func (r *run) attachProxy(sb Sandbox) error {
-	kube, prom := r.runner.cfg.Kube, r.runner.cfg.Prometheus
-	if kube == nil && prom == nil {
+	if r.runner.proxy == nil {
 		return nil
 	}
+	// One hostproxy.Server for every sandbox: it bounds the requests of
+	// all of them together; the broker's options bound this one's.
 	id, err := sb.ServeBroker(func(g *grpc.Server) {
-		workerv1.RegisterHostProxyServer(g, &proxyServer{kube: kube, prom: prom})
-	})
+		workerv1.RegisterHostProxyServer(g, r.runner.proxy)
+	}, hostproxy.BrokerOptions()...)
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,8 @@ type Runner struct {
 
 	runs sync.Map                  // execution id -> *run, while in flight
 	pool atomic.Pointer[pool.Pool] // nil without a warm pool, or before Start
+	// proxy serves Kube and Prometheus to every sandbox; nil without them.
+	proxy *hostproxy.Server
 	// warmShape is the warm pool's prepared process: the default limits,
 	// goja, no program yet.
 	warmShape *workerv1.RunRequest
@@ -86,6 +88,9 @@ func New(cfg Config) (*Runner, error) {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	r := &Runner{cfg: cfg, reg: cfg.Registry, sched: cfg.Scheduler, log: cfg.Logger}
+	if cfg.Kube != nil || cfg.Prometheus != nil {
+		r.proxy = hostproxy.NewServer(cfg.Kube, cfg.Prometheus)
+	}
 	r.runCtx, r.killAll = context.WithCancel(context.Background())
 	if cfg.WarmPool > 0 {
 		shape, err := program.Build(program.Input{Runtime: program.Goja, Code: "0"})

@@ -12,7 +12,15 @@
 // one, never the raw one; Prometheus admits only the read-only query API of
 // PROMETHEUS_URL.
 //
-// Requests and responses are whole messages with bounded bodies
-// (MaxRequestBytes, MaxResponseBytes); a watch is answered when the API
-// server ends it (its timeoutSeconds is capped at MaxWatchSeconds).
+// Bodies are streamed both ways in chunks of at most ChunkBytes (Server,
+// over a bidirectional gRPC call per request), never held whole: a
+// request body is bounded by MaxRequestBytes, a response is as long as
+// the upstream makes it (a watch's timeoutSeconds is capped at
+// MaxWatchSeconds). Requests in flight are bounded per sandbox
+// (MaxRequestsPerSandbox, the broker server's stream limit: more wait in
+// the sandbox's worker) and in all (MaxRequests: more wait here, holding
+// nothing), and the upstreams are reached over HTTP/1.1 (Go's HTTP/2
+// client would buffer a 4 MiB receive window of every unread response in
+// the supervisor), so the proxy's memory is a few MiB whatever sandboxes
+// ask.
 package hostproxy

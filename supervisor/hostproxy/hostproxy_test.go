@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -131,7 +132,11 @@ func TestKubePolicyFailsClosed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(k.CloseIdleConnections)
 		resp, err := k.RoundTrip(context.Background(), Request{Method: "GET", Path: c.path, Header: http.Header{}})
+		if err == nil {
+			readBody(t, resp)
+		}
 		if err != nil || resp.Status != c.want {
 			t.Errorf("%s with %+v: status %d err %v, want %d", c.path, c.policy, resp.Status, err, c.want)
 		}
@@ -143,12 +148,26 @@ func TestKubePolicyFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := k.RoundTrip(context.Background(), Request{Method: "GET", Path: "/api/v1/namespaces/default/pods?limit=5&labelSelector=app%3Dweb", Header: http.Header{}}); err != nil || resp.Status != 200 {
+	t.Cleanup(k.CloseIdleConnections)
+	resp, err := k.RoundTrip(context.Background(), Request{Method: "GET", Path: "/api/v1/namespaces/default/pods?limit=5&labelSelector=app%3Dweb", Header: http.Header{}})
+	if err != nil || resp.Status != 200 {
 		t.Fatalf("list: %d %v", resp.Status, err)
 	}
+	readBody(t, resp)
 	if want := "GET /api/v1/namespaces/default/pods?labelSelector=app%3Dweb&limit=5"; len(*seen) != 1 || (*seen)[0] != want {
 		t.Fatalf("upstream saw %v, want %q", *seen, want)
 	}
+}
+
+// readBody reads and closes a response's body.
+func readBody(t *testing.T, resp Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return string(b)
 }
 
 // fakeAPIServer answers like the Kubernetes API server and requires the
@@ -197,21 +216,22 @@ func TestKubeForwardsWithCredentialsAndPolicy(t *testing.T) {
 	if err != nil || k == nil {
 		t.Fatalf("LoadKube: %v", err)
 	}
+	t.Cleanup(k.CloseIdleConnections)
 	if k.Context() != "fake-ctx" {
 		t.Errorf("context = %q", k.Context())
 	}
 	ctx := context.Background()
 	resp, err := k.RoundTrip(ctx, Request{Method: "GET", Path: "/api/v1/namespaces/default/pods", Header: http.Header{}})
-	if err != nil || resp.Status != 200 || !strings.Contains(string(resp.Body), "web-2") {
-		t.Fatalf("list pods: %v %d %s", err, resp.Status, resp.Body)
+	if err != nil || resp.Status != 200 || !strings.Contains(readBody(t, resp), "web-2") {
+		t.Fatalf("list pods: %v %d", err, resp.Status)
 	}
 	resp, err = k.RoundTrip(ctx, Request{Method: "DELETE", Path: "/api/v1/namespaces/default/pods/web-1", Header: http.Header{}})
 	if err != nil || resp.Status != http.StatusForbidden {
 		t.Fatalf("delete: %v %d", err, resp.Status)
 	}
 	var st map[string]any
-	if err := json.Unmarshal(resp.Body, &st); err != nil || st["reason"] != "Forbidden" || st["kind"] != "Status" {
-		t.Fatalf("denied body = %s", resp.Body)
+	if body := readBody(t, resp); json.Unmarshal([]byte(body), &st) != nil || st["reason"] != "Forbidden" || st["kind"] != "Status" {
+		t.Fatalf("denied body = %s", body)
 	}
 	if len(*seen) != 1 {
 		t.Fatalf("upstream saw %v; the denied delete must not be forwarded", *seen)
@@ -227,6 +247,7 @@ func TestKubeNamespacePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(k.CloseIdleConnections)
 	for path, want := range map[string]int{
 		"/api/v1/namespaces/team-a/pods": 200,
 		"/api/v1/namespaces/team-b/pods": 403,
@@ -234,6 +255,9 @@ func TestKubeNamespacePolicy(t *testing.T) {
 		"/api/v1/nodes":                  403, // cluster-scoped
 	} {
 		resp, err := k.RoundTrip(context.Background(), Request{Method: "GET", Path: path, Header: http.Header{}})
+		if err == nil {
+			readBody(t, resp)
+		}
 		if err != nil || resp.Status != want {
 			t.Errorf("%s: status %d err %v, want %d", path, resp.Status, err, want)
 		}
@@ -261,6 +285,7 @@ func TestPrometheusReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.CloseIdleConnections()
 	for _, c := range []struct {
 		method, path string
 		want         int
@@ -276,6 +301,9 @@ func TestPrometheusReadOnly(t *testing.T) {
 		{"GET", "/api/v1/label/a/b/values", 403},
 	} {
 		resp, err := p.RoundTrip(context.Background(), Request{Method: c.method, Path: c.path, Header: http.Header{}})
+		if err == nil {
+			readBody(t, resp)
+		}
 		if err != nil || resp.Status != c.want {
 			t.Errorf("%s %s: %d %v, want %d", c.method, c.path, resp.Status, err, c.want)
 		}

@@ -1,6 +1,7 @@
 package hostproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
@@ -72,7 +74,14 @@ func LoadKube(path string, policy KubePolicy) (*Kube, error) {
 }
 
 // NewKube returns a Kube forwarding to cfg's server with cfg's credentials.
+//
+// The API server is reached over HTTP/1.1, never HTTP/2: Go's HTTP/2
+// client buffers up to its 4 MiB receive window of every response a
+// sandbox leaves unread, in the supervisor; over HTTP/1.1 an unread
+// response waits in its own connection's socket buffers.
 func NewKube(cfg *rest.Config, context string, policy KubePolicy) (*Kube, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("hostproxy: kubernetes transport: %w", err)
@@ -91,6 +100,10 @@ func NewKube(cfg *rest.Config, context string, policy KubePolicy) (*Kube, error)
 	}
 	return &Kube{base: base, rt: rt, policy: policy, context: context}, nil
 }
+
+// CloseIdleConnections closes the idle connections to the API server (at
+// shutdown; tests).
+func (k *Kube) CloseIdleConnections() { utilnet.CloseIdleConnectionsFor(k.rt) }
 
 // Context returns the name of the loaded kubeconfig context ("in-cluster"
 // for the in-cluster config).
@@ -183,7 +196,7 @@ func kubeStatus(code int, reason, msg string) Response {
 		"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},
 		"status": "Failure", "message": msg, "reason": reason, "code": code,
 	})
-	return Response{Status: code, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}
+	return Response{Status: code, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(bytes.NewReader(b))}
 }
 
 // KubeRequest is what a Kubernetes API request asks for, as the API

@@ -2,6 +2,7 @@ package hostproxy
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -34,7 +35,19 @@ func NewPrometheus(rawURL string) (*Prometheus, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("hostproxy: PROMETHEUS_URL %q is not an http(s) URL", rawURL)
 	}
-	return &Prometheus{base: u, rt: http.DefaultTransport}, nil
+	// HTTP/1.1 only, as for the API server (NewKube).
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ForceAttemptHTTP2 = false
+	t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	return &Prometheus{base: u, rt: t}, nil
+}
+
+// CloseIdleConnections closes the idle connections to Prometheus (at
+// shutdown; tests).
+func (p *Prometheus) CloseIdleConnections() {
+	if t, ok := p.rt.(*http.Transport); ok {
+		t.CloseIdleConnections()
+	}
 }
 
 // RoundTrip forwards GET and POST (form-encoded queries) on the read-only

@@ -1,7 +1,6 @@
 package hostproxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,13 +11,23 @@ import (
 	"sync"
 )
 
-// Bounds on what one proxied request may carry.
+// Bounds of proxied requests. Bodies are streamed, never held whole: the
+// supervisor holds at most one ChunkBytes chunk of a body and grpc-go's
+// 64 KiB write quota per request, so the memory of the proxy is bounded by
+// MaxRequests of them (a few MiB) whatever the sandboxes ask.
 const (
-	// MaxRequestBytes bounds a request body.
+	// MaxRequestBytes bounds a request body; a larger one is answered 413.
 	MaxRequestBytes = 4 << 20
-	// MaxResponseBytes bounds a response body; a larger one is answered
-	// 502 with a message saying so.
-	MaxResponseBytes = 32 << 20
+	// ChunkBytes is the largest body chunk carried in one message.
+	ChunkBytes = 32 << 10
+	// MaxRequestsPerSandbox bounds one sandbox's requests in flight (its
+	// broker server's HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS): more wait
+	// in the sandbox's worker, costing the supervisor nothing.
+	MaxRequestsPerSandbox = 8
+	// MaxRequests bounds the requests in flight of all sandboxes together;
+	// more wait (for as long as their caller does) in the supervisor,
+	// holding no body.
+	MaxRequests = 64
 	// MaxWatchSeconds caps a watch's timeoutSeconds, so that a watch
 	// answers within the execution's lifetime.
 	MaxWatchSeconds = 30
@@ -34,14 +43,19 @@ type Request struct {
 	// "/api/v1/namespaces/default/pods?limit=10".
 	Path   string
 	Header http.Header
-	Body   []byte
+	// Body is read as the request is forwarded, at most MaxRequestBytes of
+	// it; nil = no body.
+	Body io.Reader
+	// ContentLength is Body's length in bytes, -1 if unknown.
+	ContentLength int64
 }
 
-// Response is the answer given back to the sandbox.
+// Response is the answer given back to the sandbox. The caller reads and
+// closes Body.
 type Response struct {
 	Status int
 	Header http.Header
-	Body   []byte
+	Body   io.ReadCloser
 }
 
 // Target is an upstream the sandbox may reach through the proxy.
@@ -87,9 +101,11 @@ func (c *Counter) Each(fn func(verb, outcome string, n int64)) {
 	}
 }
 
-// forward sends req to base+req.Path with rt and reads a bounded response.
+// forward sends req to base+req.Path with rt and returns the response
+// with its body unread (streamed by the caller). A body over
+// MaxRequestBytes is answered 413.
 func forward(ctx context.Context, rt http.RoundTripper, base *url.URL, req Request) (Response, error) {
-	if len(req.Body) > MaxRequestBytes {
+	if req.ContentLength > MaxRequestBytes {
 		return errorResponse(http.StatusRequestEntityTooLarge, "request body too large"), nil
 	}
 	rel, err := url.Parse(req.Path)
@@ -100,9 +116,18 @@ func forward(ctx context.Context, rt http.RoundTripper, base *url.URL, req Reque
 	u.Path = strings.TrimSuffix(base.Path, "/") + rel.Path
 	u.RawPath = ""
 	u.RawQuery = rel.RawQuery
-	hreq, err := http.NewRequestWithContext(ctx, req.Method, u.String(), bytes.NewReader(req.Body))
+	var body *limitedBody
+	var rbody io.Reader
+	if req.Body != nil && req.ContentLength != 0 {
+		body = &limitedBody{r: req.Body}
+		rbody = body
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, u.String(), rbody)
 	if err != nil {
 		return errorResponse(http.StatusBadRequest, err.Error()), nil
+	}
+	if rbody != nil {
+		hreq.ContentLength = req.ContentLength
 	}
 	for _, k := range []string{"Accept", "Content-Type", "User-Agent"} {
 		if v := req.Header.Get(k); v != "" {
@@ -110,16 +135,14 @@ func forward(ctx context.Context, rt http.RoundTripper, base *url.URL, req Reque
 		}
 	}
 	resp, err := rt.RoundTrip(hreq)
+	if body != nil && body.tooLarge {
+		if err == nil {
+			resp.Body.Close()
+		}
+		return errorResponse(http.StatusRequestEntityTooLarge, "request body too large"), nil
+	}
 	if err != nil {
 		return Response{}, fmt.Errorf("hostproxy: forward %s %s: %w", req.Method, rel.Path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	if err != nil {
-		return Response{}, fmt.Errorf("hostproxy: read response: %w", err)
-	}
-	if len(body) > MaxResponseBytes {
-		return errorResponse(http.StatusBadGateway, fmt.Sprintf("response larger than %d bytes", MaxResponseBytes)), nil
 	}
 	h := http.Header{}
 	for _, k := range []string{"Content-Type", "Content-Encoding"} {
@@ -127,9 +150,29 @@ func forward(ctx context.Context, rt http.RoundTripper, base *url.URL, req Reque
 			h.Set(k, v)
 		}
 	}
-	return Response{Status: resp.StatusCode, Header: h, Body: body}, nil
+	return Response{Status: resp.StatusCode, Header: h, Body: resp.Body}, nil
+}
+
+// errBodyTooLarge ends a request body past MaxRequestBytes.
+var errBodyTooLarge = errors.New("hostproxy: request body too large")
+
+// limitedBody reads at most MaxRequestBytes of r.
+type limitedBody struct {
+	r        io.Reader
+	n        int64
+	tooLarge bool
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if b.n > MaxRequestBytes {
+		b.tooLarge = true
+		return 0, errBodyTooLarge
+	}
+	return n, err
 }
 
 func errorResponse(status int, msg string) Response {
-	return Response{Status: status, Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, Body: []byte(msg + "\n")}
+	return Response{Status: status, Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, Body: io.NopCloser(strings.NewReader(msg + "\n"))}
 }

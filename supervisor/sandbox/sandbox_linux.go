@@ -304,16 +304,17 @@ func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent fun
 // Uses returns how many Runs the sandbox has served.
 func (s *Sandbox) Uses() int { return int(s.uses.Load()) }
 
-// ServeBroker serves srv's services to the worker over the go-plugin
-// broker (Config.Broker must be set) and returns the broker id the worker
-// dials. The service lives as long as the sandbox.
-func (s *Sandbox) ServeBroker(register func(*grpc.Server)) (uint32, error) {
+// ServeBroker serves the services register adds to a gRPC server made
+// with extra's options to the worker over the go-plugin broker
+// (Config.Broker must be set) and returns the broker id the worker dials.
+// The service lives as long as the sandbox.
+func (s *Sandbox) ServeBroker(register func(*grpc.Server), extra ...grpc.ServerOption) (uint32, error) {
 	if s.worker == nil || s.worker.Broker == nil {
 		return 0, errors.New("sandbox: no broker")
 	}
 	id := s.worker.Broker.NextId()
 	go s.worker.Broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
-		g := grpc.NewServer(opts...)
+		g := grpc.NewServer(append(opts, extra...)...)
 		register(g)
 		return g
 	})

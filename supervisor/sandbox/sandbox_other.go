@@ -54,7 +54,7 @@ func ExpectedExit(_ hclog.Level, msg string, _ ...any) bool {
 }
 
 // ServeBroker is not supported off Linux.
-func (s *Sandbox) ServeBroker(register func(*grpc.Server)) (uint32, error) {
+func (s *Sandbox) ServeBroker(register func(*grpc.Server), extra ...grpc.ServerOption) (uint32, error) {
 	return 0, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }
 

@@ -100,7 +100,7 @@ type Box interface {
 	Sample()
 	// ServeBroker serves the host proxy to the worker (an exec with
 	// Kubernetes or Prometheus access).
-	ServeBroker(register func(*grpc.Server)) (uint32, error)
+	ServeBroker(register func(*grpc.Server), extra ...grpc.ServerOption) (uint32, error)
 	// Exited reports whether the worker has exited: the sandbox can
 	// serve nothing more.
 	Exited() bool

@@ -262,8 +262,8 @@ func (b execBox) Uses() int { return 0 }
 
 func (b execBox) Sample() { b.x.s.box.Sample() }
 
-func (b execBox) ServeBroker(register func(*grpc.Server)) (uint32, error) {
-	return b.x.s.box.ServeBroker(register)
+func (b execBox) ServeBroker(register func(*grpc.Server), extra ...grpc.ServerOption) (uint32, error) {
+	return b.x.s.box.ServeBroker(register, extra...)
 }
 
 // heldExec returns owner's exec id of a session sandbox, from its

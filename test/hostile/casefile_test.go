@@ -99,6 +99,10 @@ var (
 	knownSetups = map[string][]string{
 		"host-tcp-listener": {"HOST_TCP_PORT"},
 		"host-marker-file":  {"HOST_MARKER_PATH", "HOST_MARKER_NAME", "HOST_MARKER_CONTENT"},
+		// The case runs on a second supervisor with Kubernetes (a fake API
+		// server: policy get, list in namespace default) and Prometheus
+		// access: kc's endpoint is http://127.0.0.1:8001 in the sandbox.
+		"host-proxy": nil,
 	}
 	// alwaysPlaceholders are substituted in every case.
 	alwaysPlaceholders = []string{"MARKER", "STATE_DIR", "SUPERVISOR_SOCKET", "SUPERVISOR_LOG", "WORKER_BINARY"}

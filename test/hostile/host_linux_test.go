@@ -14,7 +14,7 @@ import (
 // sandboxLeftovers lists what remains on the host of the sandbox id: its
 // cgroup under any controller's parent, its state directory, mounts
 // naming it.
-func (s *suite) sandboxLeftovers(id string) []string {
+func (s *suite) sandboxLeftovers(stateDir, id string) []string {
 	if id == "" {
 		return nil
 	}
@@ -24,7 +24,7 @@ func (s *suite) sandboxLeftovers(id string) []string {
 			out = append(out, "cgroup "+d)
 		}
 	}
-	if d := filepath.Join(s.stateDir, "sb", id); exists(d) {
+	if d := filepath.Join(stateDir, "sb", id); exists(d) {
 		out = append(out, "state dir "+d)
 	}
 	for _, m := range mountsContaining(id) {
@@ -39,9 +39,11 @@ func (s *suite) sandboxLeftovers(id string) []string {
 // window. Empty means every sandbox was destroyed.
 func (s *suite) leftovers() []string {
 	var out []string
-	ents, _ := os.ReadDir(filepath.Join(s.stateDir, "sb"))
-	for _, e := range ents {
-		out = append(out, "state dir "+filepath.Join(s.stateDir, "sb", e.Name()))
+	for _, dir := range []string{s.stateDir, s.proxied.stateDir} {
+		ents, _ := os.ReadDir(filepath.Join(dir, "sb"))
+		for _, e := range ents {
+			out = append(out, "state dir "+filepath.Join(dir, "sb", e.Name()))
+		}
 	}
 	for _, parent := range s.cgParents {
 		_ = filepath.WalkDir(parent, func(p string, d fs.DirEntry, err error) error {

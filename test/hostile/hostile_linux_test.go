@@ -83,8 +83,12 @@ func (s *suite) runCase(t *testing.T, c *caseFile) {
 	}
 	var checkAfter []func() []string
 	var secrets []string
+	client, stateDir := s.client, s.stateDir
 	for _, setup := range c.setups {
 		switch setup {
+		case "host-proxy":
+			client, stateDir = s.proxied.client, s.proxied.stateDir
+			checkAfter = append(checkAfter, s.proxied.check(vars["MARKER"]))
 		case "host-tcp-listener":
 			port, accepted := hostscan.Listener(t)
 			vars["HOST_TCP_PORT"] = strconv.Itoa(port)
@@ -121,7 +125,7 @@ func (s *suite) runCase(t *testing.T, c *caseFile) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(3*time.Minute))
 		began := time.Now()
-		resp, err := s.client.Execute(ctx, st.request(vars))
+		resp, err := client.Execute(ctx, st.request(vars))
 		cancel()
 		if err != nil {
 			t.Fatalf("%s: Execute: %v%s", label, err, s.logTail())
@@ -139,7 +143,7 @@ func (s *suite) runCase(t *testing.T, c *caseFile) {
 				bad = append(bad, "host process with the case's marker survived: "+p.String())
 			}
 		}
-		for _, l := range s.sandboxLeftovers(resp.GetOutcome().GetSandboxId()) {
+		for _, l := range s.sandboxLeftovers(stateDir, resp.GetOutcome().GetSandboxId()) {
 			bad = append(bad, "left on the host: "+l)
 		}
 		if len(bad) > 0 {

@@ -64,6 +64,9 @@ type suite struct {
 	cancel  context.CancelFunc
 	done    chan error
 	logFile *os.File
+
+	// proxied is the supervisor of the host-proxy cases.
+	proxied proxiedSupervisor
 }
 
 var (
@@ -132,15 +135,18 @@ func setup() (s *suite, teardown func() error, err error) {
 	}
 	teardown = func() error {
 		var errs []error
-		if s.cancel != nil {
-			if s.conn != nil {
-				s.conn.Close()
-			}
-			s.cancel()
-			if err := <-s.done; err != nil {
-				errs = append(errs, fmt.Errorf("stop supervisor: %w", err))
+		for _, sv := range []*served{{conn: s.conn, cancel: s.cancel, done: s.done}, s.proxied.served} {
+			if sv != nil && sv.cancel != nil {
+				if sv.conn != nil {
+					sv.conn.Close()
+				}
+				sv.cancel()
+				if err := <-sv.done; err != nil {
+					errs = append(errs, fmt.Errorf("stop supervisor: %w", err))
+				}
 			}
 		}
+		s.proxied.close()
 		return errors.Join(append(errs, hostscan.RemoveLeftovers(s.cg, s.logFile, s.dir))...)
 	}
 	if err := s.start(layers); err != nil {
@@ -169,19 +175,46 @@ func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
 		}
 	}
 	s.stateDir = filepath.Join(s.dir, "state")
-	if err := os.Mkdir(s.stateDir, 0o755); err != nil {
+	sv, err := s.serve(log, layers, s.stateDir, sandbox.NewIDPool(s.uidBase, rangeSize, uidSlots-proxiedSlots), maxConcurrent, nil)
+	if err != nil {
 		return err
 	}
+	s.srv, s.socket, s.conn, s.client, s.cancel, s.done = sv.srv, sv.socket, sv.conn, sv.client, sv.cancel, sv.done
+	s.sandboxes = sv.sandboxes
+	// The supervisor with Kubernetes and Prometheus access, for the cases
+	// that set up host-proxy (proxied_linux_test.go).
+	return s.startProxied(log, layers)
+}
+
+// served is one supervisor the suite serves in-process.
+type served struct {
+	// sandboxes is its sandbox configuration (its uid pool included).
+	sandboxes sandbox.Config
+	srv       *supervisor.Server
+	socket    string
+	conn      *grpc.ClientConn
+	client    sandboxv1.SandboxServiceClient
+	cancel    context.CancelFunc
+	done      chan error
+}
+
+// serve starts a supervisor with state directory stateDir (created), uid
+// ranges ids and maxConc execution slots on a unix socket in stateDir;
+// adjust, if set, changes its configuration last.
+func (s *suite) serve(log hclog.Logger, layers []*sandboxv1.IsolationLayer, stateDir string, ids *sandbox.IDPool, maxConc int, adjust func(*supervisor.Config) error) (*served, error) {
+	if err := os.Mkdir(stateDir, 0o755); err != nil {
+		return nil, err
+	}
 	cfg := supervisor.Config{
-		MaxConcurrent: maxConcurrent,
+		MaxConcurrent: maxConc,
 		Layers:        layers,
 		Version:       "hostile",
 		Logger:        log,
 		Sandbox: sandbox.Config{
 			WorkerBinary: s.worker,
-			StateDir:     s.stateDir,
+			StateDir:     stateDir,
 			Cgroup:       s.cg,
-			IDs:          sandbox.NewIDPool(s.uidBase, rangeSize, uidSlots),
+			IDs:          ids,
 			Logger:       log,
 			// The default 10 s, in the environment's time.
 			StartTimeout: testbin.Scaled(10 * time.Second),
@@ -190,33 +223,37 @@ func (s *suite) start(layers []*sandboxv1.IsolationLayer) error {
 	// The node runtime, from the repository's bundle (make bundle); when
 	// it is not installed, node cases fail (UNIMPLEMENTED) saying so.
 	if _, err := supervisor.NodeRuntime(&cfg, repoBundle(), os.Getenv); err != nil && !errors.Is(err, node.ErrNoBundle) {
-		return fmt.Errorf("node runtime: %w", err)
+		return nil, fmt.Errorf("node runtime: %w", err)
 	}
-	s.sandboxes = cfg.Sandbox
-	s.srv, err = supervisor.New(cfg)
+	if adjust != nil {
+		if err := adjust(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := supervisor.New(cfg)
 	if err != nil {
-		return fmt.Errorf("new supervisor: %w", err)
+		return nil, fmt.Errorf("new supervisor: %w", err)
 	}
-	s.socket = filepath.Join(s.stateDir, "execfarm.sock")
-	tc := transport.Config{SocketPath: s.socket}
+	sv := &served{srv: srv, socket: filepath.Join(stateDir, "execfarm.sock"), sandboxes: cfg.Sandbox}
+	tc := transport.Config{SocketPath: sv.socket}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	ready := make(chan struct{})
 	go func() {
-		done <- supervisor.ListenAndServe(ctx, s.srv, tc, 5*time.Second, func(string) { close(ready) })
+		done <- supervisor.ListenAndServe(ctx, srv, tc, 5*time.Second, func(string) { close(ready) })
 	}()
 	select {
 	case <-ready:
 	case err := <-done:
 		cancel()
-		return fmt.Errorf("serve: %w", err)
+		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s.cancel, s.done = cancel, done
-	if s.conn, err = tc.Dial(); err != nil {
-		return fmt.Errorf("dial supervisor: %w", err)
+	sv.cancel, sv.done = cancel, done
+	if sv.conn, err = tc.Dial(); err != nil {
+		return nil, fmt.Errorf("dial supervisor: %w", err)
 	}
-	s.client = sandboxv1.NewSandboxServiceClient(s.conn)
-	return nil
+	sv.client = sandboxv1.NewSandboxServiceClient(sv.conn)
+	return sv, nil
 }
 
 // repoBundle is the repository's node runtime bundle (runtime/node/bundle).

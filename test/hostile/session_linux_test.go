@@ -49,7 +49,7 @@ func (s *suite) runSession(t *testing.T, c *caseFile, vars map[string]string, se
 		if err := sb.Close(); err != nil {
 			t.Errorf("close the session sandbox: %v", err)
 		}
-		for _, l := range s.sandboxLeftovers(id) {
+		for _, l := range s.sandboxLeftovers(s.stateDir, id) {
 			t.Errorf("left on the host after the session: %s", l)
 		}
 		for _, p := range hostscan.WithMarker(vars["MARKER"]) {
