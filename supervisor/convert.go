@@ -157,7 +157,7 @@ func cachedToProto(r registry.Result) *sandboxv1.CacheEntry {
 // with res: the per-test results and the summary its program wrote on the
 // results channel (Extra.Results), its output, and whether it succeeded:
 // it ended normally and every test that ran passed.
-func testResponse(id string, res registry.Result, output, stderr string) *sandboxv1.ExecuteTestResponse {
+func testResponse(id string, res registry.Result, h heads) *sandboxv1.ExecuteTestResponse {
 	x, _ := res.Extra.(execution.Extra)
 	summary, results, _ := testresult.Parse(bytes.NewReader(x.Results))
 	resp := &sandboxv1.ExecuteTestResponse{
@@ -165,10 +165,12 @@ func testResponse(id string, res registry.Result, output, stderr string) *sandbo
 			Total: int32(summary.Total), Passed: int32(summary.Passed),
 			Failed: int32(summary.Failed), Skipped: int32(summary.Skipped),
 		},
-		Output:          output,
-		ErrorOutput:     stderr,
-		ExecutionTimeMs: res.Usage.WallMs,
-		Outcome:         outcomeToProto(id, res),
+		Output:             h.out,
+		ErrorOutput:        h.errOut,
+		ExecutionTimeMs:    res.Usage.WallMs,
+		Outcome:            outcomeToProto(id, res),
+		OutputPartial:      h.outMore,
+		ErrorOutputPartial: h.errMore,
 	}
 	for _, r := range results {
 		tr := &sandboxv1.TestResult{Name: r.Name, Passed: r.Passed, DurationMs: r.DurationMs, Skipped: r.Skipped}

@@ -26,6 +26,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 	"github.com/execfarm/execfarm/supervisor/session"
+	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
 // Every error a handler returns goes through rpcError, the one map from
@@ -112,13 +113,14 @@ func rpcError(err error) error {
 // faultOf is the map: the first case that matches err decides.
 func faultOf(err error) fault {
 	var (
-		req     *requestError
-		lim     *limits.FieldError
-		syn     *transform.SyntaxError
-		field   *session.FieldError
-		quota   *session.QuotaError
-		file    *session.FileError
-		dropped *eventlog.DroppedError
+		req      *requestError
+		lim      *limits.FieldError
+		syn      *transform.SyntaxError
+		field    *session.FieldError
+		quota    *session.QuotaError
+		file     *session.FileError
+		dropped  *eventlog.DroppedError
+		jobBytes *execution.JobBytesError
 		// An id this node does not hold because another node, or an
 		// earlier run of this node's supervisor, made it.
 		other   *nodeid.OtherNodeError
@@ -191,6 +193,10 @@ func faultOf(err error) fault {
 		return fault{code: codes.FailedPrecondition, reason: "EXECUTION_ENDED"}
 	case errors.Is(err, scheduler.ErrQueueFull):
 		return fault{code: codes.ResourceExhausted, reason: "QUEUE_FULL", retry: true}
+	case errors.As(err, &jobBytes):
+		return fault{code: codes.ResourceExhausted, reason: "QUEUE_BYTES", retry: true}
+	case errors.Is(err, transport.ErrSendBacklog):
+		return fault{code: codes.ResourceExhausted, reason: "RESPONSE_BACKLOG", retry: true}
 	case errors.Is(err, execution.ErrShuttingDown):
 		return fault{code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"}
 	// A handler's bug: logged with its stack, the caller told no more.

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
 // Execute runs the request and answers when it has ended. A caller that
@@ -27,20 +29,21 @@ func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*s
 		_, _ = e.Cancel()
 		return nil, rpcError(err)
 	}
-	output, _ := readAll(e, registry.Stdout)
-	if proDiscoView(e, req.GetRawOutput()) {
-		output = jsconsole.Join(e.Lines())
+	h, err := readHeads(ctx, e, proDiscoView(e, req.GetRawOutput()))
+	if err != nil {
+		return nil, rpcError(err)
 	}
-	stderr, _ := readAll(e, registry.Stderr)
 	return &sandboxv1.ExecuteResponse{
-		Cached:          cachedToProto(res),
-		Success:         res.Success,
-		Output:          output,
-		Error:           errorText(res),
-		ExecutionTimeMs: res.Usage.WallMs,
-		State:           stateToProto(res.State),
-		ErrorOutput:     stderr,
-		Outcome:         outcomeToProto(e.ID(), res),
+		Cached:             cachedToProto(res),
+		Success:            res.Success,
+		Output:             h.out,
+		Error:              errorText(res),
+		ExecutionTimeMs:    res.Usage.WallMs,
+		State:              stateToProto(res.State),
+		ErrorOutput:        h.errOut,
+		Outcome:            outcomeToProto(e.ID(), res),
+		OutputPartial:      h.outMore,
+		ErrorOutputPartial: h.errMore,
 	}, nil
 }
 
@@ -68,6 +71,12 @@ func (s *Server) ExecuteStream(req *sandboxv1.ExecuteRequest, stream sandboxv1.S
 			return stream.Send(chunk)
 		}
 		chunk.StreamOffset = ev.Offset
+		// Events are at most registry.MaxEventBytes; what is handed to
+		// gRPC and not yet read by the client stays bounded.
+		if err := transport.ReserveSend(ctx, int64(len(ev.Data))); err != nil {
+			_, _ = e.Cancel()
+			return rpcError(err)
+		}
 		text := validUTF8(ev.Data)
 		if ev.Stream == registry.Stdout {
 			chunk.Chunk = &sandboxv1.ExecuteChunk_Output{Output: text}
@@ -121,12 +130,15 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 	// Take the result before the output: once terminal, nothing more is
 	// written, so the output read next is complete.
 	res, terminal := e.Result()
-	out, outNext, _, err := e.Read(registry.Stdout, req.GetOutputOffset())
+	out, outNext, _, outMore, err := e.ReadPage(registry.Stdout, req.GetOutputOffset(), MaxOutputBytesPerCall)
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	errOut, errNext, _, err := e.Read(registry.Stderr, req.GetErrorOutputOffset())
+	errOut, errNext, _, _, err := e.ReadPage(registry.Stderr, req.GetErrorOutputOffset(), MaxOutputBytesPerCall)
 	if err != nil {
+		return nil, rpcError(err)
+	}
+	if err := transport.ReserveSend(ctx, int64(len(out)+len(errOut))); err != nil {
 		return nil, rpcError(err)
 	}
 	resp := &sandboxv1.GetExecutionResponse{
@@ -138,9 +150,18 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 		ErrorOutputLength: errNext,
 		QueuePosition:     int32(s.runner.QueuePosition(e.ID())),
 	}
-	if terminal {
+	switch {
+	case terminal && !outMore:
 		resp.State = stateToProto(res.State)
 		resp.Result = resultToProto(e.ID(), res)
+	case terminal:
+		// A stdout page short of the end of a finished execution: the
+		// state and result come with the page that reaches it, so a
+		// client that reads stdout until a terminal state (ProDisco's
+		// loop) gets every byte. stderr pages on while
+		// error_output_length < outcome.stderr_bytes (ProDisco clients
+		// read no stderr offset: its first page never holds back the end).
+		resp.State = sandboxv1.ExecutionState_EXECUTION_STATE_RUNNING
 	}
 	return resp, nil
 }
@@ -264,12 +285,11 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 		_, _ = e.Cancel()
 		return nil, rpcError(err)
 	}
-	output, _ := readAll(e, registry.Stdout)
-	if proDiscoView(e, req.GetRawOutput()) {
-		output = jsconsole.Join(e.Lines())
+	h, err := readHeads(ctx, e, proDiscoView(e, req.GetRawOutput()))
+	if err != nil {
+		return nil, rpcError(err)
 	}
-	stderr, _ := readAll(e, registry.Stderr)
-	return testResponse(e.ID(), res, output, stderr), nil
+	return testResponse(e.ID(), res, h), nil
 }
 
 // ListCache lists cached scripts newest first, filtered by a substring or a
@@ -349,10 +369,53 @@ func nodeOf(id string) string {
 	return p.Node
 }
 
-// readAll returns everything kept of one stream.
-func readAll(e *registry.Execution, st registry.Stream) (string, error) {
-	b, _, _, err := e.Read(st, 0)
-	return validUTF8(b), err
+// MaxOutputBytesPerCall is the most output of one stream that one response
+// carries, bytes (proto/PROTOCOL.md): GetExecution pages by offset,
+// Execute and ExecuteTest carry the first page of each stream and say
+// when there is more (output_partial, error_output_partial). A response
+// thus holds at most 2 MiB of output however much an execution keeps
+// (64 MiB per stream at the ceiling).
+const MaxOutputBytesPerCall = 1 << 20
+
+// heads is the first page of each stream of a finished execution.
+type heads struct {
+	out, errOut      string
+	outMore, errMore bool
+}
+
+// readHeads reads the heads of e's streams and accounts them as response
+// bytes on ctx's connection (transport.ReserveSend). With proDisco the
+// stdout head is of ProDisco's view (the console lines joined), cut the
+// same way.
+func readHeads(ctx context.Context, e *registry.Execution, proDisco bool) (heads, error) {
+	var h heads
+	if proDisco {
+		h.out, h.outMore = textHead(jsconsole.Join(e.Lines()), MaxOutputBytesPerCall)
+	} else {
+		out, _, _, more, err := e.ReadPage(registry.Stdout, 0, MaxOutputBytesPerCall)
+		if err != nil {
+			return heads{}, err
+		}
+		h.out, h.outMore = validUTF8(out), more
+	}
+	errOut, _, _, errMore, err := e.ReadPage(registry.Stderr, 0, MaxOutputBytesPerCall)
+	if err != nil {
+		return heads{}, err
+	}
+	h.errOut, h.errMore = validUTF8(errOut), errMore
+	return h, transport.ReserveSend(ctx, int64(len(h.out)+len(h.errOut)))
+}
+
+// textHead returns s cut to at most n bytes on a rune boundary, and
+// whether it was cut.
+func textHead(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor"
 )
 
 func runtimeNumCPU() int { return runtime.NumCPU() }
@@ -38,18 +39,37 @@ runs.
 				ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
 				defer cancel()
 			}
-			resp, err := client.GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: args[0], Wait: wait})
-			if err != nil {
-				return err
+			// Responses carry at most supervisor.MaxOutputBytesPerCall
+			// per stream: page on while a page comes back full.
+			req := &sandboxv1.GetExecutionRequest{ExecutionId: args[0], Wait: wait}
+			var resp *sandboxv1.GetExecutionResponse
+			var stdout, stderr strings.Builder
+			for {
+				page, err := client.GetExecution(ctx, req)
+				if err != nil {
+					return err
+				}
+				resp = page
+				if out.structured() {
+					stdout.WriteString(page.GetOutput())
+					stderr.WriteString(page.GetErrorOutput())
+				} else {
+					os.Stdout.WriteString(page.GetOutput())
+					os.Stderr.WriteString(page.GetErrorOutput())
+				}
+				full := len(page.GetOutput()) >= supervisor.MaxOutputBytesPerCall-4 || len(page.GetErrorOutput()) >= supervisor.MaxOutputBytesPerCall-4
+				if !full {
+					break
+				}
+				req.OutputOffset, req.ErrorOutputOffset = page.GetOutputLength(), page.GetErrorOutputLength()
 			}
 			r := resp.GetResult()
 			if out.structured() {
+				resp.Output, resp.ErrorOutput = stdout.String(), stderr.String()
 				if err := printMessage(cmd.OutOrStdout(), *out, resp); err != nil {
 					return err
 				}
 			} else {
-				os.Stdout.WriteString(resp.GetOutput())
-				os.Stderr.WriteString(resp.GetErrorOutput())
 				if r == nil {
 					// The outcome line below says it once ended.
 					fmt.Fprintf(os.Stderr, "execfarm: %s %s", resp.GetExecutionId(), resp.GetState().Name())

@@ -745,10 +745,15 @@ type ExecuteResponse struct {
 	// execfarm extensions.
 	State ExecutionState `protobuf:"varint,100,opt,name=state,proto3,enum=prodisco.sandbox.v1.ExecutionState" json:"state,omitempty"`
 	// The program's stderr, raw.
-	ErrorOutput   string            `protobuf:"bytes,101,opt,name=error_output,json=errorOutput,proto3" json:"error_output,omitempty"`
-	Outcome       *ExecutionOutcome `protobuf:"bytes,102,opt,name=outcome,proto3" json:"outcome,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ErrorOutput string            `protobuf:"bytes,101,opt,name=error_output,json=errorOutput,proto3" json:"error_output,omitempty"`
+	Outcome     *ExecutionOutcome `protobuf:"bytes,102,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// output (error_output) holds only the first 1 MiB (PROTOCOL.md: the
+	// maximum per call) of the stream's kept bytes; the rest is read with
+	// GetExecution from output_offset (error_output_offset) on.
+	OutputPartial      bool `protobuf:"varint,103,opt,name=output_partial,json=outputPartial,proto3" json:"output_partial,omitempty"`
+	ErrorOutputPartial bool `protobuf:"varint,104,opt,name=error_output_partial,json=errorOutputPartial,proto3" json:"error_output_partial,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ExecuteResponse) Reset() {
@@ -835,6 +840,20 @@ func (x *ExecuteResponse) GetOutcome() *ExecutionOutcome {
 		return x.Outcome
 	}
 	return nil
+}
+
+func (x *ExecuteResponse) GetOutputPartial() bool {
+	if x != nil {
+		return x.OutputPartial
+	}
+	return false
+}
+
+func (x *ExecuteResponse) GetErrorOutputPartial() bool {
+	if x != nil {
+		return x.ErrorOutputPartial
+	}
+	return false
 }
 
 type CacheEntry struct {
@@ -1789,9 +1808,12 @@ type ExecuteTestResponse struct {
 	// execfarm extensions.
 	Outcome *ExecutionOutcome `protobuf:"bytes,100,opt,name=outcome,proto3" json:"outcome,omitempty"`
 	// The program's stderr, raw.
-	ErrorOutput   string `protobuf:"bytes,101,opt,name=error_output,json=errorOutput,proto3" json:"error_output,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ErrorOutput string `protobuf:"bytes,101,opt,name=error_output,json=errorOutput,proto3" json:"error_output,omitempty"`
+	// As ExecuteResponse's: only the first 1 MiB of the stream is here.
+	OutputPartial      bool `protobuf:"varint,102,opt,name=output_partial,json=outputPartial,proto3" json:"output_partial,omitempty"`
+	ErrorOutputPartial bool `protobuf:"varint,103,opt,name=error_output_partial,json=errorOutputPartial,proto3" json:"error_output_partial,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ExecuteTestResponse) Reset() {
@@ -1878,6 +1900,20 @@ func (x *ExecuteTestResponse) GetErrorOutput() string {
 		return x.ErrorOutput
 	}
 	return ""
+}
+
+func (x *ExecuteTestResponse) GetOutputPartial() bool {
+	if x != nil {
+		return x.OutputPartial
+	}
+	return false
+}
+
+func (x *ExecuteTestResponse) GetErrorOutputPartial() bool {
+	if x != nil {
+		return x.ErrorOutputPartial
+	}
+	return false
 }
 
 type TestSummary struct {
@@ -2491,7 +2527,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"sandbox_id\x18\v \x01(\tR\tsandboxId\x12!\n" +
 	"\fstdout_bytes\x18\f \x01(\x03R\vstdoutBytes\x12!\n" +
-	"\fstderr_bytes\x18\r \x01(\x03R\vstderrBytes\"\xfc\x02\n" +
+	"\fstderr_bytes\x18\r \x01(\x03R\vstderrBytes\"\xd5\x03\n" +
 	"\x0fExecuteResponse\x12\x18\n" +
 	"\asuccess\x18\x01 \x01(\bR\asuccess\x12\x16\n" +
 	"\x06output\x18\x02 \x01(\tR\x06output\x12\x19\n" +
@@ -2500,7 +2536,9 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x06cached\x18\x05 \x01(\v2\x1f.prodisco.sandbox.v1.CacheEntryH\x01R\x06cached\x88\x01\x01\x129\n" +
 	"\x05state\x18d \x01(\x0e2#.prodisco.sandbox.v1.ExecutionStateR\x05state\x12!\n" +
 	"\ferror_output\x18e \x01(\tR\verrorOutput\x12?\n" +
-	"\aoutcome\x18f \x01(\v2%.prodisco.sandbox.v1.ExecutionOutcomeR\aoutcomeB\b\n" +
+	"\aoutcome\x18f \x01(\v2%.prodisco.sandbox.v1.ExecutionOutcomeR\aoutcome\x12%\n" +
+	"\x0eoutput_partial\x18g \x01(\bR\routputPartial\x120\n" +
+	"\x14error_output_partial\x18h \x01(\bR\x12errorOutputPartialB\b\n" +
 	"\x06_errorB\t\n" +
 	"\a_cached\"\x89\x01\n" +
 	"\n" +
@@ -2589,7 +2627,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"raw_output\x18f \x01(\bR\trawOutputB\a\n" +
 	"\x05_codeB\r\n" +
-	"\v_timeout_ms\"\xef\x02\n" +
+	"\v_timeout_ms\"\xc8\x03\n" +
 	"\x13ExecuteTestResponse\x12\x18\n" +
 	"\asuccess\x18\x01 \x01(\bR\asuccess\x12:\n" +
 	"\asummary\x18\x02 \x01(\v2 .prodisco.sandbox.v1.TestSummaryR\asummary\x125\n" +
@@ -2598,7 +2636,9 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x11execution_time_ms\x18\x05 \x01(\x03R\x0fexecutionTimeMs\x12\x19\n" +
 	"\x05error\x18\x06 \x01(\tH\x00R\x05error\x88\x01\x01\x12?\n" +
 	"\aoutcome\x18d \x01(\v2%.prodisco.sandbox.v1.ExecutionOutcomeR\aoutcome\x12!\n" +
-	"\ferror_output\x18e \x01(\tR\verrorOutputB\b\n" +
+	"\ferror_output\x18e \x01(\tR\verrorOutput\x12%\n" +
+	"\x0eoutput_partial\x18f \x01(\bR\routputPartial\x120\n" +
+	"\x14error_output_partial\x18g \x01(\bR\x12errorOutputPartialB\b\n" +
 	"\x06_error\"m\n" +
 	"\vTestSummary\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x16\n" +

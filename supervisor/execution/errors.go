@@ -16,6 +16,19 @@ var ErrShuttingDown = errors.New("execution: supervisor is shutting down")
 // not FAILED.
 var ErrSandboxGone = errors.New("execution: the sandbox has ended")
 
+// JobBytesError is returned by Submit when admitting a job would take the
+// bytes of the jobs queued or running past Config.MaxJobBytes. A job is
+// always admitted when none is held, so any single request can run.
+type JobBytesError struct {
+	// Size is the refused job's size, Held what is held, Limit the bound;
+	// bytes.
+	Size, Held, Limit int64
+}
+
+func (e *JobBytesError) Error() string {
+	return fmt.Sprintf("execution: queued requests hold %d bytes; %d more would pass the bound of %d", e.Held, e.Size, e.Limit)
+}
+
 // CachedError is a cached script a request names that cannot be run. It
 // wraps cache.ErrNotFound (no such script, or the script cache is
 // disabled), a *cache.AmbiguousError (cache.ErrAmbiguous), or the cache's

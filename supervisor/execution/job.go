@@ -1,6 +1,8 @@
 package execution
 
 import (
+	"google.golang.org/protobuf/proto"
+
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/limits"
@@ -50,6 +52,17 @@ type Observer interface {
 	// execution's lock, before any reader or waiter can see it
 	// (registry.Meta.OnFinish): it may call only e.ID and e.Meta.
 	Finished(e *registry.Execution, res registry.Result)
+}
+
+// DefaultMaxJobBytes is Config.MaxJobBytes's default: 64 MiB of jobs
+// queued or running (sixteen requests at the 4 MiB gRPC message bound,
+// thousands of ordinary ones).
+const DefaultMaxJobBytes = 64 << 20
+
+// Bytes returns what j holds in memory until its run ends, bytes: the
+// worker request (program, stdin, environment, argv) and the source.
+func (j *Job) Bytes() int64 {
+	return int64(proto.Size(j.Request) + len(j.Code))
 }
 
 // Extra is what an execution keeps in registry.Result.Extra.

@@ -63,7 +63,7 @@ type ran struct {
 
 // execute is the run's goroutine: the steps of run, in order.
 func (r *run) execute() {
-	defer r.runner.running.Done()
+	defer r.runner.done(r.j.Bytes())
 	defer r.cancel()
 	defer r.runner.runs.Delete(r.e.ID())
 	if !r.slot() {

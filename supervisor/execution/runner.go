@@ -51,6 +51,11 @@ type Config struct {
 	// every run serves the proxy to its sandbox (Sandbox.Broker).
 	Kube       *hostproxy.Kube
 	Prometheus *hostproxy.Prometheus
+	// MaxJobBytes bounds the bytes of the jobs admitted and not yet ended
+	// (their code, program, stdin and environment, as they are held until
+	// the run ends); past it Submit refuses with ErrJobBytes. 0 =
+	// DefaultMaxJobBytes.
+	MaxJobBytes int64
 	// Metrics counts sandbox start-ups; nil = none.
 	Metrics *metrics.Metrics
 	// Logger receives the Runner's logs; nil = none.
@@ -76,9 +81,10 @@ type Runner struct {
 	// goja, no program yet.
 	warmShape *workerv1.RunRequest
 
-	mu      sync.Mutex
-	closing bool
-	running sync.WaitGroup
+	mu       sync.Mutex
+	closing  bool
+	jobBytes int64 // bytes of the jobs admitted and not yet ended
+	running  sync.WaitGroup
 }
 
 // New returns a Runner. It starts no goroutine: Start starts the warm
@@ -140,13 +146,18 @@ func (r *Runner) Submit(j *Job) (*registry.Execution, error) {
 // SubmitIn is Submit with the run's sandbox from p, which must stay usable
 // until the execution has ended.
 func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
-	if err := r.admit(); err != nil {
-		r.cfg.Metrics.QueueRejected(metrics.RejectShuttingDown)
+	size := j.Bytes()
+	if err := r.admit(size); err != nil {
+		if errors.Is(err, ErrShuttingDown) {
+			r.cfg.Metrics.QueueRejected(metrics.RejectShuttingDown)
+		} else {
+			r.cfg.Metrics.QueueRejected(metrics.RejectQueueBytes)
+		}
 		return nil, err
 	}
 	ticket, err := r.sched.Enqueue()
 	if err != nil {
-		r.running.Done()
+		r.done(size)
 		r.cfg.Metrics.QueueRejected(metrics.RejectQueueFull)
 		return nil, fmt.Errorf("execution: %w", err)
 	}
@@ -177,15 +188,35 @@ func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
 	return e, nil
 }
 
-// admit registers the start of an execution goroutine unless closing.
-func (r *Runner) admit() error {
+// admit registers the start of an execution goroutine holding a job of
+// size bytes, unless closing or over MaxJobBytes; done undoes it.
+func (r *Runner) admit(size int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closing {
 		return ErrShuttingDown
 	}
+	if limit := cmpOr(r.cfg.MaxJobBytes, DefaultMaxJobBytes); r.jobBytes > 0 && r.jobBytes+size > limit {
+		return &JobBytesError{Size: size, Held: r.jobBytes, Limit: limit}
+	}
+	r.jobBytes += size
 	r.running.Add(1)
 	return nil
+}
+
+// done ends what admit began.
+func (r *Runner) done(size int64) {
+	r.mu.Lock()
+	r.jobBytes -= size
+	r.mu.Unlock()
+	r.running.Done()
+}
+
+func cmpOr(v, def int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // QueuePosition returns the execution's place in the queue (1 = next),

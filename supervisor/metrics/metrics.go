@@ -16,7 +16,7 @@
 //	                                         counter: Kubernetes and Prometheus
 //	                                         requests of sandboxed code
 //	sandbox_start_phase_seconds{phase}       histogram: start-up phases
-//	queue_rejections_total{reason}           counter: queue_full, shutting_down
+//	queue_rejections_total{reason}           counter: queue_full, queue_bytes, shutting_down
 //	sandbox_teardown_errors_total            counter: destructions that failed
 //	cgroup_errors_total{op}                  counter: create, read, remove
 //	executions_max_concurrent, queue_capacity, uid_ranges, uid_ranges_in_use,

@@ -12,6 +12,7 @@ import (
 const (
 	RejectQueueFull    = "queue_full"
 	RejectShuttingDown = "shutting_down"
+	RejectQueueBytes   = "queue_bytes"
 )
 
 // startPhases are the phases of a sandbox start-up the supervisor times
@@ -41,7 +42,7 @@ func newOperations() operations {
 		}, []string{"phase"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "execfarm_queue_rejections_total",
-			Help: "Executions refused admission, by reason (queue_full: RESOURCE_EXHAUSTED; shutting_down: UNAVAILABLE).",
+			Help: "Executions refused admission, by reason (queue_full: RESOURCE_EXHAUSTED; queue_bytes: RESOURCE_EXHAUSTED, the queued requests' byte budget; shutting_down: UNAVAILABLE).",
 		}, []string{"reason"}),
 		teardownErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "execfarm_sandbox_teardown_errors_total",
@@ -57,7 +58,7 @@ func newOperations() operations {
 	for _, p := range startPhases {
 		o.startPhase.WithLabelValues(p)
 	}
-	for _, r := range []string{RejectQueueFull, RejectShuttingDown} {
+	for _, r := range []string{RejectQueueFull, RejectQueueBytes, RejectShuttingDown} {
 		o.rejections.WithLabelValues(r)
 	}
 	for _, op := range []string{sandbox.CgroupCreate, sandbox.CgroupRead, sandbox.CgroupRemove} {
@@ -82,7 +83,7 @@ func (m *Metrics) startedPhases(phases []sandbox.Phase) {
 }
 
 // QueueRejected counts an execution refused admission for reason
-// (RejectQueueFull, RejectShuttingDown).
+// (RejectQueueFull, RejectQueueBytes, RejectShuttingDown).
 func (m *Metrics) QueueRejected(reason string) {
 	if m != nil {
 		m.ops.rejections.WithLabelValues(reason).Inc()

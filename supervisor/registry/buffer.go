@@ -302,3 +302,25 @@ func (b *outBuf) shrink(keep int64) int64 {
 	b.truncated = true
 	return before - b.kept()
 }
+
+// pageEnd returns the logical offset where a read from from of at most
+// maxBytes kept bytes ends: from+maxBytes, or further when dropped bytes
+// lie in between (they cost nothing), never past written.
+func (b *outBuf) pageEnd(from, maxBytes int64) int64 {
+	if from >= b.written {
+		return b.written
+	}
+	if !b.truncated {
+		return min(b.written, from+maxBytes)
+	}
+	h, ts := int64(len(b.head)), b.tailStart()
+	switch {
+	case from >= ts:
+		return min(b.written, from+maxBytes)
+	case from >= h:
+		return min(b.written, ts+maxBytes)
+	case h-from >= maxBytes:
+		return from + maxBytes
+	}
+	return min(b.written, ts+maxBytes-(h-from))
+}

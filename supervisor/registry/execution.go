@@ -228,6 +228,31 @@ func (e *Execution) Read(stream Stream, offset int64) (data []byte, next int64, 
 	return data, end, gap, nil
 }
 
+// ReadPage is Read cut to a page: at most maxBytes of kept bytes from
+// offset on (maxBytes > 0), ending on a UTF-8 boundary, with next the
+// offset of the next page. more reports that kept or unwritten bytes lie
+// beyond next: bytes already written, or, while the execution runs, bytes
+// still to come. A caller holds at most maxBytes of the stream however
+// much it keeps. Errors as Read.
+func (e *Execution) ReadPage(stream Stream, offset, maxBytes int64) (data []byte, next int64, gap, more bool, err error) {
+	if !stream.valid() {
+		return nil, 0, false, false, fmt.Errorf("read %s of execution %s: %w", stream, e.id, ErrInvalidStream)
+	}
+	if offset < 0 {
+		return nil, 0, false, false, fmt.Errorf("read %s of execution %s at %d: %w", stream, e.id, offset, ErrInvalidOffset)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b := e.bufs[stream]
+	to := b.pageEnd(offset, max(maxBytes, 4))
+	terminal := e.state.Terminal()
+	spans, end, gap := b.read(offset, to, terminal && to >= b.written)
+	for _, sp := range spans {
+		data = append(data, sp.data...)
+	}
+	return data, end, gap, !terminal || end < b.written, nil
+}
+
 // OutputStats describes one stream's buffer.
 type OutputStats struct {
 	WrittenBytes int64 // total bytes written, dropped ones included

@@ -9,6 +9,11 @@ import (
 // ordering stdout against stderr in subscriptions.
 const defaultSegLimit = 1024
 
+// MaxEventBytes bounds what one step of a subscription gathers, bytes: a
+// subscriber holds at most this much output at a time, however much the
+// execution keeps (events are at most this long).
+const MaxEventBytes = 256 << 10
+
 // segment records that the writes up to end of stream came next, in write
 // order relative to the other stream. Consecutive writes to one stream share
 // a segment.
@@ -100,7 +105,7 @@ func (e *Execution) Subscribe(ctx context.Context) iter.Seq2[Event, error] {
 				yield(Event{Result: res}, nil)
 				return
 			}
-			if len(events) > 0 {
+			if len(events) > 0 || wake == nil {
 				continue
 			}
 			select {
@@ -111,21 +116,30 @@ func (e *Execution) Subscribe(ctx context.Context) iter.Seq2[Event, error] {
 	}
 }
 
-// collectLocked gathers the events past c, advancing c. It returns the result
-// once everything has been collected from a terminal execution; otherwise a
+// collectLocked gathers the events past c, at most MaxEventBytes of data,
+// advancing c. It returns the result once everything has been collected
+// from a terminal execution; otherwise, when it gathered nothing, a
 // channel closed at the next change.
 func (e *Execution) collectLocked(c *cursor) (events []Event, res *Result, wake <-chan struct{}) {
 	final := e.state.Terminal()
+	budget := int64(MaxEventBytes)
 	l := &e.log
 	if c.seq < l.base {
 		for s := range e.bufs {
-			events = e.emitLocked(events, c, Stream(s), l.droppedEnd[s], final)
+			events = e.emitLocked(events, c, Stream(s), l.droppedEnd[s], final, &budget)
+		}
+		if budget <= 0 {
+			return events, nil, nil
 		}
 		c.seq = l.base
 	}
 	for i := c.seq; i < l.base+uint64(len(l.segs)); i++ {
 		sg := l.segs[i-l.base]
-		events = e.emitLocked(events, c, sg.stream, sg.end, final)
+		events = e.emitLocked(events, c, sg.stream, sg.end, final, &budget)
+		if budget <= 0 {
+			c.seq = i
+			return events, nil, nil
+		}
 	}
 	if n := len(l.segs); n > 0 {
 		// Stay on the last segment: later writes to its stream extend it.
@@ -133,7 +147,10 @@ func (e *Execution) collectLocked(c *cursor) (events []Event, res *Result, wake 
 	}
 	if final {
 		for s, b := range e.bufs {
-			events = e.emitLocked(events, c, Stream(s), b.written, true)
+			events = e.emitLocked(events, c, Stream(s), b.written, true, &budget)
+			if budget <= 0 {
+				return events, nil, nil
+			}
 		}
 		r := e.result
 		return events, &r, nil
@@ -144,13 +161,21 @@ func (e *Execution) collectLocked(c *cursor) (events []Event, res *Result, wake 
 	return events, nil, e.notify
 }
 
-func (e *Execution) emitLocked(events []Event, c *cursor, s Stream, to int64, final bool) []Event {
-	if to <= c.pos[s] {
+// emitLocked appends the events of stream s from c's position to to, at
+// most *budget bytes of data (which it lowers), and advances c.
+func (e *Execution) emitLocked(events []Event, c *cursor, s Stream, to int64, final bool, budget *int64) []Event {
+	if to <= c.pos[s] || *budget <= 0 {
 		return events
 	}
-	spans, end, gap := e.bufs[s].read(c.pos[s], to, final)
+	b := e.bufs[s]
+	cut := false
+	if end := b.pageEnd(c.pos[s], *budget); end < to {
+		to, final, cut = end, false, true
+	}
+	spans, end, gap := b.read(c.pos[s], to, final)
 	for _, sp := range spans {
 		events = append(events, Event{Stream: s, Data: sp.data, Offset: sp.off, Gap: sp.gap || c.gap[s]})
+		*budget -= int64(len(sp.data))
 		c.gap[s] = false
 		if sp.gap {
 			gap = false // told
@@ -158,5 +183,8 @@ func (e *Execution) emitLocked(events []Event, c *cursor, s Stream, to int64, fi
 	}
 	c.gap[s] = c.gap[s] || gap
 	c.pos[s] = max(c.pos[s], end)
+	if cut {
+		*budget = 0 // the rest of this stream comes first next time
+	}
 	return events
 }

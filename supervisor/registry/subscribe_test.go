@@ -282,3 +282,76 @@ func TestSubscribeGapWithoutTailData(t *testing.T) {
 		t.Fatalf("second event = %+v, %v; want y at 4 with gap", ev, err)
 	}
 }
+
+// TestSubscribeEventsAreBounded: a subscriber to an execution that keeps
+// megabytes gets them in events of at most MaxEventBytes, in write order,
+// every byte once.
+func TestSubscribeEventsAreBounded(t *testing.T) {
+	r := New(Config{})
+	e := r.Create(Meta{MaxOutputBytes: 8 << 20})
+	var want [2]strings.Builder
+	for i := range 6 {
+		s := Stream(i % 2)
+		chunk := strings.Repeat(string(rune('a'+i)), 700<<10+i)
+		e.Write(s, []byte(chunk))
+		want[s].WriteString(chunk)
+	}
+	e.Finish(completed())
+	var got [2]strings.Builder
+	var order []Stream
+	for ev, err := range e.Subscribe(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Result != nil {
+			break
+		}
+		if len(ev.Data) > MaxEventBytes {
+			t.Fatalf("event of %d bytes, more than %d", len(ev.Data), MaxEventBytes)
+		}
+		if int64(got[ev.Stream].Len()) != ev.Offset {
+			t.Fatalf("event at offset %d, want %d", ev.Offset, got[ev.Stream].Len())
+		}
+		got[ev.Stream].Write(ev.Data)
+		if len(order) == 0 || order[len(order)-1] != ev.Stream {
+			order = append(order, ev.Stream)
+		}
+	}
+	for s := range got {
+		if got[s].String() != want[s].String() {
+			t.Fatalf("%v: got %d bytes, want %d", Stream(s), got[s].Len(), want[s].Len())
+		}
+	}
+	if len(order) != 6 {
+		t.Fatalf("streams came in %d runs %v, want the 6 writes' order", len(order), order)
+	}
+}
+
+// TestReadPage: pages of at most the size asked for, across the dropped
+// middle of a truncated stream, join into what Read returns whole.
+func TestReadPage(t *testing.T) {
+	r := New(Config{})
+	e := r.Create(Meta{MaxOutputBytes: 1000})
+	e.Write(Stdout, []byte(strings.Repeat("h", 600)+strings.Repeat("m", 5000)+strings.Repeat("t", 600)))
+	if _, _, _, more, _ := e.ReadPage(Stdout, 6200, 128); !more {
+		t.Fatal("a running execution's page at the end says no more may come")
+	}
+	e.Finish(completed())
+	var paged []byte
+	var off int64
+	for pages := 0; ; pages++ {
+		d, next, _, more, err := e.ReadPage(Stdout, off, 128)
+		if err != nil || len(d) > 128 || pages > 20 {
+			t.Fatalf("ReadPage(%d): %d bytes, %v, page %d", off, len(d), err, pages)
+		}
+		paged = append(paged, d...)
+		off = next
+		if !more {
+			break
+		}
+	}
+	whole, _, _, _ := e.Read(Stdout, 0)
+	if string(paged) != string(whole) || off != 6200 {
+		t.Fatalf("pages joined = %d bytes ending at %d, Read = %d bytes", len(paged), off, len(whole))
+	}
+}

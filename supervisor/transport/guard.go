@@ -4,9 +4,11 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,7 +50,36 @@ const (
 	// MaxConnectionIdle closes a connection with no call in flight for
 	// this long (a GOAWAY: gRPC clients reconnect when they next call).
 	MaxConnectionIdle = 5 * time.Minute
+	// MaxUnsentBytesPerConnection and MaxUnsentBytes bound the response
+	// bytes handed to gRPC and not yet written to the connection (a peer
+	// that does not read its responses), per connection and in all; see
+	// ReserveSend.
+	MaxUnsentBytesPerConnection = 4 << 20
+	MaxUnsentBytes              = 64 << 20
+	// sendWait is how long ReserveSend waits for room.
+	sendWait = 10 * time.Second
 )
+
+// ErrSendBacklog is returned by ReserveSend when responses already handed
+// to gRPC were not read in time to make room.
+var ErrSendBacklog = errors.New("transport: too many response bytes waiting to be read")
+
+// ReserveSend accounts n bytes of response the caller is about to hand
+// to gRPC on ctx's connection: they count as unsent until the connection
+// has written as many bytes (every byte it writes counts, so the account
+// errs on the side of room). It waits while the connection holds
+// MaxUnsentBytesPerConnection or all connections MaxUnsentBytes unsent
+// (a connection with none may always take one response, however large),
+// until ctx ends or for 10 s, and then returns ctx's error or
+// ErrSendBacklog. Calls on a connection the guard does not track (no
+// ListenServer) are not accounted.
+func ReserveSend(ctx context.Context, n int64) error {
+	c := connOf(ctx)
+	if c == nil || n <= 0 {
+		return nil
+	}
+	return c.g.reserveSend(ctx, c, n)
+}
 
 // guard tracks the server's connections: totals, per peer, and with a
 // token which ones have authenticated.
@@ -61,6 +92,54 @@ type guard struct {
 	conns    int
 	byPeer   map[string]int
 	unproven *list.List // of *trackedConn, oldest first; with a token only
+	unsent   int64      // ReserveSend bytes not yet written, all connections
+	drained  chan struct{}
+}
+
+func (g *guard) reserveSend(ctx context.Context, c *trackedConn, n int64) error {
+	timer := time.NewTimer(sendWait)
+	defer timer.Stop()
+	for {
+		g.mu.Lock()
+		cu := c.unsent.Load()
+		if (cu == 0 || cu+n <= MaxUnsentBytesPerConnection) && (g.unsent == 0 || g.unsent+n <= MaxUnsentBytes) {
+			c.unsent.Add(n)
+			g.unsent += n
+			g.mu.Unlock()
+			return nil
+		}
+		if g.drained == nil {
+			g.drained = make(chan struct{})
+		}
+		ch := g.drained
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return fmt.Errorf("%w (%d bytes on this connection, %d in all)", ErrSendBacklog, cu, g.unsentNow())
+		}
+	}
+}
+
+func (g *guard) unsentNow() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.unsent
+}
+
+// wrote credits n written bytes against c's unsent account.
+func (g *guard) wrote(c *trackedConn, n int64) {
+	g.mu.Lock()
+	d := min(c.unsent.Load(), n)
+	c.unsent.Add(-d)
+	g.unsent -= d
+	if g.drained != nil {
+		close(g.drained)
+		g.drained = nil
+	}
+	g.mu.Unlock()
 }
 
 func newGuard(maxConns, perPeer, reserve int, token bool) *guard {
@@ -81,6 +160,17 @@ type trackedConn struct {
 	addr trackedAddr
 	elem *list.Element // in g.unproven until the first authenticated call
 	once sync.Once
+	// unsent is ReserveSend's account of this connection (guard.mu
+	// changes it; Write reads it without the lock to skip the common case).
+	unsent atomic.Int64
+}
+
+func (c *trackedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 && c.unsent.Load() > 0 {
+		c.g.wrote(c, int64(n))
+	}
+	return n, err
 }
 
 // trackedAddr is the connection's remote address, with the connection.
@@ -102,6 +192,11 @@ func (c *trackedConn) Close() error {
 		if c.elem != nil {
 			g.unproven.Remove(c.elem)
 			c.elem = nil
+		}
+		g.unsent -= c.unsent.Swap(0)
+		if g.drained != nil {
+			close(g.drained)
+			g.drained = nil
 		}
 		g.mu.Unlock()
 	})

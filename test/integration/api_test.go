@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/test/testbin"
 )
 
@@ -317,19 +318,33 @@ func TestExecuteLatency(t *testing.T) {
 }
 
 // TestOutputOverFourMiBReachesTheClient: an execution allowed 6 MiB of
-// output returns 5 MiB whole, by Execute and by GetExecution, through
-// the project's client (grpc-go's default receive limit is 4 MiB).
+// output returns all 5 MiB, Execute its first page and GetExecution the
+// rest page by page (responses stay under grpc-go's default 4 MiB).
 func TestOutputOverFourMiBReachesTheClient(t *testing.T) {
 	in := requireSandbox(t)
 	const size = 5 << 20
 	req := shellReq(fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", size), 0)
 	req.Limits = &sandboxv1.ResourceLimits{MaxOutputBytes: 6 << 20}
 	resp := execute(t, in.client, req)
-	if !resp.GetSuccess() || len(resp.GetOutput()) != size {
-		t.Fatalf("Execute: success %v, %d bytes of output, want %d", resp.GetSuccess(), len(resp.GetOutput()), size)
+	// One response carries at most supervisor.MaxOutputBytesPerCall of a
+	// stream; the rest comes by offset.
+	if !resp.GetSuccess() || len(resp.GetOutput()) != supervisor.MaxOutputBytesPerCall || !resp.GetOutputPartial() {
+		t.Fatalf("Execute: success %v, %d bytes of output, partial %v; want the first %d", resp.GetSuccess(), len(resp.GetOutput()), resp.GetOutputPartial(), supervisor.MaxOutputBytesPerCall)
 	}
-	got, err := in.client.GetExecution(callCtx(t), &sandboxv1.GetExecutionRequest{ExecutionId: resp.GetOutcome().GetExecutionId()})
-	if err != nil || len(got.GetOutput()) != size {
-		t.Fatalf("GetExecution: %d bytes, %v; want %d", len(got.GetOutput()), err, size)
+	var got int
+	var off int64
+	for range 10 {
+		g, err := in.client.GetExecution(callCtx(t), &sandboxv1.GetExecutionRequest{ExecutionId: resp.GetOutcome().GetExecutionId(), OutputOffset: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += len(g.GetOutput())
+		off = g.GetOutputLength()
+		if g.GetResult() != nil {
+			break
+		}
+	}
+	if got != size {
+		t.Fatalf("GetExecution pages: %d bytes; want %d", got, size)
 	}
 }
