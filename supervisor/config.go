@@ -23,6 +23,17 @@ import (
 	"github.com/execfarm/execfarm/supervisor/session"
 )
 
+// DefaultMemoryLimit is the Go runtime's soft memory limit that `execfarm
+// serve` sets unless GOMEMLIMIT does (runtime/debug.SetMemoryLimit), bytes.
+// The supervisor's live memory is bounded (output per stream, retention,
+// responses per call, queued bytes, the host proxy, connections); without
+// a limit the Go heap grows to twice the live data before it collects,
+// and under the attacks of the load test (TestSupervisorRSSUnderAttack)
+// the RSS passed 512 MiB; with it, it stays under. Raise it (GOMEMLIMIT)
+// with --max-concurrent or the output ceilings: a running execution may
+// keep up to 2 × 64 MiB of output at the ceiling.
+const DefaultMemoryLimit = 320 << 20
+
 // Config configures a Server. Zero fields take the documented defaults.
 type Config struct {
 	// Sandbox configures sandboxes (worker binary, cgroups, uid ranges).

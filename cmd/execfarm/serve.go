@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -60,6 +61,12 @@ func serveCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run the supervisor: serve the gRPC API and run executions in sandboxes",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The Go runtime's soft memory limit, unless GOMEMLIMIT sets
+			// one: freed output buffers go back to the kernel instead of
+			// waiting for the heap to double (supervisor.DefaultMemoryLimit).
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(supervisor.DefaultMemoryLimit)
+			}
 			var err error
 			if tc, err = transport.FromEnv(tc, os.Getenv); err != nil {
 				return err

@@ -94,6 +94,32 @@ func requireRoot(t testing.TB) {
 	}
 }
 
+// clientConfig is the client side of serve's flags: its unix socket, or
+// --tcp with --host/--port, and --token-file.
+func clientConfig(sock string, flags []string) transport.Config {
+	tc := transport.Config{SocketPath: sock}
+	for i := 0; i < len(flags); i++ {
+		next := func() string {
+			if i+1 < len(flags) {
+				i++
+				return flags[i]
+			}
+			return ""
+		}
+		switch flags[i] {
+		case "--tcp":
+			tc.UseTCP, tc.SocketPath = true, ""
+		case "--host":
+			tc.TCPHost = next()
+		case "--port":
+			tc.TCPPort, _ = strconv.Atoi(next())
+		case "--token-file":
+			tc.TokenPath = next()
+		}
+	}
+	return tc
+}
+
 // server is one `execfarm serve` process and a client of it.
 type server struct {
 	proc   *testbin.Serve
@@ -142,7 +168,7 @@ func startServer(t *testing.T, slot int, flags ...string) *server {
 			t.Errorf("stop execfarm serve: %v\n%s", err, s.logText())
 		}
 	})
-	tc := transport.Config{SocketPath: sock}
+	tc := clientConfig(sock, flags)
 	if s.conn, err = tc.Dial(); err != nil {
 		t.Fatalf("dial: %v", err)
 	}
