@@ -121,6 +121,8 @@ func faultOf(err error) fault {
 		file     *session.FileError
 		dropped  *eventlog.DroppedError
 		jobBytes *execution.JobBytesError
+		arg      *program.ArgError
+		utf8Err  *invalidUTF8Error
 		// An id this node does not hold because another node, or an
 		// earlier run of this node's supervisor, made it.
 		other   *nodeid.OtherNodeError
@@ -136,6 +138,10 @@ func faultOf(err error) fault {
 		return fault{code: codes.InvalidArgument, reason: "SYNTAX_ERROR", field: "code", msg: syn.Error()}
 	case errors.Is(err, transform.ErrEmptyCode):
 		return fault{code: codes.InvalidArgument, reason: "EMPTY_CODE", field: "code", msg: "code is empty"}
+	case errors.As(err, &arg):
+		return fault{code: codes.InvalidArgument, reason: "ARGUMENT_TOO_LONG", field: arg.Field}
+	case errors.As(err, &utf8Err):
+		return fault{code: codes.InvalidArgument, reason: "INVALID_UTF8", field: utf8Err.field}
 	case errors.Is(err, program.ErrUnknownRuntime):
 		return fault{code: codes.InvalidArgument, reason: "UNKNOWN_RUNTIME", field: "runtime"}
 	case errors.Is(err, program.ErrNoTestMode):

@@ -232,7 +232,7 @@ func TestReasonsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reasons := regexp.MustCompile(`reason: "([A-Z_]+)"`).FindAllStringSubmatch(string(src), -1)
+	reasons := regexp.MustCompile(`reason: "([A-Z0-9_]+)"`).FindAllStringSubmatch(string(src), -1)
 	if len(reasons) < 10 {
 		t.Fatalf("found %d reasons in errors.go: the pattern no longer matches the map", len(reasons))
 	}

@@ -112,12 +112,20 @@ type probeState struct {
 }
 
 // readyChecks are the checks Readiness runs once the fork server has
-// first started: it is alive (it is started again if it has gone, as the
-// next sandbox would), the cgroup parent is writable, and the Kubernetes
+// first started: it is alive and answers (sandbox.ForkServerCheck; it is
+// started again if it has gone, as the next sandbox would), the cgroup
+// parent is writable, and the Kubernetes
 // API answers when one is configured.
 func (s *Server) readyChecks() []readyCheck {
 	checks := []readyCheck{
-		{ReasonForkServer, func(context.Context) error { return sandbox.StartForkServer(&s.cfg.Sandbox) }},
+		{ReasonForkServer, func(context.Context) error {
+			// A fork server that runs but cannot answer (stopped) is not
+			// started again; it is not ready either.
+			if err := sandbox.ForkServerCheck(); err != nil {
+				return err
+			}
+			return sandbox.StartForkServer(&s.cfg.Sandbox)
+		}},
 		{ReasonCgroup, func(context.Context) error { return cgroup.ParentWritable(s.cfg.Sandbox.Cgroup) }},
 	}
 	if k := s.cfg.Kube; k != nil {

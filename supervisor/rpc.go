@@ -13,6 +13,7 @@ import (
 	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
@@ -246,7 +247,7 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 		WarmPoolReady:     int32(ps.Ready),
 		WarmPoolStarting:  int32(ps.Starting),
 		WarmPoolInUse:     int32(ps.InUse),
-		Healthy:           !closing,
+		Healthy:           !closing && sandbox.ForkServerCheck() == nil,
 		KubernetesContext: kctx,
 		Layers:            s.cfg.Layers,
 		Running:           int32(running),

@@ -9,7 +9,9 @@ import (
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
@@ -33,9 +35,14 @@ func ListenAndServe(ctx context.Context, s *Server, tc transport.Config, grace t
 	// After the gRPC server has stopped: no handshake needs it then.
 	defer sec.Close()
 	defer s.cfg.Metrics.RegisterCertificate(sec.CertificateNotAfter)()
-	g := s.grpcServer(append(opts, sec.Options...)...)
+	// Invalid UTF-8 is refused after the token check (refuseInvalidUTF8).
+	g := s.grpcServer(append(append(opts, sec.Options...), refuseInvalidUTF8()...)...)
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(lis) }()
+	healthCtx, stopHealth := context.WithCancel(ctx)
+	healthDone := make(chan struct{})
+	go func() { s.watchHealth(healthCtx); close(healthDone) }()
+	defer func() { stopHealth(); <-healthDone }()
 	if ready != nil {
 		ready(tc.Address())
 	}
@@ -85,4 +92,39 @@ func (s *Server) recoverHandler(ctx context.Context, p any) error {
 	method, _ := grpc.Method(ctx)
 	s.log.Error("gRPC handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	return rpcError(&handlerPanic{method: method, value: p})
+}
+
+// watchHealth keeps grpc.health.v1 in step with the fork server, checked
+// every second (sandbox.ForkServerCheck), so that a Watch learns of it
+// without a probe asking: every readiness service (HealthReadiness)
+// NOT_SERVING as soon as it cannot start sandboxes (stopped); once it can
+// again, readiness is what every check says (Readiness, asked every
+// second until it is ready). It returns when ctx ends.
+func (s *Server) watchHealth(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	serving := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ok := sandbox.ForkServerCheck() == nil
+		if ok == serving || s.runner.Closing() {
+			continue
+		}
+		serving = ok
+		if !ok {
+			s.log.Error("sandboxes cannot start: the fork server cannot serve; not ready", "error", sandbox.ForkServerCheck())
+			s.setReadiness(healthpb.HealthCheckResponse_NOT_SERVING)
+			continue
+		}
+		// Every check again, not the fork server's alone; until they all
+		// pass (or while Readiness answers from a run of before the
+		// fork server recovered) they are asked again at every tick.
+		if s.Readiness() != "" {
+			serving = false
+		}
+	}
 }

@@ -111,6 +111,7 @@ func (c *Config) complete() error {
 	if err := c.Sandbox.Validate(); err != nil {
 		return fmt.Errorf("supervisor: %w", err)
 	}
+	c.Ceilings = hostCeilings(c.Ceilings, c.Logger)
 	if _, err := limits.Resolve(nil, nil, c.Defaults, c.Ceilings); err != nil {
 		return fmt.Errorf("supervisor: default limits: %w", err)
 	}

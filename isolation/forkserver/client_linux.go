@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -57,6 +58,37 @@ type Client struct {
 	reaping map[int]chan struct{} // released children, closed once reaped
 	err     error                 // set once the server is gone
 	done    chan struct{}
+	pid     int // the fork server's pid when Start started it, else 0
+}
+
+// Check reports whether the fork server can serve: an error wrapping
+// ErrClosed once it has gone, or saying it is stopped (SIGSTOP, a
+// debugger: state T or t in /proc/PID/stat) or a zombie. A stopped fork
+// server takes requests and answers none, so sandboxes would never start.
+// Without a pid (NewClient) only the first is checked.
+func (c *Client) Check() error {
+	select {
+	case <-c.done:
+		return c.gone()
+	default:
+	}
+	if c.pid == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.pid))
+	if err != nil {
+		return fmt.Errorf("forkserver: read its state: %w", err)
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+		switch b[i+2] {
+		case 'T', 't':
+			return fmt.Errorf("forkserver: the fork server (pid %d) is stopped", c.pid)
+		case 'Z', 'X':
+			return fmt.Errorf("forkserver: the fork server (pid %d) has exited", c.pid)
+		}
+	}
+	return nil
 }
 
 // NewClient speaks to the fork server at the other end of conn (a
@@ -484,5 +516,6 @@ func Start(cmd *exec.Cmd, onThread func(func())) (*Client, error) {
 		_ = cmd.Wait()
 		return nil, err
 	}
+	c.pid = cmd.Process.Pid
 	return c, nil
 }

@@ -57,6 +57,39 @@ type Input struct {
 // ErrNoTestMode is returned for test mode on a runtime without one.
 var ErrNoTestMode = errors.New("program: test mode needs the goja or node runtime")
 
+// Bounds of what the kernel's execve takes (shell and python get their
+// code as one argument). MaxArgBytes is MAX_ARG_STRLEN (32 pages) less the
+// terminating NUL: the longest single argument or environment string.
+// MaxArgvEnvBytes bounds argv and environment together, well within
+// ARG_MAX (a quarter of the 8 MiB stack rlimit) once the runtime's own
+// strings are added.
+const (
+	MaxArgBytes     = 32*4096 - 1
+	MaxArgvEnvBytes = 1 << 20
+)
+
+// ErrArgTooLong is wrapped by an *ArgError.
+var ErrArgTooLong = errors.New("program: argument too long")
+
+// ArgError is code or an environment string longer than execve takes: the
+// request is refused before a sandbox is spent. It wraps ErrArgTooLong.
+type ArgError struct {
+	// Field is the request field: "code" or "env".
+	Field string
+	// Bytes is its length, Limit the most allowed; bytes.
+	Bytes, Limit int
+}
+
+func (e *ArgError) Error() string {
+	if e.Field == "code" {
+		return fmt.Sprintf("code is %d bytes; the shell and python runtimes pass it as one command-line argument, at most %d bytes (MAX_ARG_STRLEN); use goja or node, or a shorter program", e.Bytes, e.Limit)
+	}
+	return fmt.Sprintf("%s is %d bytes; at most %d bytes fit a command line and environment", e.Field, e.Bytes, e.Limit)
+}
+
+// Unwrap returns ErrArgTooLong.
+func (e *ArgError) Unwrap() error { return ErrArgTooLong }
+
 // baseEnv is every runtime process's environment before Input.Env.
 var baseEnv = []string{
 	"PATH=/usr/local/bin:/usr/bin:/bin",
@@ -134,7 +167,36 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownRuntime, in.Runtime)
 	}
+	if err := checkExecve(in, req); err != nil {
+		return nil, err
+	}
 	return req, nil
+}
+
+// checkExecve refuses a request whose argv or environment execve would
+// refuse with E2BIG inside the sandbox, after one had been started.
+func checkExecve(in Input, req *workerv1.RunRequest) error {
+	total := 0
+	for _, a := range req.Argv {
+		if len(a) > MaxArgBytes {
+			field := "argv"
+			if a == in.Code {
+				field = "code"
+			}
+			return &ArgError{Field: field, Bytes: len(a), Limit: MaxArgBytes}
+		}
+		total += len(a) + 1
+	}
+	for _, e := range req.Env {
+		if len(e) > MaxArgBytes {
+			return &ArgError{Field: "env", Bytes: len(e), Limit: MaxArgBytes}
+		}
+		total += len(e) + 1
+	}
+	if total > MaxArgvEnvBytes {
+		return &ArgError{Field: "env", Bytes: total, Limit: MaxArgvEnvBytes}
+	}
+	return nil
 }
 
 func environ(extra map[string]string) ([]string, error) {

@@ -2,6 +2,8 @@ package program
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/execfarm/execfarm/runtime/transform"
@@ -50,5 +52,33 @@ func TestWhitespaceIsCode(t *testing.T) {
 		if _, err := Build(Input{Runtime: rt, Code: " \n\t"}); err != nil {
 			t.Errorf("%s, whitespace: err = %v, want none", rt, err)
 		}
+	}
+}
+
+// TestArgumentLimits: shell and python code goes to execve as one
+// argument; code past MAX_ARG_STRLEN (or an environment past the total)
+// is an *ArgError naming the field, before any sandbox; goja takes its
+// program on a descriptor and has no such limit.
+func TestArgumentLimits(t *testing.T) {
+	long := strings.Repeat("x", MaxArgBytes+1)
+	for _, rt := range []string{Shell, Python} {
+		var ae *ArgError
+		if _, err := Build(Input{Runtime: rt, Code: long}); !errors.As(err, &ae) || ae.Field != "code" || !errors.Is(err, ErrArgTooLong) {
+			t.Errorf("%s with %d bytes of code: %v, want an ArgError for code", rt, len(long), err)
+		}
+		if _, err := Build(Input{Runtime: rt, Code: long[:MaxArgBytes]}); err != nil {
+			t.Errorf("%s with %d bytes of code: %v", rt, MaxArgBytes, err)
+		}
+	}
+	env := map[string]string{}
+	for i := range 10 {
+		env[fmt.Sprintf("V%d", i)] = strings.Repeat("e", 120<<10)
+	}
+	var ae *ArgError
+	if _, err := Build(Input{Runtime: Shell, Code: "true", Env: env}); !errors.As(err, &ae) || ae.Field != "env" {
+		t.Errorf("1.2 MB of environment: %v, want an ArgError for env", err)
+	}
+	if _, err := Build(Input{Runtime: Goja, Code: "// " + strings.Repeat("x", 3<<20) + "\nconsole.log(1)"}); err != nil {
+		t.Errorf("3 MiB of goja code: %v", err)
 	}
 }

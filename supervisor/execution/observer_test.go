@@ -36,10 +36,12 @@ func (s *scripted) Run(ctx context.Context, _ *workerv1.RunRequest, onEvent func
 	}
 	return s.exit, nil
 }
-func (s *scripted) Usage() (cgroup.Usage, error)                   { return cgroup.Usage{}, nil }
-func (s *scripted) Uses() int                                      { return 0 }
-func (s *scripted) Sample()                                        {}
-func (s *scripted) ServeBroker(func(*grpc.Server), ...grpc.ServerOption) (uint32, error) { return 0, nil }
+func (s *scripted) Usage() (cgroup.Usage, error) { return cgroup.Usage{}, nil }
+func (s *scripted) Uses() int                    { return 0 }
+func (s *scripted) Sample()                      {}
+func (s *scripted) ServeBroker(func(*grpc.Server), ...grpc.ServerOption) (uint32, error) {
+	return 0, nil
+}
 
 // held is a Placement that hands out one Sandbox and keeps it, as a
 // session does; it records its calls.

@@ -70,6 +70,11 @@ func (r *run) execute() {
 		return
 	}
 	defer r.ticket.Release()
+	// The wall-clock timeout runs from the start, sandbox start-up
+	// included: a sandbox that never comes (a stuck fork server) ends the
+	// execution TIMEOUT on time.
+	timer := time.AfterFunc(time.Duration(r.j.Limits.TimeoutMs)*time.Millisecond, func() { r.stop(registry.ReasonTimeout) })
+	defer timer.Stop()
 	sb := r.acquire()
 	if sb == nil {
 		return
@@ -80,6 +85,7 @@ func (r *run) execute() {
 		return
 	}
 	out := r.program(sb)
+	timer.Stop()
 	res := r.measure(sb, out)
 	r.release(sb, r.reusable(res, out.err), res)
 }
@@ -104,8 +110,33 @@ func (r *run) slot() bool {
 // acquire gets the run's sandbox from its Placement and hands it to stop.
 // It returns nil when the run ended instead (stopped, or no sandbox),
 // which it then finishes.
+//
+// A run stopped while its sandbox starts (its timeout, a cancel) is
+// finished at once: its program never ran, so no process of it can run,
+// even when a start that does not heed the stop (the go-plugin handshake,
+// a stopped fork server) still holds the sandbox; that sandbox is then
+// destroyed when it comes, before the run gives up its slot.
 func (r *run) acquire() Sandbox {
-	sb, err := r.place.Acquire(r.ctx, r.e.ID(), r.j.Limits.Spec())
+	type acquired struct {
+		sb  Sandbox
+		err error
+	}
+	ch := make(chan acquired, 1)
+	go func() {
+		sb, err := r.place.Acquire(r.ctx, r.e.ID(), r.j.Limits.Spec())
+		ch <- acquired{sb, err}
+	}()
+	var a acquired
+	select {
+	case a = <-ch:
+	case <-r.ctx.Done():
+		r.finishStopped()
+		if a = <-ch; a.sb != nil {
+			r.place.Release(r.e.ID(), a.sb, false, func() {})
+		}
+		return nil
+	}
+	sb, err := a.sb, a.err
 	if err != nil {
 		if errors.Is(err, ErrSandboxGone) {
 			r.stop(registry.ReasonCancelled)
@@ -152,15 +183,15 @@ func (r *run) attachProxy(sb Sandbox) error {
 	return nil
 }
 
-// program runs the job's program in sb, under the wall-clock timer and,
-// with a CPU-time limit or on a reused sandbox, the watch; every output
+// program runs the job's program in sb (the wall-clock timer runs since
+// execute started it) with, with a CPU-time limit or on a reused sandbox,
+// the watch; every output
 // chunk goes into the registry as it comes.
 func (r *run) program(sb Sandbox) ran {
 	l := r.j.Limits
 	// CPU time is counted from here: the worker's start-up (and a warm
 	// sandbox's idle time) is not the program's.
 	base, _ := sb.Usage()
-	timer := time.AfterFunc(time.Duration(l.TimeoutMs)*time.Millisecond, func() { r.stop(registry.ReasonTimeout) })
 	endWatch := func() {}
 	if reused := sb.Uses() > 0; l.CPUTimeMs > 0 || reused {
 		endWatch = r.watch(sb, base, l.CPUTimeMs, reused)
@@ -168,7 +199,6 @@ func (r *run) program(sb Sandbox) ran {
 	started := time.Now()
 	exit, err := sb.Run(r.ctx, r.j.Request, r.onEvent)
 	wall := time.Since(started).Milliseconds()
-	timer.Stop()
 	endWatch()
 	return ran{exit: exit, err: err, base: base, wallMs: wall}
 }

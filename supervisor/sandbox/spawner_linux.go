@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -127,4 +128,20 @@ func StartForkServer(cfg *Config) error {
 	}
 	_, err = forkServer(bin)
 	return err
+}
+
+// ForkServerCheck reports whether the process's fork server can start
+// sandboxes (forkserver.Client.Check): nil when it runs, or has not been
+// started yet (the next sandbox starts it).
+func ForkServerCheck() error {
+	theForkServer.Lock()
+	c := theForkServer.c
+	theForkServer.Unlock()
+	if c == nil {
+		return nil
+	}
+	if err := c.Check(); err != nil && !errors.Is(err, forkserver.ErrClosed) {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	return nil
 }

@@ -272,9 +272,11 @@ func (b *fakeBox) Mkdir(ctx context.Context, p string, mode uint32, parents bool
 func (b *fakeBox) Usage() (cgroup.Usage, error) {
 	return cgroup.Usage{CPUUserMicros: 42, PeakMemoryBytes: 1 << 20, PeakMemorySource: "fake"}, nil
 }
-func (b *fakeBox) Sample()                                        {}
-func (b *fakeBox) ServeBroker(func(*grpc.Server), ...grpc.ServerOption) (uint32, error) { return 0, nil }
-func (b *fakeBox) Exited() bool                                   { return false }
+func (b *fakeBox) Sample() {}
+func (b *fakeBox) ServeBroker(func(*grpc.Server), ...grpc.ServerOption) (uint32, error) {
+	return 0, nil
+}
+func (b *fakeBox) Exited() bool { return false }
 
 func (b *fakeBox) Kill() error {
 	b.mu.Lock()

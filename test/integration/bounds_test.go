@@ -3,12 +3,20 @@
 package integration
 
 import (
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
@@ -121,5 +129,149 @@ func TestQueuedRequestsHaveAByteBudget(t *testing.T) {
 	}
 	if r := execute(t, in.client, big); !r.GetSuccess() {
 		t.Fatalf("after the queue emptied: %s", describe(r))
+	}
+}
+
+// rawCodec sends a request given as its wire bytes ([]byte) and decodes
+// the answer into a proto message: a client that sends what grpc-go's own
+// marshalling would refuse (invalid UTF-8 in a string).
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	return proto.Unmarshal(b, v.(proto.Message))
+}
+func (rawCodec) Name() string { return "proto" }
+
+// TestRequestsRefusedBeforeASandbox: requests the sandbox could never run
+// are refused up front with INVALID_ARGUMENT naming the field, not
+// INTERNAL after a sandbox was started: invalid UTF-8 in code (grpc-go
+// refuses it while decoding), shell code past the kernel's 128 KiB
+// argument limit (up to 3 MiB), and a file-descriptor limit above what
+// the supervisor itself may grant.
+func TestRequestsRefusedBeforeASandbox(t *testing.T) {
+	in := requireSandbox(t)
+	ctx := callCtx(t)
+	conn, err := in.tc.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// ExecuteRequest{code = "echo \xff"; runtime = SHELL}.
+	var raw []byte
+	raw = protowire.AppendTag(raw, 1, protowire.BytesType)
+	raw = protowire.AppendString(raw, "echo \xff\xfe")
+	raw = protowire.AppendTag(raw, 100, protowire.VarintType)
+	raw = protowire.AppendVarint(raw, uint64(sandboxv1.Runtime_RUNTIME_SHELL))
+	var resp sandboxv1.ExecuteResponse
+	err = conn.Invoke(ctx, "/prodisco.sandbox.v1.SandboxService/Execute", raw, &resp, grpc.ForceCodec(rawCodec{}))
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "code") {
+		t.Errorf("invalid UTF-8 in code: %v, want INVALID_ARGUMENT naming code", err)
+	}
+	for _, n := range []int{200 << 10, 3 << 20} {
+		_, err := in.client.Execute(ctx, shellReq(": "+strings.Repeat("x", n), 0))
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "MAX_ARG_STRLEN") {
+			t.Errorf("%d bytes of shell code: %v, want INVALID_ARGUMENT naming the limit", n, err)
+		}
+	}
+	if r := execute(t, in.client, shellReq(": "+strings.Repeat("x", 100<<10)+"; echo fits", 0)); r.GetOutput() != "fits\n" {
+		t.Errorf("100 KiB of shell code: %s", describe(r))
+	}
+	var nofile syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
+		t.Fatal(err)
+	}
+	if nofile.Max < 65536 {
+		req := shellReq("ulimit -n", 30_000)
+		req.Limits.MaxFileDescriptors = int32(nofile.Max) + 1
+		_, err := in.client.Execute(ctx, req)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "max_file_descriptors") {
+			t.Errorf("max_file_descriptors %d, above the supervisor's hard RLIMIT_NOFILE %d: %v, want INVALID_ARGUMENT", nofile.Max+1, nofile.Max, err)
+		}
+		req.Limits.MaxFileDescriptors = int32(nofile.Max)
+		if r := execute(t, in.client, req); r.GetOutput() != fmt.Sprintf("%d\n", nofile.Max) {
+			t.Errorf("max_file_descriptors %d: %s", nofile.Max, describe(r))
+		}
+	}
+}
+
+// forkServerPid returns the pid of this process's fork server (a child
+// whose command line starts with execfarm-fork).
+func forkServerPid(t *testing.T) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.HasPrefix(string(cmd), "execfarm-fork\x00") {
+			continue
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			return pid
+		}
+	}
+	t.Fatal("no fork server among this process's children")
+	return 0
+}
+
+// TestStoppedForkServer: with the fork server stopped (SIGSTOP), an
+// execution's 1000 ms timeout still holds (sandbox start-up counts) and it
+// ends TIMEOUT, not INTERNAL after ten seconds; HealthCheck and
+// grpc.health.v1 say the supervisor cannot serve until the fork server
+// runs again.
+func TestStoppedForkServer(t *testing.T) {
+	in := requireSandbox(t)
+	ctx := callCtx(t)
+	execute(t, in.client, shellReq("true", 0)) // the fork server runs
+	pid := forkServerPid(t)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer resume()
+	start := time.Now()
+	r := execute(t, in.client, shellReq("echo never", 1000))
+	if took := time.Since(start); r.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT || took > 5*time.Second {
+		t.Errorf("with the fork server stopped, a 1000 ms execution ended %s after %v: %s", r.GetState(), took, describe(r))
+	}
+	if h, err := in.client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{}); err != nil || h.GetHealthy() {
+		t.Errorf("HealthCheck with the fork server stopped: healthy %v, %v", h.GetHealthy(), err)
+	}
+	waitHealth := func(want healthpb.HealthCheckResponse_ServingStatus) {
+		t.Helper()
+		hc := healthpb.NewHealthClient(in.conn)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(10 * time.Second)
+		for {
+			got, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+			if err == nil && got.GetStatus() == want {
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("grpc.health.v1: %v %v, want %v", got.GetStatus(), err, want)
+			}
+		}
+	}
+	waitHealth(healthpb.HealthCheckResponse_NOT_SERVING)
+	resume()
+	waitHealth(healthpb.HealthCheckResponse_SERVING)
+	if r := execute(t, in.client, shellReq("echo again", 0)); r.GetOutput() != "again\n" {
+		t.Fatalf("after the fork server resumed: %s", describe(r))
 	}
 }
