@@ -24,6 +24,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/transport"
 	"github.com/execfarm/execfarm/test/hostscan"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // Session instances take the window's slots from sessionSlot on; the
@@ -340,15 +341,18 @@ func TestSessionExpiry(t *testing.T) {
 	si := startSessionInstance(t, "sess-expiry", 4)
 	ctx := callCtx(t)
 	alice := si.sessions["alice"]
-	ttl := int64(2)
+	// 2 s, and gone within 3 s, on the host. In the cgroup v2 VM the
+	// create, the uid lookup (an exec) and the subscription alone take
+	// seconds, so both scale with the environment there.
+	ttl := int64(2 * testbin.TimeScale())
 	created := time.Now()
 	sb, err := alice.CreateSandbox(ctx, &execfarmv1.CreateSandboxRequest{ShutdownAfterSeconds: &ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := sb.GetSandboxId()
-	if sb.GetExpiresAtMs()-sb.GetCreatedAtMs() != 2000 {
-		t.Fatalf("expires %d ms after creation, want 2000", sb.GetExpiresAtMs()-sb.GetCreatedAtMs())
+	if sb.GetExpiresAtMs()-sb.GetCreatedAtMs() != ttl*1000 {
+		t.Fatalf("expires %d ms after creation, want %d", sb.GetExpiresAtMs()-sb.GetCreatedAtMs(), ttl*1000)
 	}
 	sub, err := alice.SubscribeEvents(ctx, &execfarmv1.SubscribeEventsRequest{SandboxId: id})
 	if err != nil {
@@ -380,8 +384,8 @@ func TestSessionExpiry(t *testing.T) {
 	if err != nil || got.GetState() != execfarmv1.SandboxState_SANDBOX_STATE_NOT_FOUND {
 		t.Fatalf("GetSandbox after expiry: %v, %v", got, err)
 	}
-	if gone > 3*time.Second {
-		t.Fatalf("the sandbox ended %v after its creation, want within 3 s", gone)
+	if gone > testbin.Scaled(3*time.Second) {
+		t.Fatalf("the sandbox ended %v after its creation, want within %v", gone, testbin.Scaled(3*time.Second))
 	}
 	if l := leftovers(si.instance); len(l) > 0 {
 		t.Fatalf("left after expiry:\n%s", strings.Join(l, "\n"))
