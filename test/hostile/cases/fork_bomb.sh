@@ -11,6 +11,9 @@
 # expect-wall-max-ms: 6000
 # The main shell waits on a FIFO (no fork needed) while the bomb runs.
 mkfifo /tmp/wait && exec 3<>/tmp/wait || exit 1
+# The main shell forks once: started as `bomb` it would fork each side
+# of the pipeline itself, and the first side can fill the pids cgroup
+# before the second fork ("Cannot fork" ends the main shell, exit 2).
 bomb() { bomb | bomb & }
-bomb
+bomb &
 read never <&3
