@@ -12,6 +12,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/limits"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // holdFiles is a python program that holds open files in seven
@@ -76,13 +77,18 @@ while True:
 // hold.
 func TestFileTableHoldsEverySandbox(t *testing.T) {
 	s := requireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The program must reach its memory limit before its timeout: a
+	// timeout it must not hit, so it scales with the environment (the
+	// cgroup v2 VM runs python and its system calls many times slower),
+	// within the server's ceiling.
+	timeout := min(testbin.Scaled(time.Minute), time.Duration(limits.DefaultCeilings().TimeoutMs)*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+testbin.Scaled(time.Minute))
 	defer cancel()
 	resp, err := s.client.Execute(ctx, &sandboxv1.ExecuteRequest{
 		Source:  &sandboxv1.ExecuteRequest_Code{Code: holdFiles},
 		Runtime: sandboxv1.Runtime_RUNTIME_PYTHON,
 		Limits: &sandboxv1.ResourceLimits{
-			MaxMemoryBytes: 32 << 20, MaxProcesses: 8, MaxFileDescriptors: 32, TimeoutMs: 60_000,
+			MaxMemoryBytes: 32 << 20, MaxProcesses: 8, MaxFileDescriptors: 32, TimeoutMs: timeout.Milliseconds(),
 		},
 	})
 	if err != nil {
