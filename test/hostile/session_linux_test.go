@@ -8,48 +8,50 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
-	"github.com/execfarm/execfarm/proto/workerv1"
-	"github.com/execfarm/execfarm/runtime/program"
-	"github.com/execfarm/execfarm/supervisor/limits"
-	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/test/hostscan"
 	"github.com/execfarm/execfarm/test/testbin"
 )
 
-// A session case (`session: true`) runs its steps in one session sandbox:
-// exec steps as execs in it, file steps as file operations on it. The
-// sandbox is started through the supervisor's sandbox mechanism
-// (supervisor/sandbox, with the supervisor's own configuration and uid
-// pool), which the public session API drives; when the API serves file
-// operations, the driver below is the one thing to switch.
+// A session case (`session: true`) runs its steps in one session sandbox
+// of the suite's supervisor, through its public API
+// (execfarm.v1.SessionService): exec steps as Exec calls, file steps as
+// its file calls. The sandbox is created with the first step's limits and
+// deleted after the last step.
 
-// runSession runs c's steps in one session sandbox, then closes it and
+// runSession runs c's steps in one session sandbox, then deletes it and
 // checks that nothing of it or of the case's marker remains.
 func (s *suite) runSession(t *testing.T, c *caseFile, vars map[string]string, secrets []string) {
-	first := c.steps[0]
-	set, err := limits.Resolve(resourceLimits(first.limits), nil, limits.Default(), limits.DefaultCeilings())
-	if err != nil {
-		t.Fatalf("limits: %v", err)
-	}
-	spec := set.Spec()
-	spec.Session = true
+	sessions := execfarmv1.NewSessionServiceClient(s.conn)
 	ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(time.Minute))
-	sb, err := sandbox.Start(ctx, &s.sandboxes, spec)
+	sb, err := sessions.CreateSandbox(ctx, &execfarmv1.CreateSandboxRequest{Limits: resourceLimits(c.steps[0].limits)})
 	cancel()
 	if err != nil {
-		t.Fatalf("start the session sandbox: %v%s", err, s.logTail())
+		t.Fatalf("create the session sandbox: %v%s", err, s.logTail())
 	}
-	id := sb.ID()
+	id := sb.GetSandboxId()
+	box := s.boxOf(id)
+	if box == "" {
+		t.Errorf("the supervisor's log does not say which sandbox serves session %s", id)
+	}
 	defer func() {
-		if err := sb.Close(); err != nil {
-			t.Errorf("close the session sandbox: %v", err)
+		ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(time.Minute))
+		defer cancel()
+		if _, err := sessions.DeleteSandbox(ctx, &execfarmv1.DeleteSandboxRequest{SandboxId: id}); err != nil {
+			t.Errorf("delete the session sandbox: %v", err)
 		}
-		for _, l := range s.sandboxLeftovers(s.stateDir, id) {
+		for _, l := range s.sandboxLeftovers(s.stateDir, box) {
 			t.Errorf("left on the host after the session: %s", l)
 		}
 		for _, p := range hostscan.WithMarker(vars["MARKER"]) {
@@ -61,9 +63,9 @@ func (s *suite) runSession(t *testing.T, c *caseFile, vars map[string]string, se
 		var got string
 		var bad []string
 		if st.file != nil {
-			got, bad = fileStep(sb, st, vars)
+			got, bad = fileStep(sessions, id, st, vars)
 		} else {
-			got, bad = execStep(sb, st, set, vars)
+			got, bad = execStep(sessions, id, st, vars)
 		}
 		for _, sec := range secrets {
 			if strings.Contains(got, sec) {
@@ -71,11 +73,26 @@ func (s *suite) runSession(t *testing.T, c *caseFile, vars map[string]string, se
 			}
 		}
 		if len(bad) > 0 {
-			t.Errorf("%s:\n  - %s\n  got: %s%s", label, strings.Join(bad, "\n  - "), got, s.logAbout(id))
+			t.Errorf("%s:\n  - %s\n  got: %s%s", label, strings.Join(bad, "\n  - "), got, s.logAbout(box))
 		} else {
 			t.Logf("%s: as expected: %s", label, got)
 		}
 	}
+}
+
+// boxOf returns the id of the sandbox ("sb-" and 16 hex digits: its
+// cgroup's and state directory's name) that serves session sandbox id,
+// from the line the supervisor logs when it creates one.
+func (s *suite) boxOf(id string) string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return ""
+	}
+	m := regexp.MustCompile(`sandbox=` + regexp.QuoteMeta(id) + ` box=(sb-[0-9a-f]{16})`).FindSubmatch(b)
+	if m == nil {
+		return ""
+	}
+	return string(m[1])
 }
 
 // resourceLimits is a step's `limits:` as the API's message.
@@ -87,78 +104,57 @@ func resourceLimits(l map[string]int64) *sandboxv1.ResourceLimits {
 	return out
 }
 
-// execStep runs an exec step and checks it as an Execute response:
-// COMPLETED on exit 0, TIMEOUT when its timeout killed it, else FAILED.
-func execStep(sb *sandbox.Sandbox, st *step, set limits.Set, vars map[string]string) (string, []string) {
-	env := map[string]string{}
-	for k, v := range st.env {
-		env[k] = substitute(v, vars)
-	}
-	req, err := program.Build(program.Input{Runtime: st.runtime, Code: substitute(st.code, vars), Env: env})
-	if err != nil {
-		return "", []string{"build the exec: " + err.Error()}
-	}
-	req.Rlimits = set.Rlimits()
-	timeout := time.Duration(set.TimeoutMs) * time.Millisecond
+// execStep runs an exec step through Exec and checks its result as an
+// Execute response's. The step's timeout_ms is the exec's; one the
+// program must not reach (no TIMEOUT expected) is in the environment's
+// time.
+func execStep(c execfarmv1.SessionServiceClient, id string, st *step, vars map[string]string) (string, []string) {
+	req := &execfarmv1.ExecRequest{SandboxId: id, Code: substitute(st.code, vars), Runtime: knownRuntimes[st.runtime]}
 	if ms, ok := st.limits["timeout_ms"]; ok {
-		timeout = time.Duration(ms) * time.Millisecond
+		if !slices.Contains(st.expect.states, "TIMEOUT") {
+			ms *= testbin.TimeScale()
+		}
+		req.TimeoutMs = &ms
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	if len(st.env) > 0 {
+		req.Env = map[string]string{}
+		for k, v := range st.env {
+			req.Env[k] = substitute(v, vars)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(2*time.Minute))
 	defer cancel()
-	began := time.Now()
-	e, err := sb.Exec(ctx, sandbox.ExecRequest{Run: req})
+	stream, err := c.Exec(ctx, req)
 	if err != nil {
 		return "", []string{"exec: " + err.Error()}
 	}
 	var out, errOut bytes.Buffer
 	const keep = 1 << 20
-	exit, err := e.Wait(func(ev *workerv1.RunEvent) {
-		if b := ev.GetStdout(); out.Len() < keep {
+	var res *sandboxv1.ExecuteResult
+	for res == nil {
+		chunk, err := stream.Recv()
+		if err != nil {
+			return "", []string{fmt.Sprintf("exec: the stream ended before the result: %v (stdout %q)", err, shorten(out.String()))}
+		}
+		if b := chunk.GetStdout(); out.Len() < keep {
 			out.Write(b)
 		}
-		if b := ev.GetStderr(); errOut.Len() < keep {
+		if b := chunk.GetStderr(); errOut.Len() < keep {
 			errOut.Write(b)
 		}
-	})
-	if err != nil {
-		return "", []string{"wait: " + err.Error()}
+		res = chunk.GetResult()
 	}
-	u := e.Usage()
 	resp := &sandboxv1.ExecuteResponse{
-		State:       sandboxv1.ExecutionState_EXECUTION_STATE_FAILED,
-		Output:      out.String(),
-		ErrorOutput: errOut.String(),
-		Outcome: &sandboxv1.ExecutionOutcome{
-			TerminationReason: sandboxv1.TerminationReason_TERMINATION_REASON_EXITED,
-			ExitCode:          exit.GetExitCode(),
-			Signal:            exit.GetSignal(),
-			Usage: &sandboxv1.ResourceUsage{
-				WallMs: time.Since(began).Milliseconds(), CpuUserUs: u.CPUUserMicros, CpuSystemUs: u.CPUSystemMicros, PidsPeak: u.PidsPeak,
-			},
-			SandboxId: sb.ID(),
-		},
-	}
-	switch {
-	case ctx.Err() != nil:
-		resp.State = sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT
-		resp.Outcome.TerminationReason = sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT
-	case exit.GetStartError() != "":
-		resp.Outcome.TerminationReason = sandboxv1.TerminationReason_TERMINATION_REASON_INTERNAL
-		msg := exit.GetStartError()
-		resp.Error = &msg
-	case exit.GetSignal() != 0:
-		resp.Outcome.TerminationReason = sandboxv1.TerminationReason_TERMINATION_REASON_SIGNAL
-	case exit.GetExitCode() == 0:
-		resp.State = sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED
-		resp.Success = true
+		Success: res.GetSuccess(), Output: out.String(), ErrorOutput: errOut.String(), Error: res.Error,
+		ExecutionTimeMs: res.GetExecutionTimeMs(), State: res.GetState(), Outcome: res.GetOutcome(),
 	}
 	return describe(resp), st.check(resp, vars)
 }
 
-// fileStep runs a file step and checks its outcome: "ok" or the gRPC code
-// the public API gives its error, the content of a download, listing or
-// stat, and a stat's existence.
-func fileStep(sb *sandbox.Sandbox, st *step, vars map[string]string) (string, []string) {
+// fileStep runs a file step through the service's file calls and checks
+// its outcome: "ok" or the call's gRPC code, the content of a download,
+// listing or stat, and a stat's existence.
+func fileStep(c execfarmv1.SessionServiceClient, id string, st *step, vars map[string]string) (string, []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(time.Minute))
 	defer cancel()
 	path := substitute(st.file.path, vars)
@@ -167,38 +163,33 @@ func fileStep(sb *sandbox.Sandbox, st *step, vars map[string]string) (string, []
 	var err error
 	switch st.file.op {
 	case "upload":
-		_, err = sb.Upload(ctx, path, 0, strings.NewReader(substitute(st.file.arg, vars)))
+		err = upload(ctx, c, id, path, strings.NewReader(substitute(st.file.arg, vars)))
 	case "upload-zeros":
 		n, _ := parseSize(st.file.arg)
-		_, err = sb.Upload(ctx, path, 0, io.LimitReader(zeros{}, n))
+		err = upload(ctx, c, id, path, io.LimitReader(zeros{}, n))
 	case "download":
-		var r *sandbox.FileReader
-		if r, err = sb.Download(ctx, path); err == nil {
-			var b bytes.Buffer
-			_, err = io.Copy(&b, io.LimitReader(r, 1<<20))
-			r.Close()
-			content = b.String()
-		}
+		content, err = download(ctx, c, id, path)
 	case "stat":
-		var fi sandbox.FileInfo
-		var ok bool
-		if fi, ok, err = sb.Stat(ctx, path); err == nil {
+		var resp *execfarmv1.StatFileResponse
+		if resp, err = c.StatFile(ctx, &execfarmv1.StatFileRequest{SandboxId: id, Path: path}); err == nil {
+			ok := resp.GetExists()
 			exists = &ok
 			if ok {
-				content = fmt.Sprintf("%s %04o %s", fi.Type, fi.Mode, fi.SymlinkTarget)
+				fi := resp.GetInfo()
+				content = fmt.Sprintf("%s %04o %s", fileType(fi.GetType()), fi.GetMode(), fi.GetLinkTarget())
 			}
 		}
 	case "list":
-		var l sandbox.Listing
-		if l, err = sb.List(ctx, path, 0); err == nil {
-			for _, e := range l.Entries {
-				content += fmt.Sprintf("%s %s\n", e.Name, e.Type)
+		var resp *execfarmv1.ListFilesResponse
+		if resp, err = c.ListFiles(ctx, &execfarmv1.ListFilesRequest{SandboxId: id, Path: path}); err == nil {
+			for _, e := range resp.GetEntries() {
+				content += fmt.Sprintf("%s %s\n", e.GetName(), fileType(e.GetType()))
 			}
 		}
 	case "remove", "remove-recursive":
-		err = sb.Remove(ctx, path, st.file.op == "remove-recursive")
+		_, err = c.RemoveFile(ctx, &execfarmv1.RemoveFileRequest{SandboxId: id, Path: path, Recursive: st.file.op == "remove-recursive"})
 	case "mkdir":
-		err = sb.Mkdir(ctx, path, 0, true)
+		_, err = c.MakeDirectory(ctx, &execfarmv1.MakeDirectoryRequest{SandboxId: id, Path: path, Parents: true})
 	}
 	outcome := codeOf(err)
 	got := fmt.Sprintf("%s %s: %s (err %v) content %q", st.file.op, path, outcome, err, shorten(content))
@@ -223,32 +214,99 @@ func fileStep(sb *sandbox.Sandbox, st *step, vars map[string]string) (string, []
 	return got, bad
 }
 
-// codeOf is the gRPC code the public API gives a mechanism's error (the
-// status each sentinel of supervisor/sandbox names), "ok" for none.
-func codeOf(err error) string {
-	for _, c := range []struct {
-		err  error
-		code string
-	}{
-		{sandbox.ErrNotExist, "NOT_FOUND"},
-		{sandbox.ErrExist, "ALREADY_EXISTS"},
-		{sandbox.ErrPermission, "PERMISSION_DENIED"},
-		{sandbox.ErrInvalidPath, "INVALID_ARGUMENT"},
-		{sandbox.ErrNoSpace, "RESOURCE_EXHAUSTED"},
-		{sandbox.ErrNotDirectory, "FAILED_PRECONDITION"},
-		{sandbox.ErrIsDirectory, "FAILED_PRECONDITION"},
-		{sandbox.ErrNotEmpty, "FAILED_PRECONDITION"},
-		{sandbox.ErrNotRegular, "FAILED_PRECONDITION"},
-		{sandbox.ErrBusy, "FAILED_PRECONDITION"},
-	} {
-		if errors.Is(err, c.err) {
-			return c.code
+// upload streams r to path of sandbox id through UploadFile.
+func upload(ctx context.Context, c execfarmv1.SessionServiceClient, id, path string, r io.Reader) error {
+	st, err := c.UploadFile(ctx)
+	if err != nil {
+		return err
+	}
+	if err := st.Send(&execfarmv1.UploadFileRequest{Part: &execfarmv1.UploadFileRequest_Header{
+		Header: &execfarmv1.UploadFileHeader{SandboxId: id, Path: path}}}); err != nil {
+		_, err = st.CloseAndRecv()
+		return err
+	}
+	buf := make([]byte, 256<<10)
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			if err := st.Send(&execfarmv1.UploadFileRequest{Part: &execfarmv1.UploadFileRequest_Data{Data: buf[:n]}}); err != nil {
+				_, err = st.CloseAndRecv() // the server's reason
+				return err
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			return rerr
 		}
 	}
+	_, err = st.CloseAndRecv()
+	return err
+}
+
+// download reads path of sandbox id through DownloadFile, at most 1 MiB
+// of it.
+func download(ctx context.Context, c execfarmv1.SessionServiceClient, id, path string) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := c.DownloadFile(ctx, &execfarmv1.DownloadFileRequest{SandboxId: id, Path: path})
 	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	for b.Len() < 1<<20 {
+		m, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return b.String(), err
+		}
+		b.Write(m.GetData())
+	}
+	return b.String(), nil
+}
+
+// fileType is the word the cases use for a FileType.
+func fileType(t execfarmv1.FileType) string {
+	switch t {
+	case execfarmv1.FileType_FILE_TYPE_FILE:
+		return "file"
+	case execfarmv1.FileType_FILE_TYPE_DIRECTORY:
+		return "directory"
+	case execfarmv1.FileType_FILE_TYPE_SYMLINK:
+		return "symlink"
+	}
+	return "other"
+}
+
+// codeOf is the gRPC code of a call's error as the cases write it
+// ("NOT_FOUND"), "ok" for none; an error that is no gRPC status is
+// "unexpected error".
+func codeOf(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	st, ok := status.FromError(err)
+	if !ok {
 		return "unexpected error"
 	}
-	return "ok"
+	switch st.Code() {
+	case codes.NotFound:
+		return "NOT_FOUND"
+	case codes.AlreadyExists:
+		return "ALREADY_EXISTS"
+	case codes.PermissionDenied:
+		return "PERMISSION_DENIED"
+	case codes.InvalidArgument:
+		return "INVALID_ARGUMENT"
+	case codes.ResourceExhausted:
+		return "RESOURCE_EXHAUSTED"
+	case codes.FailedPrecondition:
+		return "FAILED_PRECONDITION"
+	}
+	return st.Code().String()
 }
 
 // zeros reads as zero bytes.

@@ -1,7 +1,8 @@
 # description: in a session sandbox, an exec's memory bomb is OOM-killed
-#   and the sandbox goes on: its worker, its files and its other execs
-#   outlive the kill (on cgroup v2 the sandbox's cgroup has no
-#   memory.oom.group, which would kill them all).
+#   (its result says so: reason MEMORY, SIGKILL) and the sandbox goes on:
+#   its worker, its files and its other execs outlive the kill (on cgroup
+#   v2 the sandbox's cgroup has no memory.oom.group, which would kill them
+#   all).
 # session: true
 # limits: memory_bytes=96Mi
 # runtime: shell
@@ -10,7 +11,7 @@ echo kept > /workspace/kept.txt
 # --- then ---
 # runtime: python
 # expect-state: FAILED
-# expect-reason: SIGNAL
+# expect-reason: MEMORY
 # expect-signal: 9
 b = bytearray(512 << 20)
 print("allocated", len(b))
