@@ -13,11 +13,15 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/execfarmv1"
@@ -266,6 +270,12 @@ func TestTwentySessionSandboxes(t *testing.T) {
 	}
 	t.Logf("%d sandboxes × %d execs with 2 × %d KiB moved each: %v", sandboxes, execs, fileBytes>>10, time.Since(began).Round(time.Millisecond))
 
+	// The serve flag holds: a 21st is refused, naming it.
+	_, err := c.CreateSandbox(ctx, &execfarmv1.CreateSandboxRequest{})
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "--max-sandboxes") {
+		t.Errorf("create %d with --max-sandboxes %d: %v, want RESOURCE_EXHAUSTED naming the flag", sandboxes+1, sandboxes, err)
+	}
+
 	// Every sandbox's log holds all of it.
 	for sbi, id := range ids {
 		kinds := map[string]int{}
@@ -362,6 +372,51 @@ func TestTwentySessionSandboxes(t *testing.T) {
 		if _, err := c.DeleteSandbox(ctx, &execfarmv1.DeleteSandboxRequest{SandboxId: sb.GetSandboxId()}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestSessionListTwentyThousandFiles lists a directory of 20 000 files
+// through ListFiles: max_entries 1000 gives the 1000 first names in byte
+// order, total_entries 20000 and truncated; max_entries 0 is 1000; more
+// than 10000 is INVALID_ARGUMENT.
+func TestSessionListTwentyThousandFiles(t *testing.T) {
+	requireRoot(t)
+	const files = 20000
+	s := startServer(t, 0, "--max-concurrent", "2")
+	c := s.sessions()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// 96 MiB of workspace holds 24576 inodes (one per 4 KiB).
+	sb, err := c.CreateSandbox(ctx, &execfarmv1.CreateSandboxRequest{Limits: &sandboxv1.ResourceLimits{WorkspaceBytes: 96 << 20}})
+	if err != nil {
+		t.Fatalf("CreateSandbox: %v\n%s", err, s.logText())
+	}
+	id := sb.GetSandboxId()
+	if out, res, err := execOut(ctx, c, id, fmt.Sprintf(`mkdir big && cd big && i=0; while [ $i -lt %d ]; do : > f$i; i=$((i+1)); done; ls | wc -l`, files)); err != nil || !res.GetSuccess() || strings.TrimSpace(out) != strconv.Itoa(files) {
+		t.Fatalf("create the files: %q, %v, %v", out, res, err)
+	}
+	names := make([]string, files)
+	for i := range names {
+		names[i] = "f" + strconv.Itoa(i)
+	}
+	slices.Sort(names)
+	for _, max := range []int32{1000, 0} {
+		l, err := c.ListFiles(ctx, &execfarmv1.ListFilesRequest{SandboxId: id, Path: "big", MaxEntries: max})
+		if err != nil {
+			t.Fatalf("ListFiles max_entries %d: %v", max, err)
+		}
+		if len(l.GetEntries()) != 1000 || l.GetTotalEntries() != files || !l.GetTruncated() {
+			t.Fatalf("ListFiles max_entries %d: %d entries, total_entries %d, truncated %v; want 1000, %d, true",
+				max, len(l.GetEntries()), l.GetTotalEntries(), l.GetTruncated(), files)
+		}
+		for i, e := range l.GetEntries() {
+			if e.GetName() != names[i] || e.GetType() != execfarmv1.FileType_FILE_TYPE_FILE || e.GetPath() != "/workspace/big/"+names[i] {
+				t.Fatalf("entry %d: %v, want the file %s", i, e, names[i])
+			}
+		}
+	}
+	if _, err := c.ListFiles(ctx, &execfarmv1.ListFilesRequest{SandboxId: id, Path: "big", MaxEntries: 10001}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("ListFiles max_entries 10001: %v, want INVALID_ARGUMENT", err)
 	}
 }
 
