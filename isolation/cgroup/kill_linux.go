@@ -40,6 +40,29 @@ func (m *Manager) Kill() error {
 	return m.kill()
 }
 
+// Only reports whether no process but pid is in the cgroup or its
+// descendants, in any hierarchy: cgroup.procs lists neither a process
+// that has exited (a zombie) nor one whose threads have all begun to
+// exit, so none of the others can run any more. After Delete it reports
+// false.
+func (m *Manager) Only(pid int) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.deleted {
+		return false, nil
+	}
+	pids, err := m.procs()
+	if err != nil {
+		return false, fmt.Errorf("list processes of %s: %w", m.Path(), err)
+	}
+	for _, p := range pids {
+		if p != pid {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 func (m *Manager) kill() error {
 	deadline := time.Now().Add(killTimeout)
 	resignal := false

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // requireRoot skips a test that needs root.
@@ -210,6 +211,55 @@ func TestRealAddProcKillDelete(t *testing.T) {
 	}
 	if err := m.Delete(); err != nil {
 		t.Errorf("second Delete = %v, want nil", err)
+	}
+}
+
+// TestRealOnly: Only sees another process until it has exited, even
+// while it is a zombie nobody has reaped (a run's result is published on
+// Only's word, before the teardown reaps anything).
+func TestRealOnly(t *testing.T) {
+	cfg := requireCgroup(t)
+	m := newManager(t, cfg, "only", Limits{PidsMax: 16})
+	keep, other := startSleep(t), startSleep(t)
+	for _, c := range []*exec.Cmd{keep, other} {
+		if err := m.AddProc(c.Process.Pid); err != nil {
+			t.Fatalf("AddProc: %v", err)
+		}
+	}
+	if only, err := m.Only(keep.Process.Pid); err != nil || only {
+		t.Fatalf("Only with another process running = %v, %v; want false", only, err)
+	}
+	if err := other.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Not reaped: wait until the kernel shows it a zombie.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", other.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("killed process never became a zombie: %s", b)
+		}
+		time.Sleep(time.Millisecond) // polling interval
+	}
+	if only, err := m.Only(keep.Process.Pid); err != nil || !only {
+		t.Fatalf("Only with the other process a zombie = %v, %v; want true", only, err)
+	}
+	wantSIGKILL(t, other.Wait())
+	if err := m.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	wantSIGKILL(t, keep.Wait())
+	if err := m.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if only, err := m.Only(keep.Process.Pid); err != nil || only {
+		t.Errorf("Only after Delete = %v, %v; want false", only, err)
 	}
 }
 

@@ -2,8 +2,8 @@
 // a scheduler slot, gets a sandbox from its Placement, attaches the
 // Kubernetes/Prometheus proxy when configured, runs the program with its
 // output written into the registry, reads the sandbox's usage, classifies
-// how the run ended, and releases the sandbox before the result is
-// published (run.go draws the steps). Cancel, timeout and the CPU-time
+// how the run ended, publishes the result once nothing of the execution
+// can run any more, and releases the sandbox (run.go draws the steps). Cancel, timeout and the CPU-time
 // limit all go through one stop, which records the first reason and kills
 // the run's processes through the Placement.
 //

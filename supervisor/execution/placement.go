@@ -90,22 +90,46 @@ func (f fresh) Acquire(ctx context.Context, id string, spec sandbox.Spec) (Sandb
 // sb is the *sandbox.Sandbox that Acquire gave.
 func (fresh) Kill(sb Sandbox) error { return sb.(*sandbox.Sandbox).Kill() }
 
-// Release publishes the result once sb is destroyed (no process, cgroup,
-// mount or socket left) or, when reusable and the pool lent it, reset (no
-// process, file or IPC object of the run left); a reset sandbox goes back
-// to the pool after the result is out. sb is the *sandbox.Sandbox that
-// Acquire gave.
+// Release publishes the result as soon as no process of the run can run
+// any more, then finishes the teardown: when the sandbox's cgroup lists
+// no process but the worker (Sandbox.Quiet: the program and everything it
+// started have exited, the usual end), at once; otherwise once the reset
+// (reusable, lent by the pool) has killed them, or the cgroup has been
+// killed and found empty. The rest — the reset's clean-up of files and
+// IPC objects, or the destroy (worker, namespaces, cgroup, host
+// directory, uid range) — follows the publication, still on the run's
+// goroutine: its scheduler slot and uid range stay held until the end,
+// and Runner.Shutdown waits for it. A reset sandbox then goes back to the
+// pool. sb is the *sandbox.Sandbox that Acquire gave.
 func (f fresh) Release(id string, s Sandbox, reusable bool, publish func()) {
 	r, sb := f.r, s.(*sandbox.Sandbox)
+	published := false
+	once := func() {
+		if !published {
+			published = true
+			publish()
+		}
+	}
+	quiet, err := sb.Quiet()
+	if err != nil {
+		r.log.Warn("list sandbox processes", "execution", id, "sandbox", sb.ID(), "error", err)
+		r.cfg.Metrics.CgroupFailed(err)
+	}
+	if quiet {
+		once()
+	}
 	p := r.pool.Load()
 	if reusable && p != nil && p.Reusable(sb) {
 		err := sb.Reset(r.runCtx)
 		if err == nil {
-			publish()
+			once()
 			p.Recycle(sb)
 			return
 		}
 		r.log.Warn("reset sandbox for reuse; destroying it", "execution", id, "sandbox", sb.ID(), "error", err)
+	}
+	if !published && sb.Kill() == nil {
+		once() // the cgroup is empty: the rest of the destroy can follow
 	}
 	if err := sb.Close(); err != nil {
 		r.log.Warn("destroy sandbox", "execution", id, "sandbox", sb.ID(), "error", err)
@@ -114,7 +138,7 @@ func (f fresh) Release(id string, s Sandbox, reusable bool, publish func()) {
 	if p != nil {
 		p.Discard(sb)
 	}
-	publish()
+	once()
 }
 
 // newPool returns the warm pool of cfg.WarmPool sandboxes of

@@ -270,9 +270,10 @@ func (r *run) reusable(res registry.Result, runErr error) bool {
 }
 
 // release takes sb away from stop, gives it back to the Placement, and
-// publishes res once nothing of the execution can run any more (its
-// sandbox destroyed or reset, DESIGN.md: a client that sees the result may
-// rely on it).
+// publishes res once nothing of the execution can run any more (every
+// process of it gone; a client that sees the result may rely on it). The
+// Placement may finish the sandbox's teardown after that, before release
+// returns: the run's slot is held until then.
 func (r *run) release(sb Sandbox, reusable bool, res registry.Result) {
 	r.detach()
 	r.place.Release(r.e.ID(), sb, reusable, func() { r.finish(res) })

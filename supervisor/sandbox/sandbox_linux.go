@@ -335,6 +335,22 @@ func (s *Sandbox) Prepare(ctx context.Context, req *workerv1.RunRequest) error {
 // affected.
 func (s *Sandbox) Kill() error { return s.cg.Kill() }
 
+// Quiet reports whether no process of the sandbox but its worker is left
+// to run (cgroup.Manager.Only): a single-use run's result may then be
+// published before the sandbox is reset or destroyed, since nothing of
+// the run can run any more. It is false, with no error, when other
+// processes are listed (a program's background job, a prepared runtime
+// being killed) or the worker is not known; the caller then kills or
+// resets the sandbox before it publishes.
+func (s *Sandbox) Quiet() (bool, error) {
+	if s.runner == nil || s.runner.proc == nil || s.cg == nil {
+		return false, nil
+	}
+	// The worker is not reaped before Close (runner.release): its pid
+	// names it, and no other process, until then.
+	return s.cg.Only(s.runner.proc.Pid)
+}
+
 // Sample records the sandbox's pids count for a peak the cgroup cannot
 // keep (see cgroup.Manager.Sample and ResetPeaks).
 func (s *Sandbox) Sample() { s.cg.Sample() }

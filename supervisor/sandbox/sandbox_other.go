@@ -39,7 +39,10 @@ func (s *Sandbox) ID() string         { return "" }
 func (s *Sandbox) HostUID() uint32    { return 0 }
 func (s *Sandbox) CgroupPath() string { return "" }
 func (s *Sandbox) Kill() error        { return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported) }
-func (s *Sandbox) Close() error       { return nil }
+func (s *Sandbox) Quiet() (bool, error) {
+	return false, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
+func (s *Sandbox) Close() error { return nil }
 func (s *Sandbox) Usage() (cgroup.Usage, error) {
 	return cgroup.Usage{}, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }

@@ -4,11 +4,13 @@ package hostile
 
 import (
 	"github.com/execfarm/execfarm/test/hostscan"
+	"github.com/execfarm/execfarm/test/testbin"
 
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // sandboxLeftovers lists what remains on the host of the sandbox id: its
@@ -31,6 +33,21 @@ func (s *suite) sandboxLeftovers(stateDir, id string) []string {
 		out = append(out, "mount "+m)
 	}
 	return out
+}
+
+// sandboxGone waits until nothing of sandbox id is left on the host
+// (sandboxLeftovers) and returns what is still there after 30 s in the
+// environment's time: a result is published once no process of its
+// execution can run, and the rest of the sandbox's teardown follows it.
+func (s *suite) sandboxGone(stateDir, id string) []string {
+	deadline := time.Now().Add(testbin.Scaled(30 * time.Second))
+	for {
+		l := s.sandboxLeftovers(stateDir, id)
+		if len(l) == 0 || time.Now().After(deadline) {
+			return l
+		}
+		time.Sleep(2 * time.Millisecond) // polling interval
+	}
 }
 
 // leftovers lists what remains of any sandbox of the suite: entries of

@@ -184,7 +184,7 @@ func TestHostRootKeepsItsKernelResources(t *testing.T) {
 	if resp.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_CANCELLED {
 		t.Errorf("after the stream closed the execution is %s; want CANCELLED", resp.GetState())
 	}
-	if l := s.sandboxLeftovers(s.stateDir, resp.GetResult().GetOutcome().GetSandboxId()); len(l) > 0 {
+	if l := s.sandboxGone(s.stateDir, resp.GetResult().GetOutcome().GetSandboxId()); len(l) > 0 {
 		t.Errorf("left on the host: %v", l)
 	}
 }

@@ -125,6 +125,17 @@ func median(ds []time.Duration) time.Duration {
 	return ds[len(ds)/2]
 }
 
+// settled waits until every execution of in has finished its sandbox's
+// teardown (testbin.Settled), 30 s at most in the environment's time.
+func settled(t testing.TB, in *instance) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(30*time.Second))
+	defer cancel()
+	if err := testbin.Settled(ctx, in.client); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // sandboxProcs returns the host processes (zombies included) with a uid in
 // the suite's window: what is left of sandboxes.
 func sandboxProcs() []hostscan.Proc { return hostscan.InUIDWindow(host.uidBase, host.uidEnd) }

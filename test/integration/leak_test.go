@@ -23,6 +23,7 @@ func TestNoLeaksAfterManyExecutions(t *testing.T) {
 	if _, err := in.client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{}); err != nil {
 		t.Fatalf("HealthCheck: %v", err)
 	}
+	settled(t, in) // the teardowns of the tests before
 	if l := leftovers(in); len(l) > 0 {
 		t.Fatalf("leftovers before the test:\n%s", strings.Join(l, "\n"))
 	}
@@ -140,8 +141,9 @@ func TestNoLeaksAfterManyExecutions(t *testing.T) {
 	if counts[stateCompleted] != 150 || counts[stateTimeout] != 25 || counts[stateCancelled] != 25 {
 		t.Fatalf("states %v; want 150 COMPLETED, 25 TIMEOUT, 25 CANCELLED", counts)
 	}
-	// Every execution has answered: a terminal execution's sandbox must
-	// already be destroyed.
+	// Every execution has answered; once their teardowns, which may
+	// follow the results, are over, nothing of them may be left.
+	settled(t, in)
 	if l := leftovers(in); len(l) > 0 {
 		t.Fatalf("leftovers after 200 executions:\n%s", strings.Join(l, "\n"))
 	}

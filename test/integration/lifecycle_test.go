@@ -117,6 +117,8 @@ func TestTimeoutKillsTheProcessTree(t *testing.T) {
 	if ps := hostscan.WithMarker("sleep " + sleepMarker); len(ps) > 0 {
 		t.Fatalf("processes left after the timeout: %v", ps)
 	}
+	// The rest of the teardown may follow the result.
+	settled(t, in)
 	if cg := sandboxCgroups(resp.GetOutcome().GetSandboxId()); len(cg) > 0 {
 		t.Fatalf("sandbox cgroups left after the timeout: %v", cg)
 	}
@@ -181,6 +183,8 @@ func TestCancelRunningAsyncExecution(t *testing.T) {
 	if ps := hostscan.WithMarker("sleep " + marker); len(ps) > 0 {
 		t.Fatalf("processes left after CancelExecution returned: %v", ps)
 	}
+	// The rest of the teardown may follow the result.
+	settled(t, in)
 	if l := leftovers(in); len(l) > 0 {
 		t.Fatalf("sandbox leftovers after CancelExecution returned:\n%s", strings.Join(l, "\n"))
 	}
