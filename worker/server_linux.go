@@ -205,7 +205,7 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 	}
 	p := s.prepared
 	s.prepared = nil
-	if p != nil && !proto.Equal(p.shape, shapeOf(req)) {
+	if p != nil && !proto.Equal(p.shape, workerv1.Shape(req)) {
 		// Prepared for another request: never used, never released.
 		s.killGroup(p.pid)
 		p.closeAll()
@@ -444,7 +444,7 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 	if err != nil {
 		return nil, err
 	}
-	p := &process{shape: shapeOf(req)}
+	p := &process{shape: workerv1.Shape(req)}
 	var childEnds []*os.File // closed once the child has them
 	defer func() {
 		for _, f := range childEnds {
@@ -623,15 +623,6 @@ func (p *process) release(program, stdin []byte) {
 		_, _ = w.Write(program)
 		w.Close()
 	}()
-}
-
-// shapeOf is req without what release supplies (program, stdin) and what
-// does not reach the process (the proxy): two requests of one shape start
-// the same process.
-func shapeOf(req *workerv1.RunRequest) *workerv1.RunRequest {
-	shape := proto.Clone(req).(*workerv1.RunRequest)
-	shape.Program, shape.Stdin, shape.ProxyBrokerId = nil, nil, 0
-	return shape
 }
 
 // openToSandbox makes a pipe readable and writable by the sandbox user;

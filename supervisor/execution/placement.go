@@ -144,14 +144,23 @@ func (f fresh) Release(id string, s Sandbox, reusable bool, publish func()) {
 // newPool returns the warm pool of cfg.WarmPool sandboxes of
 // Defaults.Spec(), each holding a prepared goja runtime process with the
 // default limits (so that a default goja request starts no process at
-// all). It starts filling at once.
+// all) while such requests come: after a request of the pool's Spec but
+// another shape (skipPrepare), sandboxes started or reset are made ready
+// without one, rather than prepare a process that request would kill
+// unused; a goja request that takes one starts its process itself. It
+// starts filling at once.
 func (r *Runner) newPool() *pool.Pool {
 	spec := r.cfg.Defaults.Spec()
 	return pool.New(r.cfg.WarmPool, r.cfg.SandboxReuse, spec,
 		func(ctx context.Context) (*sandbox.Sandbox, error) {
 			return r.startSandbox(ctx, metrics.PathWarmPool, spec)
 		},
-		func(ctx context.Context, sb *sandbox.Sandbox) error { return sb.Prepare(ctx, r.warmShape) },
+		func(ctx context.Context, sb *sandbox.Sandbox) error {
+			if r.skipPrepare.Load() {
+				return nil
+			}
+			return sb.Prepare(ctx, r.warmShape)
+		},
 		r.log.Named("pool"))
 }
 

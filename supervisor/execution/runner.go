@@ -80,6 +80,11 @@ type Runner struct {
 	// warmShape is the warm pool's prepared process: the default limits,
 	// goja, no program yet.
 	warmShape *workerv1.RunRequest
+	// skipPrepare: the latest request of the pool's Spec had another shape
+	// than warmShape (a shell or python program, say), which would kill a
+	// prepared goja process unused; until a request of warmShape comes,
+	// warm sandboxes are made ready without one (see newPool).
+	skipPrepare atomic.Bool
 
 	mu       sync.Mutex
 	closing  bool
@@ -140,6 +145,9 @@ func (r *Runner) Closing() bool {
 // execution is PENDING or RUNNING. Errors: ErrShuttingDown once Shutdown
 // has begun; scheduler.ErrQueueFull (wrapped) when the queue is full.
 func (r *Runner) Submit(j *Job) (*registry.Execution, error) {
+	if r.warmShape != nil && j.Limits.Spec() == r.cfg.Defaults.Spec() {
+		r.skipPrepare.Store(!workerv1.SameShape(j.Request, r.warmShape))
+	}
 	return r.SubmitIn(fresh{r}, j)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/forkserver"
+	"github.com/execfarm/execfarm/isolation/rootfs"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/test/hostscan"
@@ -116,6 +117,54 @@ func TestWarmPoolRunsGojaOnPreparedProcesses(t *testing.T) {
 		if err != nil || !resp.GetSuccess() || strings.TrimSpace(resp.GetOutput()) != "2048" {
 			t.Errorf("%v with 2048 open files on a pool of 1024: %v %v", rt, resp, err)
 		}
+	}
+}
+
+// TestWarmPoolPreparesOnlyWhatIsAsked: warm sandboxes hold a prepared
+// goja process while goja requests come; after a shell request, the
+// sandboxes started from then on hold none (a shell request would kill it
+// unused); after a goja request, they do again, and a goja request that
+// finds a sandbox without one still runs.
+func TestWarmPoolPreparesOnlyWhatIsAsked(t *testing.T) {
+	requireSandbox(t)
+	const size = 2
+	in := startPoolInstance(t, "poolshape", size)
+	first := host.uidBase + poolSlot*rangeSize
+	prepared := func() int {
+		n := 0
+		for _, p := range hostscan.InUIDWindow(first, first+6*rangeSize) {
+			if strings.HasPrefix(p.Cmdline, rootfs.GojaPath) && p.State != "Z" {
+				n++
+			}
+		}
+		return n
+	}
+	// turnOver runs size+1 requests of req, each on a full pool, so that
+	// every ready sandbox afterwards was started after the first of them;
+	// then waits for the pool to be full again.
+	turnOver := func(req *sandboxv1.ExecuteRequest, want string) {
+		for range size + 1 {
+			waitPoolReady(t, in, size)
+			resp, err := in.client.Execute(callCtx(t), req)
+			if err != nil || !resp.GetSuccess() || resp.GetOutput() != want {
+				t.Fatalf("%v: %v %v", req.GetRuntime(), resp, err)
+			}
+		}
+		waitPoolReady(t, in, size)
+		settled(t, in)
+	}
+	waitPoolReady(t, in, size)
+	if n := prepared(); n != size {
+		t.Fatalf("prepared goja processes in a new pool: %d, want %d", n, size)
+	}
+	turnOver(shellReq("echo sh", 0), "sh\n")
+	if n := prepared(); n != 0 {
+		t.Errorf("prepared goja processes after shell requests: %d, want 0", n)
+	}
+	// The first goja request finds no prepared process and starts its own.
+	turnOver(gojaReq(`console.log("js")`, 0), "js\n")
+	if n := prepared(); n != size {
+		t.Errorf("prepared goja processes after goja requests: %d, want %d", n, size)
 	}
 }
 
