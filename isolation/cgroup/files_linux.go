@@ -99,10 +99,14 @@ func readProcsTree(dir string) ([]int, error) {
 	return out, err
 }
 
-// removeTimeout bounds the retries of rmdir on EBUSY: a cgroup whose last
-// process just exited can stay busy for a moment while the kernel releases
-// it.
-const removeTimeout = 2 * time.Second
+// removeTimeout bounds the retries of rmdir on EBUSY: a cgroup stays busy
+// until its last killed process has exited, which takes a moment for most
+// and seconds for one that held tens of thousands of mapped files (the
+// file-table hostile test measured over 2 s on the cgroup v2 VM). The
+// retries back off from 10 ms to 250 ms; whoever removes waits, holding
+// what the sandbox holds (its uid range, its slot), which is what must
+// happen until its processes are gone.
+const removeTimeout = 30 * time.Second
 
 // removeTree removes the cgroup dir and its descendants, deepest first. On
 // cgroupfs a cgroup is removed with rmdir alone (its files are not real);
@@ -131,13 +135,13 @@ func removeTree(dir string) error {
 		}
 	}
 	deadline := time.Now().Add(removeTimeout)
-	for {
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 250*time.Millisecond) {
 		err := unix.Rmdir(dir)
 		switch {
 		case err == nil, errors.Is(err, unix.ENOENT):
 			return nil
 		case errors.Is(err, unix.EBUSY) && time.Now().Before(deadline):
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(pause)
 		default:
 			return fmt.Errorf("remove cgroup %s: %w", dir, &os.PathError{Op: "rmdir", Path: dir, Err: err})
 		}
