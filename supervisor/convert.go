@@ -74,6 +74,7 @@ func outcomeToProto(id string, r registry.Result) *sandboxv1.ExecutionOutcome {
 	if x, ok := r.Extra.(execution.Extra); ok {
 		o.EffectiveLimits = x.Limits.ToProto()
 		o.Runtime = runtimeToProto(x.Runtime)
+		o.Deterministic, o.Seed = x.Deterministic, x.Seed
 	}
 	return o
 }

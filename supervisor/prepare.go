@@ -43,7 +43,8 @@ func (s *Server) prepare(req *sandboxv1.ExecuteRequest, tests bool) (*execution.
 	if err != nil {
 		return nil, err
 	}
-	in := execution.Input{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), Env: req.GetEnv(), Tests: tests, Limits: l}
+	in := execution.Input{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), Env: req.GetEnv(), Tests: tests, Limits: l,
+		Deterministic: req.GetDeterministic(), Seed: req.GetSeed()}
 	if c, ok := req.GetSource().(*sandboxv1.ExecuteRequest_Cached); ok {
 		in.Cached = &c.Cached
 	}

@@ -273,10 +273,12 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 		code = req.GetCode() + "\n" + code
 	}
 	e, err := s.submitMode(ctx, &sandboxv1.ExecuteRequest{
-		Source:    &sandboxv1.ExecuteRequest_Code{Code: code},
-		TimeoutMs: req.TimeoutMs,
-		Runtime:   req.GetRuntime(),
-		Limits:    req.GetLimits(),
+		Source:        &sandboxv1.ExecuteRequest_Code{Code: code},
+		TimeoutMs:     req.TimeoutMs,
+		Runtime:       req.GetRuntime(),
+		Limits:        req.GetLimits(),
+		Deterministic: req.GetDeterministic(),
+		Seed:          req.GetSeed(),
 	}, true)
 	if err != nil {
 		return nil, rpcError(err)

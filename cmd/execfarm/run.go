@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 )
@@ -26,6 +27,7 @@ func runCmd(cf *clientFlags) *cobra.Command {
 		stdinFrom string
 		env       []string
 		lim       limitFlags
+		det       deterministicFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] (FILE | -e CODE | - | --cached NAME)",
@@ -48,6 +50,10 @@ an embedded supervisor for the one execution; --async needs a running one.
 		}
 		// Raw output: the program's stdout and stderr as it wrote them.
 		req := &sandboxv1.ExecuteRequest{Runtime: r, RawOutput: true}
+		var err error
+		if req.Deterministic, req.Seed, err = det.get(cmd.Flags()); err != nil {
+			return err
+		}
 		if cached != "" {
 			if code != "" || len(args) > 0 {
 				return errors.New("give --cached NAME, -e CODE or a file, not two")
@@ -60,7 +66,6 @@ an embedded supervisor for the one execution; --async needs a running one.
 			}
 			req.Source = &sandboxv1.ExecuteRequest_Code{Code: src}
 		}
-		var err error
 		if req.Env, err = parseEnv(env); err != nil {
 			return err
 		}
@@ -118,10 +123,32 @@ an embedded supervisor for the one execution; --async needs a running one.
 	f.StringVar(&cached, "cached", "", "run the cached script NAME (exact, without .ts, or a unique part of it: cache list)")
 	f.StringArrayVar(&env, "env", nil, "set the program's environment variable K to V (K=V; repeatable)")
 	lim.register(f, "the execution")
+	det.register(f)
 	f.BoolVar(&async, "async", false, "submit and print the execution id (needs a running supervisor)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "print the termination reason and resource usage to stderr")
 	f.StringVar(&stdinFrom, "stdin", "", "give the program FILE, or - for this command's standard input, as its standard input (at most 3 MiB; default: none)")
 	return cmd
+}
+
+// deterministicFlags are --deterministic and --seed (run, test).
+type deterministicFlags struct {
+	on   bool
+	seed int64
+}
+
+func (d *deterministicFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&d.on, "deterministic", false, "goja and node: a clock that starts at 2000-01-01T00:00:00Z and moves only when a timer fires, "+
+		"and Math.random (node: crypto.getRandomValues, randomUUID) seeded with --seed, so that a re-run prints the same")
+	fs.Int64Var(&d.seed, "seed", 0, "the seed of a --deterministic run")
+}
+
+// get returns the request's deterministic and seed; --seed alone is
+// refused (it would be ignored).
+func (d *deterministicFlags) get(fs *pflag.FlagSet) (bool, int64, error) {
+	if fs.Changed("seed") && !d.on {
+		return false, 0, errors.New("--seed needs --deterministic")
+	}
+	return d.on, d.seed, nil
 }
 
 // parseEnv reads --env K=V flags.
@@ -244,4 +271,7 @@ func printOutcome(state sandboxv1.ExecutionState, o *sandboxv1.ExecutionOutcome)
 		time.Duration(u.GetWallMs())*time.Millisecond, time.Duration(u.GetCpuUserUs())*time.Microsecond,
 		time.Duration(u.GetCpuSystemUs())*time.Microsecond, u.GetPeakMemoryBytes(), u.GetPeakMemorySource(),
 		u.GetPidsPeak(), u.GetOomKills(), o.GetQueueWaitMs(), o.GetSandboxId())
+	if o.GetDeterministic() {
+		fmt.Fprintf(os.Stderr, "execfarm: deterministic, seed %d\n", o.GetSeed())
+	}
 }

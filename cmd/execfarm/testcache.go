@@ -20,6 +20,7 @@ func testCmd(cf *clientFlags) *cobra.Command {
 		rt   string
 		code string
 		lim  limitFlags
+		det  deterministicFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "test [flags] (TESTS_FILE | -)",
@@ -43,6 +44,9 @@ it starts an embedded supervisor when none is configured.
 			return fmt.Errorf("unknown runtime %q (goja, node)", rt)
 		}
 		req := &sandboxv1.ExecuteTestRequest{Tests: string(tests), Runtime: r, RawOutput: true}
+		if req.Deterministic, req.Seed, err = det.get(cmd.Flags()); err != nil {
+			return err
+		}
 		if code != "" {
 			b, err := os.ReadFile(code)
 			if err != nil {
@@ -86,6 +90,7 @@ it starts an embedded supervisor when none is configured.
 	f.StringVar(&code, "code", "", "file of the code under test, run before the tests")
 	f.StringVar(&rt, "runtime", "", "goja or node (default: the server's)")
 	lim.register(f, "the execution")
+	det.register(f)
 	return cmd
 }
 

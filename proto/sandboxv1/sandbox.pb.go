@@ -467,7 +467,16 @@ type ExecuteRequest struct {
 	// console lines joined by "\n" ("[ERROR] ", "[WARN] ", "[INFO] "
 	// prefixes), and ExecuteStream sends one chunk per console line,
 	// console.error's as error_output, without stream_offset.
-	RawOutput     bool `protobuf:"varint,104,opt,name=raw_output,json=rawOutput,proto3" json:"raw_output,omitempty"`
+	RawOutput bool `protobuf:"varint,104,opt,name=raw_output,json=rawOutput,proto3" json:"raw_output,omitempty"`
+	// Run deterministically (goja, node): the clock starts at
+	// 2000-01-01T00:00:00Z (Date.now, new Date; performance.now at 0) and
+	// advances only when a timer fires, to the time it was due; Math.random
+	// (and node's crypto.getRandomValues, crypto.randomUUID) come from a
+	// generator seeded with seed, the same in both runtimes. Re-run with the
+	// same seed, a program prints the same thing. Shell and python ignore it.
+	Deterministic bool `protobuf:"varint,105,opt,name=deterministic,proto3" json:"deterministic,omitempty"`
+	// The seed of a deterministic run; 0 is a seed like any other.
+	Seed          int64 `protobuf:"varint,106,opt,name=seed,proto3" json:"seed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -569,6 +578,20 @@ func (x *ExecuteRequest) GetRawOutput() bool {
 	return false
 }
 
+func (x *ExecuteRequest) GetDeterministic() bool {
+	if x != nil {
+		return x.Deterministic
+	}
+	return false
+}
+
+func (x *ExecuteRequest) GetSeed() int64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
+}
+
 type isExecuteRequest_Source interface {
 	isExecuteRequest_Source()
 }
@@ -606,8 +629,11 @@ type ExecutionOutcome struct {
 	// Identity of the sandbox that ran the execution.
 	SandboxId string `protobuf:"bytes,11,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
 	// Total bytes the program wrote, including what truncation dropped.
-	StdoutBytes   int64 `protobuf:"varint,12,opt,name=stdout_bytes,json=stdoutBytes,proto3" json:"stdout_bytes,omitempty"`
-	StderrBytes   int64 `protobuf:"varint,13,opt,name=stderr_bytes,json=stderrBytes,proto3" json:"stderr_bytes,omitempty"`
+	StdoutBytes int64 `protobuf:"varint,12,opt,name=stdout_bytes,json=stdoutBytes,proto3" json:"stdout_bytes,omitempty"`
+	StderrBytes int64 `protobuf:"varint,13,opt,name=stderr_bytes,json=stderrBytes,proto3" json:"stderr_bytes,omitempty"`
+	// The run was deterministic (ExecuteRequest.deterministic), with seed.
+	Deterministic bool  `protobuf:"varint,14,opt,name=deterministic,proto3" json:"deterministic,omitempty"`
+	Seed          int64 `protobuf:"varint,15,opt,name=seed,proto3" json:"seed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -729,6 +755,20 @@ func (x *ExecutionOutcome) GetStdoutBytes() int64 {
 func (x *ExecutionOutcome) GetStderrBytes() int64 {
 	if x != nil {
 		return x.StderrBytes
+	}
+	return 0
+}
+
+func (x *ExecutionOutcome) GetDeterministic() bool {
+	if x != nil {
+		return x.Deterministic
+	}
+	return false
+}
+
+func (x *ExecutionOutcome) GetSeed() int64 {
+	if x != nil {
+		return x.Seed
 	}
 	return 0
 }
@@ -1720,7 +1760,10 @@ type ExecuteTestRequest struct {
 	Limits  *ResourceLimits `protobuf:"bytes,101,opt,name=limits,proto3" json:"limits,omitempty"`
 	// ExecuteTestResponse.output is the program's raw stdout rather than
 	// its console lines as ProDisco joins them (ExecuteRequest.raw_output).
-	RawOutput     bool `protobuf:"varint,102,opt,name=raw_output,json=rawOutput,proto3" json:"raw_output,omitempty"`
+	RawOutput bool `protobuf:"varint,102,opt,name=raw_output,json=rawOutput,proto3" json:"raw_output,omitempty"`
+	// A deterministic run, and its seed (ExecuteRequest.deterministic).
+	Deterministic bool  `protobuf:"varint,103,opt,name=deterministic,proto3" json:"deterministic,omitempty"`
+	Seed          int64 `protobuf:"varint,104,opt,name=seed,proto3" json:"seed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1795,6 +1838,20 @@ func (x *ExecuteTestRequest) GetRawOutput() bool {
 		return x.RawOutput
 	}
 	return false
+}
+
+func (x *ExecuteTestRequest) GetDeterministic() bool {
+	if x != nil {
+		return x.Deterministic
+	}
+	return false
+}
+
+func (x *ExecuteTestRequest) GetSeed() int64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
 }
 
 type ExecuteTestResponse struct {
@@ -2495,7 +2552,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x11peak_memory_bytes\x18\x04 \x01(\x03R\x0fpeakMemoryBytes\x12,\n" +
 	"\x12peak_memory_source\x18\x05 \x01(\tR\x10peakMemorySource\x12\x1b\n" +
 	"\tpids_peak\x18\x06 \x01(\x03R\bpidsPeak\x12\x1b\n" +
-	"\toom_kills\x18\a \x01(\x03R\boomKills\"\x9f\x03\n" +
+	"\toom_kills\x18\a \x01(\x03R\boomKills\"\xd9\x03\n" +
 	"\x0eExecuteRequest\x12\x14\n" +
 	"\x04code\x18\x01 \x01(\tH\x00R\x04code\x12\x18\n" +
 	"\x06cached\x18\x02 \x01(\tH\x00R\x06cached\x12\"\n" +
@@ -2506,12 +2563,14 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x05stdin\x18f \x01(\fR\x05stdin\x12>\n" +
 	"\x03env\x18g \x03(\v2,.prodisco.sandbox.v1.ExecuteRequest.EnvEntryR\x03env\x12\x1d\n" +
 	"\n" +
-	"raw_output\x18h \x01(\bR\trawOutput\x1a6\n" +
+	"raw_output\x18h \x01(\bR\trawOutput\x12$\n" +
+	"\rdeterministic\x18i \x01(\bR\rdeterministic\x12\x12\n" +
+	"\x04seed\x18j \x01(\x03R\x04seed\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\b\n" +
 	"\x06sourceB\r\n" +
-	"\v_timeout_ms\"\xe2\x04\n" +
+	"\v_timeout_ms\"\x9c\x05\n" +
 	"\x10ExecutionOutcome\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12U\n" +
 	"\x12termination_reason\x18\x02 \x01(\x0e2&.prodisco.sandbox.v1.TerminationReasonR\x11terminationReason\x12\x1b\n" +
@@ -2527,7 +2586,9 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"sandbox_id\x18\v \x01(\tR\tsandboxId\x12!\n" +
 	"\fstdout_bytes\x18\f \x01(\x03R\vstdoutBytes\x12!\n" +
-	"\fstderr_bytes\x18\r \x01(\x03R\vstderrBytes\"\xd5\x03\n" +
+	"\fstderr_bytes\x18\r \x01(\x03R\vstderrBytes\x12$\n" +
+	"\rdeterministic\x18\x0e \x01(\bR\rdeterministic\x12\x12\n" +
+	"\x04seed\x18\x0f \x01(\x03R\x04seed\"\xd5\x03\n" +
 	"\x0fExecuteResponse\x12\x18\n" +
 	"\asuccess\x18\x01 \x01(\bR\asuccess\x12\x16\n" +
 	"\x06output\x18\x02 \x01(\tR\x06output\x12\x19\n" +
@@ -2616,7 +2677,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"sandbox_id\x18g \x01(\tR\tsandboxIdB\x11\n" +
 	"\x0f_finished_at_msB\x0e\n" +
-	"\f_cached_name\"\x93\x02\n" +
+	"\f_cached_name\"\xcd\x02\n" +
 	"\x12ExecuteTestRequest\x12\x17\n" +
 	"\x04code\x18\x01 \x01(\tH\x00R\x04code\x88\x01\x01\x12\x14\n" +
 	"\x05tests\x18\x02 \x01(\tR\x05tests\x12\"\n" +
@@ -2625,7 +2686,9 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\aruntime\x18d \x01(\x0e2\x1c.prodisco.sandbox.v1.RuntimeR\aruntime\x12;\n" +
 	"\x06limits\x18e \x01(\v2#.prodisco.sandbox.v1.ResourceLimitsR\x06limits\x12\x1d\n" +
 	"\n" +
-	"raw_output\x18f \x01(\bR\trawOutputB\a\n" +
+	"raw_output\x18f \x01(\bR\trawOutput\x12$\n" +
+	"\rdeterministic\x18g \x01(\bR\rdeterministic\x12\x12\n" +
+	"\x04seed\x18h \x01(\x03R\x04seedB\a\n" +
 	"\x05_codeB\r\n" +
 	"\v_timeout_ms\"\xc8\x03\n" +
 	"\x13ExecuteTestResponse\x12\x18\n" +

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/execfarm/execfarm/runtime/deterministic"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/runtime/testresult"
 )
@@ -55,7 +56,17 @@ func Main(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	opts := Options{Deterministic: os.Getenv("EXECFARM_DETERMINISTIC") == "1"}
+	opts := Options{Deterministic: os.Getenv(deterministic.Env) == "1"}
+	if opts.Deterministic {
+		seed, err := strconv.ParseInt(os.Getenv(deterministic.SeedEnv), 10, 64)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "execfarm-goja: %s: %v\n", deterministic.SeedEnv, err)
+			return 2
+		}
+		opts.Seed = seed
+	}
+	os.Unsetenv(deterministic.Env)
+	os.Unsetenv(deterministic.SeedEnv)
 	if fd, err := strconv.Atoi(os.Getenv(ConsoleEnv)); err == nil && fd > 2 {
 		con := os.NewFile(uintptr(fd), "console")
 		defer con.Close()

@@ -3,9 +3,11 @@ package goja
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	gojavm "github.com/dop251/goja"
 
+	"github.com/execfarm/execfarm/runtime/deterministic"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
 )
 
@@ -83,4 +85,28 @@ func (r *runner) processExitCode() int {
 		return ExitOK
 	}
 	return int(v.ToInteger())
+}
+
+// installPerformance defines performance.now() (milliseconds since the
+// run began, fractions included; on a deterministic run, since its clock
+// started) and performance.timeOrigin (the Unix time of that origin, ms).
+func (r *runner) installPerformance() error {
+	vm := r.vm
+	p := vm.NewObject()
+	origin := float64(r.started.UnixMicro()) / 1000
+	now := func() float64 { return float64(time.Since(r.started).Microseconds()) / 1000 }
+	if r.deterministic {
+		origin = deterministic.EpochMs
+		now = func() float64 { return float64(r.virtual.Microseconds()) / 1000 }
+	}
+	if err := p.Set("now", now); err != nil {
+		return fmt.Errorf("install performance.now: %w", err)
+	}
+	if err := p.Set("timeOrigin", origin); err != nil {
+		return fmt.Errorf("install performance.timeOrigin: %w", err)
+	}
+	if err := vm.Set("performance", p); err != nil {
+		return fmt.Errorf("install performance: %w", err)
+	}
+	return nil
 }

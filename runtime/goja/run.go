@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/dop251/goja/parser"
 	"github.com/dop251/goja_nodejs/eventloop"
 
+	"github.com/execfarm/execfarm/runtime/deterministic"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
 )
 
@@ -39,10 +39,13 @@ const programName = "main.js"
 
 // Options tunes one Run.
 type Options struct {
-	// Deterministic fixes the clock seen by the program at the Unix epoch
-	// (Date.now() returns 0, new Date() is 1970-01-01T00:00:00Z) and seeds
-	// Math.random with Seed. Timers still fire after real time. false means
-	// the real clock and an unpredictable Math.random.
+	// Deterministic gives the program a clock that starts at
+	// deterministic.EpochMs (Date.now(), new Date(); performance.now() at
+	// 0) and advances only when a timer fires, to the time the timer was
+	// due on it, and Math.random from deterministic.NewRand(Seed): node's
+	// generator too, so both runtimes print the same. Timers still wait
+	// their real delay. false means the real clock and an unpredictable
+	// Math.random.
 	Deterministic bool
 	// Seed seeds Math.random when Deterministic is set; 0 is a valid seed.
 	// Ignored otherwise.
@@ -195,17 +198,21 @@ func compile(program string) (*gojavm.Program, int, error) {
 // setup installs the globals and the deterministic sources.
 func (r *runner) setup(opts Options) error {
 	vm := r.vm
+	r.started = time.Now()
 	if opts.Deterministic {
-		epoch := time.Unix(0, 0)
-		vm.SetTimeSource(func() time.Time { return epoch })
-		rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x9e3779b97f4a7c15))
-		vm.SetRandSource(rng.Float64)
+		r.deterministic = true
+		epoch := time.UnixMilli(deterministic.EpochMs)
+		vm.SetTimeSource(func() time.Time { return epoch.Add(r.virtual) })
+		vm.SetRandSource(deterministic.NewRand(opts.Seed).Float64)
 	}
 	vm.SetPromiseRejectionTracker(r.trackRejection)
 	if err := r.installConsole(); err != nil {
 		return err
 	}
 	if err := r.installTimers(); err != nil {
+		return err
+	}
+	if err := r.installPerformance(); err != nil {
 		return err
 	}
 	return r.installProcess()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	gojavm "github.com/dop251/goja"
 	"github.com/dop251/goja_nodejs/eventloop"
@@ -36,6 +37,12 @@ type runner struct {
 	// onReport, when set, receives every message report writes (RunTests
 	// puts it in the test summary).
 	onReport func(msg string)
+	// started is when the run began: performance.now's origin.
+	started time.Time
+	// deterministic runs on virtual time (Options.Deterministic): the
+	// clock is deterministic.EpochMs plus virtual, which timers advance.
+	deterministic bool
+	virtual       time.Duration
 	// console is the console channel (Options.Console), nil without one;
 	// consoleCount applies its caps, recordBuf is reused for records.
 	console      *stream

@@ -36,12 +36,16 @@ type scheduler struct {
 }
 
 type timer struct {
-	id        int64
-	when      time.Time
-	seq       uint64
-	fn        gojavm.Callable
-	args      []gojavm.Value
-	interval  time.Duration // > 0 for setInterval
+	id       int64
+	when     time.Time
+	seq      uint64
+	fn       gojavm.Callable
+	args     []gojavm.Value
+	interval time.Duration // > 0 for setInterval
+	// vdue is when it is due on a deterministic run's clock (0 on a run
+	// with the real clock); it orders timers before when does, so that
+	// the order does not depend on how long code took between them.
+	vdue      time.Duration
 	immediate bool
 	ref       bool
 	cancelled bool
@@ -52,6 +56,9 @@ type timerHeap []*timer
 
 func (h timerHeap) Len() int { return len(h) }
 func (h timerHeap) Less(i, j int) bool {
+	if h[i].vdue != h[j].vdue {
+		return h[i].vdue < h[j].vdue
+	}
 	if !h[i].when.Equal(h[j].when) {
 		return h[i].when.Before(h[j].when)
 	}
@@ -124,6 +131,7 @@ func (s *scheduler) add(c gojavm.FunctionCall, repeat, immediate bool) gojavm.Va
 	} else {
 		t.interval = delayOf(c.Argument(1))
 		t.when = time.Now().Add(t.interval)
+		t.vdue = s.virtualDue(t.interval)
 		if !repeat {
 			t.interval = 0
 		}
@@ -154,6 +162,15 @@ func delayOf(v gojavm.Value) time.Duration {
 	return time.Duration(ms * float64(time.Millisecond))
 }
 
+// virtualDue is when a timer set now with delay d is due on a
+// deterministic run's clock; 0 on a run with the real clock.
+func (s *scheduler) virtualDue(d time.Duration) time.Duration {
+	if !s.r.deterministic {
+		return 0
+	}
+	return s.r.virtual + d
+}
+
 // handle builds the Timeout (or Immediate) object returned to JS.
 func (s *scheduler) handle(t *timer) gojavm.Value {
 	vm := s.r.vm
@@ -169,6 +186,7 @@ func (s *scheduler) handle(t *timer) gojavm.Value {
 				d = max(time.Until(t.when), 0)
 			}
 			t.when = time.Now().Add(d)
+			t.vdue = s.virtualDue(d)
 			heap.Fix(&s.heap, t.index)
 			s.rearm()
 		}
@@ -251,8 +269,14 @@ func (s *scheduler) turn() {
 			break
 		}
 		heap.Pop(&s.heap)
+		if t.vdue > s.r.virtual {
+			// A deterministic run's clock moves only here: to when the
+			// timer was due.
+			s.r.virtual = t.vdue
+		}
 		if t.interval > 0 {
 			t.when = time.Now().Add(t.interval)
+			t.vdue = s.virtualDue(t.interval)
 			s.seq++
 			t.seq = s.seq
 			heap.Push(&s.heap, t)

@@ -4,11 +4,13 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/execfarm/execfarm/runtime/deterministic"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/runtime/testresult"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -85,6 +87,12 @@ type Config struct {
 	// (console lines with their level, the message of an uncaught error),
 	// which must then be open for writing.
 	Console bool
+	// Seed, when set, makes the run deterministic (runtime/deterministic):
+	// a clock from deterministic.EpochMs that advances only with timers,
+	// and Math.random, crypto.getRandomValues and crypto.randomUUID from
+	// deterministic.JS seeded with *Seed. nil = the real clock and
+	// randomness.
+	Seed *int64
 }
 
 // preludeConfig is the JSON the prelude reads from process.argv[1].
@@ -96,6 +104,17 @@ type preludeConfig struct {
 	Prometheus string   `json:"prometheusUrl,omitempty"`
 	Harness    string   `json:"harness,omitempty"`
 	ConsoleFD  int      `json:"consoleFd,omitempty"`
+	// Deterministic is set for a deterministic run.
+	Deterministic *preludeDeterministic `json:"deterministic,omitempty"`
+}
+
+// preludeDeterministic is how the prelude makes a run deterministic: the
+// seed (decimal: a JSON number cannot hold every int64), the clock's start
+// and the generator's source (deterministic.JS).
+type preludeDeterministic struct {
+	Seed    string `json:"seed"`
+	EpochMs int64  `json:"epochMs"`
+	Random  string `json:"random"`
 }
 
 // Argv returns the command line that runs a program in node: the prelude
@@ -136,6 +155,9 @@ func Argv(cfg Config) ([]string, error) {
 	}
 	if cfg.Console {
 		pc.ConsoleFD = jsconsole.FD
+	}
+	if cfg.Seed != nil {
+		pc.Deterministic = &preludeDeterministic{Seed: strconv.FormatInt(*cfg.Seed, 10), EpochMs: deterministic.EpochMs, Random: deterministic.JS}
 	}
 	pc.Allowed = cfg.AllowedModules
 	if pc.Allowed == nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/execfarm/execfarm/internal/leakcheck"
+	"github.com/execfarm/execfarm/runtime/deterministic/detertest"
 	"github.com/execfarm/execfarm/runtime/jsconsole/consoletest"
 	"github.com/execfarm/execfarm/runtime/transform"
 )
@@ -442,5 +443,26 @@ func TestConsoleChannel(t *testing.T) {
 	}
 	for _, d := range tc.Check(r.stdout, r.stderr, r.console) {
 		t.Error(d)
+	}
+}
+
+// TestDeterministic: with Config.Seed, node prints what goja prints for
+// detertest's program (the clock from deterministic.EpochMs moved only by
+// timers, in that clock's order, and deterministic.NewRand's Math.random);
+// crypto.getRandomValues and randomUUID repeat with the seed too.
+func TestDeterministic(t *testing.T) {
+	for _, seed := range []int64{1, 2} {
+		if r := runNode(t, detertest.Program, Config{Seed: &seed}); r.exit != 0 || r.stdout != detertest.Want(seed) {
+			t.Errorf("seed %d: exit %d, printed\n%s\nwant\n%s%s", seed, r.exit, r.stdout, detertest.Want(seed), r.stderr)
+		}
+	}
+	const cryptoProg = `const b = new Uint8Array(8); crypto.getRandomValues(b); console.log(Array.from(b).join(","), crypto.randomUUID())`
+	seed, other := int64(7), int64(8)
+	a, b, c := runNode(t, cryptoProg, Config{Seed: &seed}), runNode(t, cryptoProg, Config{Seed: &seed}), runNode(t, cryptoProg, Config{Seed: &other})
+	if a.exit != 0 || a.stdout != b.stdout || a.stdout == c.stdout {
+		t.Errorf("crypto: seed 7 printed %q then %q, seed 8 %q (exit %d, %s)", a.stdout, b.stdout, c.stdout, a.exit, a.stderr)
+	}
+	if r := runNode(t, `console.log(Date.now())`, Config{}); strings.HasPrefix(r.stdout, "946684800000") {
+		t.Errorf("clock fixed without a seed: %q", r.stdout)
 	}
 }

@@ -163,6 +163,155 @@
     });
   }
 
+  // A deterministic run (cfg.deterministic; Go package
+  // runtime/deterministic, whose generator, the same as goja's, is
+  // cfg.deterministic.random): the clock starts at epochMs and moves only
+  // when a timer fires, to the time the timer was due on it; Math.random,
+  // crypto.getRandomValues and crypto.randomUUID come from the seeded
+  // generator.
+  if (cfg.deterministic) {
+    const det = cfg.deterministic;
+    const rand = require('node:vm').runInThisContext(det.random, { filename: 'deterministic.js' })(det.seed);
+    let elapsed = 0; // ms since epochMs, fractions kept as timers' delays
+    const now = () => det.epochMs + Math.floor(elapsed);
+    const RealDate = Date;
+    function DeterministicDate(...args) {
+      if (!new.target) return new RealDate(now()).toString();
+      return Reflect.construct(RealDate, args.length === 0 ? [now()] : args, new.target);
+    }
+    Object.setPrototypeOf(DeterministicDate, RealDate); // parse, UTC
+    DeterministicDate.prototype = RealDate.prototype;
+    DeterministicDate.now = now;
+    Object.defineProperty(RealDate.prototype, 'constructor', { value: DeterministicDate, writable: true, configurable: true });
+    globalThis.Date = DeterministicDate;
+    Math.random = () => rand.float64();
+    if (globalThis.performance) {
+      Object.defineProperty(performance, 'now', { value: () => elapsed, writable: true, configurable: true });
+      Object.defineProperty(performance, 'timeOrigin', { value: det.epochMs, configurable: true });
+    }
+    if (globalThis.crypto) {
+      const fill = (ta) => {
+        if (!ArrayBuffer.isView(ta) || ta instanceof DataView || ta instanceof Float32Array || ta instanceof Float64Array) {
+          throw new TypeError('The data argument must be an integer-type TypedArray');
+        }
+        const bytes = new Uint8Array(ta.buffer, ta.byteOffset, ta.byteLength);
+        for (let i = 0; i < bytes.length; i += 4) {
+          const v = rand.uint32();
+          for (let j = 0; j < 4 && i + j < bytes.length; j++) bytes[i + j] = (v >>> (8 * j)) & 0xff;
+        }
+        return ta;
+      };
+      const uuid = () => {
+        const b = fill(new Uint8Array(16));
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        const h = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+        return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+      };
+      // Node defines getRandomValues as an own property it will not let
+      // go: the global is a Crypto whose other members are the real one's.
+      const real = globalThis.crypto;
+      const wrapped = Object.create(real, {
+        getRandomValues: { value: fill, writable: true, configurable: true },
+        randomUUID: { value: uuid, writable: true, configurable: true },
+        subtle: { get: () => real.subtle, configurable: true },
+      });
+      Object.defineProperty(globalThis, 'crypto', { value: wrapped, writable: true, configurable: true, enumerable: false });
+    }
+    // Node's rule for a delay: below 1, above 2^31-1 or not a number is 1.
+    const delayOf = (d) => {
+      d = Number(d);
+      return d >= 1 && d <= 2147483647 ? d : 1;
+    };
+    // Timers: one queue in the order of this clock (due, then creation),
+    // driven by one real timer armed for the head's real deadline, so that
+    // their order does not depend on how long code took between them.
+    // Each still waits its real delay.
+    const realSetTimeout = setTimeout, realClearTimeout = clearTimeout;
+    const realNow = () => Number(process.hrtime.bigint()) / 1e6;
+    const queue = []; // sorted by (due, seq)
+    const byId = new Map();
+    let seq = 0, nextId = 1, wake = null;
+    const insert = (e) => {
+      let i = queue.length;
+      while (i > 0 && (queue[i - 1].due > e.due || (queue[i - 1].due === e.due && queue[i - 1].seq > e.seq))) i--;
+      queue.splice(i, 0, e);
+    };
+    const remove = (e) => {
+      const i = queue.indexOf(e);
+      if (i >= 0) queue.splice(i, 1);
+    };
+    const arm = () => {
+      if (wake !== null) realClearTimeout(wake);
+      wake = null;
+      if (queue.length === 0) return;
+      wake = realSetTimeout(fire, Math.max(0, queue[0].at - realNow()));
+      if (!queue.some((e) => e.ref)) wake.unref();
+    };
+    function fire() {
+      wake = null;
+      const e = queue[0];
+      if (e === undefined || e.at > realNow()) return arm();
+      queue.shift();
+      if (e.due > elapsed) elapsed = e.due; // the clock moves only here
+      if (e.interval > 0) {
+        e.due += e.interval;
+        e.at = realNow() + e.interval;
+        e.seq = ++seq;
+        insert(e);
+      } else {
+        byId.delete(e.id);
+      }
+      arm(); // before the callback, which may throw or set timers
+      e.fn.apply(e.timeout, e.args);
+    }
+    class Timeout {
+      #e;
+      constructor(e) { this.#e = e; }
+      ref() { this.#e.ref = true; arm(); return this; }
+      unref() { this.#e.ref = false; arm(); return this; }
+      hasRef() { return this.#e.ref; }
+      refresh() {
+        const e = this.#e;
+        if (byId.has(e.id)) {
+          remove(e);
+          e.due = elapsed + e.delay;
+          e.at = realNow() + e.delay;
+          e.seq = ++seq;
+          insert(e);
+          arm();
+        }
+        return this;
+      }
+      close() { clear(this); return this; }
+      [Symbol.toPrimitive]() { return this.#e.id; }
+    }
+    const schedule = (fn, delay, args, repeat) => {
+      if (typeof fn !== 'function') return realSetTimeout(fn, delay); // Node's TypeError
+      const d = delayOf(delay);
+      const e = { id: nextId++, fn, args, delay: d, interval: repeat ? d : 0, due: elapsed + d, at: realNow() + d, seq: ++seq, ref: true };
+      e.timeout = new Timeout(e);
+      byId.set(e.id, e);
+      insert(e);
+      arm();
+      return e.timeout;
+    };
+    function clear(t) {
+      if (t === null || t === undefined) return;
+      const e = byId.get(typeof t === 'object' ? Number(t[Symbol.toPrimitive] ? t[Symbol.toPrimitive]() : NaN) : Number(t));
+      if (e === undefined) return realClearTimeout(t);
+      byId.delete(e.id);
+      remove(e);
+      arm();
+    }
+    const util = require('node:util');
+    globalThis.setTimeout = function setTimeout(fn, delay, ...args) { return schedule(fn, delay, args, false); };
+    globalThis.setTimeout[util.promisify.custom] = (delay, value) => new Promise((resolve) => schedule(resolve, delay, [value], false));
+    globalThis.setInterval = function setInterval(fn, delay, ...args) { return schedule(fn, delay, args, true); };
+    globalThis.clearTimeout = function clearTimeout(t) { clear(t); };
+    globalThis.clearInterval = function clearInterval(t) { clear(t); };
+  }
+
   // k8s and kc are always there, as in the reference, whatever the
   // allow-list says; they are loaded on first use (client-node takes most
   // of a second to load).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/execfarm/execfarm/isolation/rootfs"
 	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/runtime/deterministic"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/runtime/testresult"
@@ -44,8 +45,11 @@ type Input struct {
 	// Env is added to the base environment; keys must be non-empty and
 	// contain neither '=' nor NUL, values no NUL.
 	Env map[string]string
-	// Deterministic asks goja for a fixed clock and seeded Math.random.
+	// Deterministic asks goja and node for a fixed clock and Math.random
+	// (node: crypto.getRandomValues and randomUUID too) seeded with Seed
+	// (runtime/deterministic); shell and python ignore it.
 	Deterministic bool
+	Seed          int64
 	// Node configures the node runtime; nil means this server has no node
 	// runtime bundle (the node runtime is then unavailable).
 	Node *node.Config
@@ -133,7 +137,7 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 		}
 		req.Program = []byte(js)
 		if in.Deterministic {
-			req.Env = append(req.Env, "EXECFARM_DETERMINISTIC=1")
+			req.Env = append(req.Env, deterministic.Env+"=1", deterministic.SeedEnv+"="+strconv.FormatInt(in.Seed, 10))
 		}
 	case Shell:
 		req.Argv = []string{"/bin/sh", "-c", in.Code}
@@ -154,6 +158,9 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 		nc := *in.Node
 		nc.Tests = in.Tests
 		nc.Console = true
+		if in.Deterministic {
+			nc.Seed = &in.Seed
+		}
 		req.Results = in.Tests
 		req.Console = true
 		if req.Argv, err = node.Argv(nc); err != nil {

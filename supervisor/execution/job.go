@@ -34,6 +34,10 @@ type Job struct {
 	// Observer, if set, is told of the execution's life (a session
 	// sandbox's event log); nil = nobody.
 	Observer Observer
+	// Deterministic marks a goja or node job run with a fixed clock and
+	// Math.random seeded with Seed (Input.Deterministic).
+	Deterministic bool
+	Seed          int64
 }
 
 // Observer is told of one execution's life, in this order: Created once,
@@ -76,6 +80,10 @@ type Extra struct {
 	// Results is what a test-mode program wrote on its results channel,
 	// at most MaxResultsBytes.
 	Results []byte
+	// Deterministic and Seed are the job's: it ran with a fixed clock and
+	// Math.random seeded with Seed.
+	Deterministic bool
+	Seed          int64
 }
 
 // MaxResultsBytes bounds a test run's results channel (JSON lines; the

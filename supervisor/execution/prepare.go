@@ -24,6 +24,10 @@ type Input struct {
 	Tests bool
 	// Limits are the execution's limits.
 	Limits limits.Set
+	// Deterministic runs goja and node with a fixed clock and Math.random
+	// seeded with Seed (runtime/deterministic); other runtimes ignore it.
+	Deterministic bool
+	Seed          int64
 }
 
 // Prepare validates in and builds its Job: the code (or the cached script
@@ -41,12 +45,15 @@ func (r *Runner) Prepare(in Input) (*Job, error) {
 			return nil, err
 		}
 	}
-	req, err := program.Build(program.Input{Runtime: in.Runtime, Code: code, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, Node: r.cfg.Node})
+	req, err := program.Build(program.Input{Runtime: in.Runtime, Code: code, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, Node: r.cfg.Node,
+		Deterministic: in.Deterministic, Seed: in.Seed})
 	if err != nil {
 		return nil, err
 	}
 	req.Rlimits = in.Limits.Rlimits()
+	deterministic := in.Deterministic && (in.Runtime == program.Goja || in.Runtime == program.Node)
 	return &Job{Runtime: in.Runtime, Request: req, Limits: in.Limits, Code: code, CachedName: cachedName,
+		Deterministic: deterministic, Seed: in.Seed,
 		Cacheable: !in.Tests && cachedName == "" && r.cfg.Cache != nil && (in.Runtime == program.Goja || in.Runtime == program.Node)}, nil
 }
 

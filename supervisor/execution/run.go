@@ -335,7 +335,7 @@ func (r *run) finishStopped() {
 func (r *run) finish(res registry.Result) {
 	res.QueueWaitMs = r.queueWaitMs
 	res.Error = r.errorText(res)
-	x := Extra{Limits: r.j.Limits, Runtime: r.j.Runtime, Results: r.results}
+	x := Extra{Limits: r.j.Limits, Runtime: r.j.Runtime, Results: r.results, Deterministic: r.j.Deterministic, Seed: r.j.Seed}
 	if res.Success && res.State == registry.StateCompleted && r.j.Cacheable {
 		// Failed runs are never cached; the same code is stored once.
 		entry, created, err := r.runner.cfg.Cache.Save(r.j.Code, time.Now())

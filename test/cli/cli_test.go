@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/execfarm/execfarm/internal/leakcheck"
+	"github.com/execfarm/execfarm/runtime/deterministic/detertest"
 	"github.com/execfarm/execfarm/test/testbin"
 )
 
@@ -89,6 +90,15 @@ func setup() (teardown func() error) {
 		env.failure = err
 		return teardown
 	}
+	bundle, err := filepath.Abs("../../runtime/node/bundle")
+	if err != nil {
+		env.failure = err
+		return teardown
+	}
+	if _, err := os.Stat(filepath.Join(bundle, "node_modules")); err != nil {
+		env.failure = fmt.Errorf("node runtime bundle missing (make bundle): %w", err)
+		return teardown
+	}
 	env.socket = filepath.Join(env.dir, "s.sock")
 	env.uidBase = 3<<30 + 2<<28 + 1<<27 + uint64(os.Getpid()%64)*serveSlots*rangeSize
 	uidBase := env.uidBase
@@ -96,7 +106,7 @@ func setup() (teardown func() error) {
 		"--socket", env.socket, "--state-dir", filepath.Join(env.dir, "state"),
 		"--cgroup-parent", fmt.Sprintf("/execfarm-cli-%d", os.Getpid()), "--uid-base", strconv.FormatUint(uidBase, 10),
 		"--max-concurrent", "2", "--max-sandboxes", "2", "--scripts-cache-dir", filepath.Join(env.dir, "scripts"),
-		"--grace", "2s", "--log-format", "json")
+		"--grace", "2s", "--log-format", "json", "--node-bundle", bundle)
 	if err != nil {
 		env.failure = err
 		return teardown
@@ -369,6 +379,32 @@ func TestLimitFlags(t *testing.T) {
 	env := execfarm(t, "run", "--runtime", "shell", "--env", "GREETING=hi there", "-e", `echo "$GREETING"`)
 	if env.code != 0 || env.stdout != "hi there\n" {
 		t.Errorf("--env: %+v", env)
+	}
+}
+
+// TestDeterministicRun: run --deterministic --seed N prints the same on
+// two runs with one seed and other values with another, in goja and in
+// node alike (detertest's program: Date.now(), new Date().toISOString(),
+// three Math.random() values, timers), and the result says it ran
+// deterministically, with its seed.
+func TestDeterministicRun(t *testing.T) {
+	requireServe(t)
+	for _, rt := range []string{"goja", "node"} {
+		t.Run(rt, func(t *testing.T) {
+			for _, seed := range []int64{1, 1, 2} {
+				r := execfarm(t, "run", "-o", "json", "--runtime", rt, "--deterministic", "--seed", strconv.FormatInt(seed, 10), "-e", detertest.Program)
+				m := jsonOf(t, r)
+				if r.code != 0 || field(m, "output") != detertest.Want(seed) {
+					t.Errorf("seed %d: exit %d, output %q, want %q", seed, r.code, field(m, "output"), detertest.Want(seed))
+				}
+				if field(m, "outcome", "deterministic") != true || field(m, "outcome", "seed") != strconv.FormatInt(seed, 10) {
+					t.Errorf("seed %d: outcome %v does not say deterministic, seed %d", seed, field(m, "outcome"), seed)
+				}
+			}
+		})
+	}
+	if r := execfarm(t, "run", "--seed", "1", "-e", "1"); r.code != 126 || !strings.Contains(r.stderr, "--deterministic") {
+		t.Errorf("--seed alone: exit %d, %q; want 126, refused", r.code, r.stderr)
 	}
 }
 
