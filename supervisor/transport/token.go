@@ -197,18 +197,58 @@ func readTokenFile(path string) ([]byte, error) {
 	return b, nil
 }
 
-// tokenOptions makes every call but grpc.health.v1's carry
-// "authorization: bearer TOKEN" with one of tokens, and puts the token's
-// principal (principal.Token(name)) in the call's context; others end
-// UNAUTHENTICATED (DESIGN.md, Errors). go-grpc-middleware's auth
-// interceptors read the header. The check compares SHA-256 digests with
-// every token in constant time, so its time tells neither which token
-// nor how much of one matched.
-func tokenOptions(tokens []namedToken) []grpc.ServerOption {
-	digests := make([][sha256.Size]byte, len(tokens))
-	for i, t := range tokens {
-		digests[i] = sha256.Sum256([]byte(t.token))
+// TokenSet is a server's named bearer tokens, as a token file holds them
+// (Config.tokens gives the format), for servers of other protocols that
+// take the same file (the MCP bridge over HTTP).
+type TokenSet struct {
+	names   []string
+	digests [][sha256.Size]byte
+}
+
+// ReadTokenFile reads a token file as a server does (format and errors:
+// Config.tokens).
+func ReadTokenFile(path string) (*TokenSet, error) {
+	ts, err := Config{TokenPath: path}.tokens()
+	if err != nil {
+		return nil, err
 	}
+	return newTokenSet(ts), nil
+}
+
+func newTokenSet(tokens []namedToken) *TokenSet {
+	s := &TokenSet{names: make([]string, len(tokens)), digests: make([][sha256.Size]byte, len(tokens))}
+	for i, t := range tokens {
+		s.names[i], s.digests[i] = t.name, sha256.Sum256([]byte(t.token))
+	}
+	return s
+}
+
+// Lookup returns the name of token; ok is false when it is none of the
+// set's. It compares SHA-256 digests with every token in constant time,
+// so its time tells neither which token nor how much of one matched.
+func (s *TokenSet) Lookup(token string) (name string, ok bool) {
+	d := sha256.Sum256([]byte(token))
+	match := -1
+	for i := range s.digests {
+		if subtle.ConstantTimeCompare(d[:], s.digests[i][:]) == 1 {
+			match = i
+		}
+	}
+	if match < 0 {
+		return "", false
+	}
+	return s.names[match], true
+}
+
+// Len returns how many tokens the set holds.
+func (s *TokenSet) Len() int { return len(s.names) }
+
+// tokenOptions makes every call but grpc.health.v1's carry
+// "authorization: bearer TOKEN" with one of the set's tokens, and puts
+// the token's principal (principal.Token(name)) in the call's context;
+// others end UNAUTHENTICATED (DESIGN.md, Errors). go-grpc-middleware's
+// auth interceptors read the header; TokenSet.Lookup checks it.
+func tokenOptions(set *TokenSet) []grpc.ServerOption {
 	check := func(ctx context.Context) (context.Context, error) {
 		if m, _ := grpc.Method(ctx); strings.HasPrefix(m, healthService) {
 			return ctx, nil
@@ -217,19 +257,13 @@ func tokenOptions(tokens []namedToken) []grpc.ServerOption {
 		if err != nil {
 			return nil, status.Error(codes.Unauthenticated, "this server requires a bearer token (metadata \"authorization: Bearer TOKEN\"; execfarm clients: --token-file or EXECFARM_TOKEN)")
 		}
-		d := sha256.Sum256([]byte(got))
-		match := -1
-		for i := range digests {
-			if subtle.ConstantTimeCompare(d[:], digests[i][:]) == 1 {
-				match = i
-			}
-		}
-		if match < 0 {
+		name, ok := set.Lookup(got)
+		if !ok {
 			return nil, status.Error(codes.Unauthenticated, "invalid bearer token")
 		}
 		// The connection leaves the unauthenticated pool (guard.go).
 		prove(ctx)
-		return principal.NewContext(ctx, principal.Token(tokens[match].name)), nil
+		return principal.NewContext(ctx, principal.Token(name)), nil
 	}
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(check)),

@@ -277,7 +277,7 @@ func (c Config) ServerSecurity() (*ServerSecurity, error) {
 	}
 	sec := &ServerSecurity{}
 	if len(tokens) > 0 {
-		sec.Options = tokenOptions(tokens)
+		sec.Options = tokenOptions(newTokenSet(tokens))
 	}
 	sec.Options = append(sec.Options, principalOptions()...)
 	switch c.Mode {
