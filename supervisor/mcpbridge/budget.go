@@ -7,8 +7,8 @@ import (
 )
 
 // Output budget of a tool result, from the agent-sandbox MCP server's
-// execute_command (seeds/001): max_output_chars, default 30000, between 128
-// and 300000 characters (Unicode code points).
+// execute_command: max_output_chars, default 30000, between 128 and
+// 300000 characters (Unicode code points).
 const (
 	DefaultOutputChars = 30_000
 	MinOutputChars     = 128
@@ -24,7 +24,7 @@ type Budgeted struct {
 }
 
 // Budget fits stdout and stderr into budget code points together, by the
-// rule of seeds/001: the streams start with half each (stderr gets the odd
+// rule of agent-sandbox's MCP server: the streams start with half each (stderr gets the odd
 // character) and a stream that needs less leaves the rest to the other;
 // short output is unchanged; an oversized stream keeps equal beginning and
 // end excerpts (the end gets at most one character more) around
@@ -32,13 +32,51 @@ type Budgeted struct {
 // budget. budget below MinOutputChars is taken as MinOutputChars, which
 // leaves room for a marker in both streams.
 func Budget(stdout, stderr string, budget int) (Budgeted, Budgeted) {
-	return split(stdout, stderr, max(budget, MinOutputChars))
+	return split(&stringText{s: stdout}, &stringText{s: stderr}, max(budget, MinOutputChars))
+}
+
+// text is one stream's output as the budget reads it: its length in code
+// points and runs of its code points. A string is one (stringText); so is
+// a Capture, which holds only the beginning and end a budget can keep.
+type text interface {
+	// chars is the length in code points.
+	chars() int
+	// slice returns code points [from, to). A Capture of budget b answers
+	// for ranges within its first or last b code points, the only ones
+	// fit asks for with an allowance of at most b.
+	slice(from, to int) string
+}
+
+// stringText is a whole string as a text; invalid UTF-8 bytes count one
+// code point each, as utf8.RuneCountInString counts them.
+type stringText struct {
+	s       string
+	n       int
+	counted bool
+	runes   []rune // s's, once a slice needs them
+}
+
+func (t *stringText) chars() int {
+	if !t.counted {
+		t.n, t.counted = utf8.RuneCountInString(t.s), true
+	}
+	return t.n
+}
+
+func (t *stringText) slice(from, to int) string {
+	if from == 0 && to == t.chars() {
+		return t.s
+	}
+	if t.runes == nil {
+		t.runes = []rune(t.s)
+	}
+	return string(t.runes[from:to])
 }
 
 // split is Budget without the minimum, for what is left of a budget.
-func split(stdout, stderr string, budget int) (Budgeted, Budgeted) {
+func split(stdout, stderr text, budget int) (Budgeted, Budgeted) {
 	budget = max(budget, 0)
-	lo, le := utf8.RuneCountInString(stdout), utf8.RuneCountInString(stderr)
+	lo, le := stdout.chars(), stderr.chars()
 	ao, ae := budget/2, budget-budget/2
 	switch {
 	case lo+le <= budget:
@@ -48,21 +86,21 @@ func split(stdout, stderr string, budget int) (Budgeted, Budgeted) {
 	case le <= ae:
 		ao, ae = budget-le, le
 	}
-	return fit(stdout, lo, ao), fit(stderr, le, ae)
+	return fit(stdout, ao), fit(stderr, ae)
 }
 
-// fit cuts s, n code points long, to at most allowance code points.
-func fit(s string, n, allowance int) Budgeted {
+// fit cuts t to at most allowance code points.
+func fit(t text, allowance int) Budgeted {
+	n := t.chars()
 	if n <= allowance {
-		return Budgeted{Text: s, TotalChars: n}
+		return Budgeted{Text: t.slice(0, n), TotalChars: n}
 	}
 	// The most kept characters k with k + len(marker(n-k)) <= allowance;
 	// the marker only gets shorter as k grows.
-	r := []rune(s)
 	if allowance < markerLen(n) {
 		// No room for the marker (a budget's small remainder): the
 		// beginning only; Truncated says the rest is gone.
-		return Budgeted{Text: string(r[:allowance]), TotalChars: n, Truncated: true}
+		return Budgeted{Text: t.slice(0, allowance), TotalChars: n, Truncated: true}
 	}
 	k := allowance - markerLen(n)
 	for k+1 < n && k+1+markerLen(n-k-1) <= allowance {
@@ -71,9 +109,9 @@ func fit(s string, n, allowance int) Budgeted {
 	head := k / 2
 	tail := k - head
 	var b strings.Builder
-	b.WriteString(string(r[:head]))
+	b.WriteString(t.slice(0, head))
 	b.WriteString(marker(n - k))
-	b.WriteString(string(r[n-tail:]))
+	b.WriteString(t.slice(n-tail, n))
 	return Budgeted{Text: b.String(), TotalChars: n, Truncated: true}
 }
 
@@ -106,7 +144,7 @@ func budgetTests(tests []TestResult, allowance int) (kept []TestResult, used, om
 	}
 	kept = []TestResult{}
 	for i, t := range ordered {
-		e := fit(t.Error, utf8.RuneCountInString(t.Error), maxTestError)
+		e := fit(&stringText{s: t.Error}, maxTestError)
 		t.Error = e.Text
 		cost := testCost + utf8.RuneCountInString(t.Name) + utf8.RuneCountInString(t.Error)
 		if used+cost > allowance {

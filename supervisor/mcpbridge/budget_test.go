@@ -83,11 +83,11 @@ func TestBudgetCountsCodePoints(t *testing.T) {
 // TestSplitWithoutRoomForAMarker: a remainder smaller than a marker keeps
 // the beginning only, and says it cut.
 func TestSplitWithoutRoomForAMarker(t *testing.T) {
-	o, e := split(strings.Repeat("a", 100), "", 10)
+	o, e := split(&stringText{s: strings.Repeat("a", 100)}, &stringText{}, 10)
 	if o.Text != strings.Repeat("a", 10) || !o.Truncated || o.TotalChars != 100 || e.Text != "" {
 		t.Errorf("split into 10: %+v, %+v", o, e)
 	}
-	if o, _ := split("abc", "", 0); o.Text != "" || !o.Truncated {
+	if o, _ := split(&stringText{s: "abc"}, &stringText{}, 0); o.Text != "" || !o.Truncated {
 		t.Errorf("split into 0: %+v", o)
 	}
 }

@@ -250,7 +250,7 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 		if mode != "test" {
 			out.Tests = nil
 		}
-		o, e := split(out.Output, out.ErrorOutput, budget-used)
+		o, e := split(&stringText{s: out.Output}, &stringText{s: out.ErrorOutput}, budget-used)
 		out.Output, out.OutputTotalChars, out.OutputTruncated = o.Text, &o.TotalChars, o.Truncated
 		out.ErrorOutput, out.ErrorOutputTotalChars, out.ErrorOutputTruncated = e.Text, &e.TotalChars, e.Truncated
 	}

@@ -1,0 +1,72 @@
+package mcpbridge
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// captured feeds s to a Capture of budget in chunks cut at the offsets
+// cuts gives (which may split code points) and closes it.
+func captured(s string, budget int, cuts func(int) int) *Capture {
+	c := NewCapture(budget)
+	b := []byte(s)
+	for len(b) > 0 {
+		n := min(max(cuts(len(b)), 1), len(b))
+		_, _ = c.Write(b[:n])
+		b = b[n:]
+	}
+	c.Close()
+	return c
+}
+
+// TestCaptureIsBudgetOfTheWholeStream: whatever the chunking, a Capture's
+// budgeted streams are Budget's of the whole strings, byte for byte, with
+// the same totals and flags: one rule, whether the output is held whole
+// (runSandbox) or streamed (execute_command).
+func TestCaptureIsBudgetOfTheWholeStream(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"a", "é", "€", "😀", "\n", "\xff", "\xe2\x82", "\xf0\x9f", "z\x80"}
+	gen := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	for i := range 300 {
+		stdout, stderr := gen(rng.IntN(2000)), gen(rng.IntN(700))
+		budget := MinOutputChars + rng.IntN(1500)
+		if i%10 == 0 {
+			budget = MinOutputChars
+		}
+		cuts := func(left int) int { return 1 + rng.IntN(min(left, 64)) }
+		wantO, wantE := Budget(stdout, stderr, budget)
+		gotO, gotE := BudgetCaptures(captured(stdout, budget, cuts), captured(stderr, budget, cuts), budget)
+		// A Capture decodes as it goes; Budget keeps a string it need not
+		// cut as it is. Invalid bytes become U+FFFD either way on the wire
+		// (encoding/json replaces each), so compare them so.
+		wantO.Text, wantE.Text = string([]rune(wantO.Text)), string([]rune(wantE.Text))
+		if gotO != wantO || gotE != wantE {
+			t.Fatalf("budget %d, %d and %d bytes:\ncapture %+v / %+v\nbudget  %+v / %+v", budget, len(stdout), len(stderr), gotO, gotE, wantO, wantE)
+		}
+	}
+}
+
+// TestCaptureMemoryIsBounded: 10 MB through a Capture of the default
+// budget keeps at most twice the budget in code points.
+func TestCaptureMemoryIsBounded(t *testing.T) {
+	c := NewCapture(DefaultOutputChars)
+	chunk := []byte(strings.Repeat("0123456789", 1000))
+	for range 1000 {
+		_, _ = c.Write(chunk)
+	}
+	c.Close()
+	if c.chars() != 10_000_000 || len(c.head)+len(c.ring) > 2*DefaultOutputChars || cap(c.head)+cap(c.ring) > 4*DefaultOutputChars {
+		t.Fatalf("%d chars, holding %d (+%d)", c.chars(), len(c.head), len(c.ring))
+	}
+	o, _ := BudgetCaptures(c, NewCapture(0), DefaultOutputChars)
+	if !o.Truncated || o.TotalChars != 10_000_000 || !strings.HasPrefix(o.Text, "0123456789") || !strings.HasSuffix(o.Text, "0123456789") {
+		t.Fatalf("budgeted: %d chars, truncated %v", o.TotalChars, o.Truncated)
+	}
+}
