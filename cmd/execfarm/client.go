@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -86,12 +87,26 @@ func (c *clientFlags) reach(err error) error {
 // supervisor on a private socket, which the returned stop shuts down. An
 // embedded supervisor that cannot start is execfarm's failure (exit 125).
 func (c *clientFlags) connectOrEmbed(ctx context.Context, verbose bool) (sandboxv1.SandboxServiceClient, func(), error) {
+	conn, stop, err := c.dialOrEmbed(ctx, verbose)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sandboxv1.NewSandboxServiceClient(conn), stop, nil
+}
+
+// dialOrEmbed is connectOrEmbed's connection, for clients of several
+// services.
+func (c *clientFlags) dialOrEmbed(ctx context.Context, verbose bool) (*grpc.ClientConn, func(), error) {
 	tc, err := c.transport()
 	if err != nil {
 		return nil, nil, err
 	}
 	if tc.Configured() || defaultSocketAnswers() {
-		return c.connect()
+		conn, err := tc.Dial()
+		if err != nil {
+			return nil, nil, reach(tc, err)
+		}
+		return conn, func() { conn.Close() }, nil
 	}
 	worker, err := supervisor.FindWorker("")
 	if err != nil {
@@ -116,7 +131,7 @@ func (c *clientFlags) connectOrEmbed(ctx context.Context, verbose bool) (sandbox
 		_ = stopEmbedded()
 		return nil, nil, failure{err}
 	}
-	return sandboxv1.NewSandboxServiceClient(conn), func() {
+	return conn, func() {
 		conn.Close()
 		_ = stopEmbedded()
 	}, nil

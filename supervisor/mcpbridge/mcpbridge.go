@@ -1,11 +1,12 @@
 // Package mcpbridge serves execfarm to AI agents over the Model Context
-// Protocol: one tool, runSandbox, with the seven modes of ProDisco's tool
-// of that name (seeds/000: execute, stream, async, status, cancel, list,
-// test), each a call of prodisco.sandbox.v1.SandboxService on a supervisor.
-// execfarm's extension, runtime, picks goja (default), node, shell or
-// python. The MCP side is the official Go SDK
-// (github.com/modelcontextprotocol/go-sdk); `execfarm mcp` runs it on
-// stdio.
+// Protocol (Bridge; over stdio, or Streamable HTTP with HTTPHandler).
+//
+// runSandbox has the seven modes of ProDisco's tool of that name
+// (execute, stream, async, status, cancel, list, test), each a call of
+// prodisco.sandbox.v1.SandboxService on a supervisor. execfarm's
+// extension, runtime, picks goja (default), node, shell or python. The
+// MCP side is the official Go SDK (github.com/modelcontextprotocol/go-sdk);
+// `execfarm mcp` runs it on stdio or, with --http, over HTTP.
 //
 // Results are structured (the tool declares its output schema) and also
 // sent as JSON text. A failed execution is a normal result (success
@@ -13,6 +14,21 @@
 // refuses (INVALID_ARGUMENT, RESOURCE_EXHAUSTED, NOT_FOUND...) is a tool
 // error whose text starts with the gRPC code, so the agent can correct
 // itself; input outside the schema is refused by the SDK before a call.
+//
+// Next to it, with a SessionService client, the tools of the Kubernetes
+// agent-sandbox MCP server over session sandboxes (sessiontools.go:
+// create_sandbox, delete_sandbox, execute_command, upload_file,
+// download_file, list_files, file_exists, get_sandbox_status, and the
+// get_sandboxes resource). execute_command reads each stream into a
+// Capture (its memory bounded by the budget) and cuts it by the same
+// rule as runSandbox's output (Budget, budget.go).
+//
+// Every request acts for its MCP client (Config.Scope): its gRPC calls
+// carry the client's key (package principal), so the supervisor shows a
+// client its own executions and sandboxes only. An ephemeral client (a
+// stdio process; an HTTP session without a bearer token) has its
+// sandboxes deleted when its session ends; a bearer token's client
+// outlives its sessions.
 package mcpbridge
 
 import (
@@ -184,25 +200,46 @@ func anys(s []string) []any {
 
 func ptr[T any](v T) *T { return &v }
 
-// NewServer returns an MCP server with the runSandbox tool, which calls
-// client. version is reported to MCP clients.
+// NewServer returns an MCP server with the runSandbox tool alone, which
+// calls client as the bridge's own principal. version is reported to MCP
+// clients.
 func NewServer(client sandboxv1.SandboxServiceClient, version string) (*mcp.Server, error) {
+	b, err := New(Config{Executions: client, Version: version})
+	if err != nil {
+		return nil, err
+	}
+	return b.Server, nil
+}
+
+// instructions tell an agent what the server offers.
+const instructions = "runSandbox runs code in a fresh isolated sandbox (own namespaces, cgroup, seccomp filter, read-only root) and reports how it ended. Runtimes: goja (TypeScript/JavaScript, default), node, shell, python."
+
+const sessionInstructions = " create_sandbox makes a sandbox that persists across calls (files in /workspace, a lifetime of 300 s by default): run shell commands in it with execute_command, move files with upload_file and download_file (1 MiB at most each), look with list_files, file_exists and get_sandbox_status, and delete it with delete_sandbox. Your sandboxes are yours alone; the get_sandboxes resource lists them."
+
+func (b *Bridge) register() error {
 	schema, err := inputSchema()
 	if err != nil {
-		return nil, fmt.Errorf("mcpbridge: input schema: %w", err)
+		return fmt.Errorf("mcpbridge: input schema: %w", err)
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "execfarm", Version: version}, &mcp.ServerOptions{
-		Instructions: "runSandbox runs code in a fresh isolated sandbox (own namespaces, cgroup, seccomp filter, read-only root) and reports how it ended. Runtimes: goja (TypeScript/JavaScript, default), node, shell, python.",
-	})
-	b := &bridge{client: client}
-	mcp.AddTool(s, &mcp.Tool{
+	text := instructions
+	if b.cfg.Sessions != nil {
+		text += sessionInstructions
+	}
+	b.Server = mcp.NewServer(&mcp.Implementation{Name: "execfarm", Version: b.cfg.Version}, &mcp.ServerOptions{Instructions: text})
+	rs := &bridge{client: b.cfg.Executions}
+	mcp.AddTool(b.Server, &mcp.Tool{
 		Name:        ToolName,
 		Description: "Run TypeScript/JavaScript, a shell command or Python in an isolated sandbox. Modes: execute (default) runs and returns the output; stream sends output as progress notifications; async returns an executionId for status (with wait) and cancel; list shows recent executions; test runs uvu tests (test/assert) and returns per-test results.",
 		InputSchema: schema,
-	}, b.call)
-	return s, nil
+	}, rs.call)
+	if b.cfg.Sessions != nil {
+		addSessionTools(b.Server, b.cfg.Sessions)
+	}
+	b.Server.AddReceivingMiddleware(b.scope)
+	return nil
 }
 
+// bridge serves runSandbox.
 type bridge struct {
 	client sandboxv1.SandboxServiceClient
 }

@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/host"
@@ -98,8 +101,16 @@ func TestMCPBridgeEmbedded(t *testing.T) {
 	pid := cmd.Process.Pid
 
 	tools, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "runSandbox" {
-		t.Fatalf("tools/list = %v, %v; want runSandbox", tools, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if want := sorted(append([]string{"runSandbox"}, sessionTools...)...); !slices.Equal(names, want) {
+		t.Fatalf("tools/list = %v; want %v", names, want)
 	}
 
 	out := callTool(t, cs, map[string]any{"code": "const n: number = 6 * 7; console.log(n)"}, nil)
@@ -202,14 +213,22 @@ func TestMCPBridgeConfiguredSupervisor(t *testing.T) {
 	if out.Output != "via socket\n" || !*out.Success {
 		t.Errorf("execute = %+v", out)
 	}
-	// It ran there, not in an embedded supervisor of the bridge's own.
+	// It runs there, not in an embedded supervisor of the bridge's own:
+	// a session sandbox made through it is in that supervisor's state
+	// directory. (The execution itself is the MCP client's, whom no other
+	// caller of the supervisor sees.)
+	var created mcpbridge.CreateSandboxOutput
+	mustTool(t, cs, "create_sandbox", map[string]any{}, &created)
+	if n := sandboxDirs(t, socket); n != 1 {
+		t.Errorf("%d sandboxes in the configured supervisor, want the one created", n)
+	}
 	conn, err := transport.Config{SocketPath: socket}.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	resp, err := sandboxv1.NewSandboxServiceClient(conn).GetExecution(context.Background(), &sandboxv1.GetExecutionRequest{ExecutionId: out.ExecutionID})
-	if err != nil || resp.GetOutput() != "via socket\n" {
-		t.Errorf("the configured supervisor's GetExecution(%s) = %v, %v", out.ExecutionID, resp, err)
+	_, err = sandboxv1.NewSandboxServiceClient(conn).GetExecution(context.Background(), &sandboxv1.GetExecutionRequest{ExecutionId: out.ExecutionID})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("another caller's GetExecution(%s) = %v, want NOT_FOUND", out.ExecutionID, err)
 	}
 }

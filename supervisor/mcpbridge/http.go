@@ -1,0 +1,284 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/execfarm/execfarm/supervisor/transport"
+)
+
+// Bounds of MCP over HTTP (HTTPHandler), which anyone who reaches its
+// address may call (a bearer token off loopback).
+const (
+	// DefaultMaxHTTPSessions bounds the MCP sessions open at once; a new
+	// session past it is answered 503.
+	DefaultMaxHTTPSessions = 64
+	// DefaultHTTPSessionTimeout closes a session that has sent nothing
+	// for this long (its ephemeral client's sandboxes are then deleted).
+	DefaultHTTPSessionTimeout = 30 * time.Minute
+	// MaxMessageBytes bounds the body of one HTTP request (an MCP
+	// message), bytes; a larger one is answered 413. MaxFileBytes of
+	// base64 fits in it. (Over stdio, the transport bounds a line.)
+	MaxMessageBytes = 4 << 20
+)
+
+// HTTPConfig configures HTTPHandler.
+type HTTPConfig struct {
+	// Tokens are the bearer tokens a request must carry one of
+	// ("Authorization: Bearer TOKEN", else 401); each token's name is a
+	// client of its own, whose sandboxes outlive its sessions. nil = no
+	// authentication: each MCP session is then an ephemeral client of its
+	// own (only for a loopback address: ListenHTTP refuses others).
+	Tokens *transport.TokenSet
+	// MaxSessions bounds open sessions; 0 = DefaultMaxHTTPSessions.
+	MaxSessions int
+	// SessionTimeout closes idle sessions; 0 = DefaultHTTPSessionTimeout.
+	SessionTimeout time.Duration
+}
+
+// clientKeyExtra is the TokenInfo.Extra key of a token's client key.
+const clientKeyExtra = "execfarm-client-key"
+
+// HTTPScope is the Scope of a bridge served over HTTP (HTTPHandler): a
+// request with a bearer token acts for the token's client (its key is
+// derived from the token: the same token is the same client in every
+// session and after a restart, and no other token or caller can derive
+// it); a request without one acts for its MCP session, an ephemeral client
+// whose key secret derives from the session's id (the bridge draws secret
+// at start: no client can derive another session's key).
+func HTTPScope(secret []byte) func(mcp.Request) (Scope, error) {
+	return func(req mcp.Request) (Scope, error) {
+		if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+			key, _ := extra.TokenInfo.Extra[clientKeyExtra].(string)
+			if key == "" {
+				return Scope{}, errors.New("mcpbridge: a token without a client key")
+			}
+			return Scope{Key: key}, nil
+		}
+		id := ""
+		if ss := req.GetSession(); ss != nil {
+			id = ss.ID()
+		}
+		if id == "" {
+			return Scope{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this server serves MCP sessions (Mcp-Session-Id) only"}
+		}
+		return Scope{Key: derivedKey(secret, "session", id), Ephemeral: true}, nil
+	}
+}
+
+// derivedKey is a client key: HMAC-SHA256 of kind and id under secret.
+func derivedKey(secret []byte, kind, id string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("execfarm mcp " + kind + "\x00" + id))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// tokenKeySecret keys the derivation of a token's client key from the
+// token: a fixed label, so that one token is one client whatever the
+// bridge process (what makes its sandboxes outlive a restart); the
+// token itself is the secret.
+const tokenKeySecret = "execfarm mcp token client"
+
+// verifier checks a bearer token against tokens and names its client.
+func verifier(tokens *transport.TokenSet) auth.TokenVerifier {
+	return func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		name, ok := tokens.Lookup(token)
+		if !ok {
+			return nil, fmt.Errorf("%w: not one of this server's tokens", auth.ErrInvalidToken)
+		}
+		// UserID makes the SDK refuse a session's requests made with
+		// another token (session hijacking).
+		return &auth.TokenInfo{UserID: name, Extra: map[string]any{clientKeyExtra: derivedKey([]byte(token), "token", tokenKeySecret)}}, nil
+	}
+}
+
+// HTTPHandler serves the bridge as MCP's Streamable HTTP transport (the
+// SDK's handler), with hc's authentication and bounds. Configure the
+// bridge with HTTPScope. Close the bridge (Bridge.Close) to end its
+// sessions.
+func (b *Bridge) HTTPHandler(hc HTTPConfig) http.Handler {
+	if hc.MaxSessions <= 0 {
+		hc.MaxSessions = DefaultMaxHTTPSessions
+	}
+	if hc.SessionTimeout <= 0 {
+		hc.SessionTimeout = DefaultHTTPSessionTimeout
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.Server }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: hc.SessionTimeout, MaxRequestBodyBytes: MaxMessageBytes,
+	})
+	h = b.capSessions(h, hc.MaxSessions)
+	if hc.Tokens != nil {
+		h = auth.RequireBearerToken(verifier(hc.Tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}
+	return h
+}
+
+// sessionHeader is the Streamable HTTP transport's session header.
+const sessionHeader = "Mcp-Session-Id"
+
+// sessionCap counts open sessions and requests that may open one.
+type sessionCap struct {
+	mu      sync.Mutex
+	max     int
+	pending int                 // requests without a session id being served
+	open    map[string]struct{} // sessions opened through the handler
+}
+
+// capSessions answers 503 to a request that would open a session past
+// max. An initialize request without a session id holds a place while it
+// is served;
+// the session it opens (the response's Mcp-Session-Id) holds one until it
+// ends. The count never exceeds max. A DELETE that closes a session frees
+// its place and, for an ephemeral client, deletes its sandboxes before
+// its answer: a client that closed its session finds it gone.
+func (b *Bridge) capSessions(next http.Handler, max int) http.Handler {
+	c := &sessionCap{max: max, open: map[string]struct{}{}}
+	find := func(id string) *mcp.ServerSession {
+		for ss := range b.Server.Sessions() {
+			if ss.ID() == id {
+				return ss
+			}
+		}
+		return nil
+	}
+	release := func(id string) {
+		c.mu.Lock()
+		delete(c.open, id)
+		c.mu.Unlock()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(sessionHeader)
+		switch {
+		case r.Method == http.MethodDelete && id != "":
+			ss := find(id)
+			sw := &statusWriter{ResponseWriter: w}
+			next.ServeHTTP(sw, r)
+			if ss == nil || sw.code != http.StatusNoContent {
+				return // not a session, or not closed (another's)
+			}
+			// The handler closed the session: its place is free, and its
+			// ephemeral client's sandboxes go before the answer does.
+			release(id)
+			if done := b.cleanedUp(ss); done != nil {
+				select {
+				case <-done:
+				case <-r.Context().Done():
+				}
+			}
+			return
+		case r.Method != http.MethodPost || id != "" || !initializes(r):
+			next.ServeHTTP(w, r)
+			return
+		}
+		c.mu.Lock()
+		if len(c.open)+c.pending >= c.max {
+			c.mu.Unlock()
+			http.Error(w, fmt.Sprintf("too many MCP sessions: this server holds at most %d at once; close one (HTTP DELETE) or retry later", c.max), http.StatusServiceUnavailable)
+			return
+		}
+		c.pending++
+		c.mu.Unlock()
+		next.ServeHTTP(w, r)
+		id = w.Header().Get(sessionHeader)
+		var opened *mcp.ServerSession
+		if id != "" {
+			opened = find(id)
+		}
+		c.mu.Lock()
+		c.pending--
+		if opened != nil {
+			c.open[id] = struct{}{}
+			b.cleanups.Add(1)
+			go func() {
+				defer b.cleanups.Done()
+				_ = opened.Wait()
+				release(id)
+			}()
+		}
+		c.mu.Unlock()
+	})
+}
+
+// initializes reports whether r, a POST without a session, is an MCP
+// initialize request: the one that opens a session (a client may send
+// others first, e.g. server/discover). It reads the body, at most
+// MaxMessageBytes (a larger one is left for the handler to refuse), and
+// puts it back for the handler.
+func initializes(r *http.Request) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessageBytes+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	if err != nil || len(body) > MaxMessageBytes {
+		return true // counted: the handler refuses it anyway
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return true // not one message: the handler refuses or serves it; counted
+	}
+	return msg.Method == "initialize"
+}
+
+// statusWriter records the status a handler answers with (a DELETE's:
+// no body is streamed through it).
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// ListenHTTP listens on addr for HTTPHandler: on a non-loopback address
+// only with tokens, since every caller there could otherwise run code.
+func ListenHTTP(addr string, tokens bool) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("mcpbridge: --http %q: %w", addr, err)
+	}
+	if !tokens && !isLoopback(host) {
+		return nil, fmt.Errorf("mcpbridge: --http %s is not a loopback address: MCP over HTTP there needs bearer tokens (--http-token-file)", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("mcpbridge: %w", err)
+	}
+	return l, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
