@@ -447,6 +447,31 @@ func TestDeleteCancelsExecs(t *testing.T) {
 	}
 }
 
+// TestExecReachingAnEndingSandboxIsCancelled: an exec whose run reaches
+// the sandbox (Acquire) after the sandbox began ending, before the end's
+// cancel reached the exec, is told execution.ErrSandboxGone, so that it
+// ends CANCELLED like the execs the end cancelled itself (an error the
+// runner did not know ended it FAILED, and Delete counted it not
+// cancelled: TestDeleteCancelsExecs failed in a few runs of hundreds).
+func TestExecReachingAnEndingSandboxIsCancelled(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{})
+	x := &exec{s: s}
+	s.mu.Lock()
+	s.state = stateEnding
+	s.mu.Unlock()
+	_, err := placement{x}.Acquire(context.Background(), "", sandbox.Spec{})
+	s.mu.Lock()
+	s.state = stateReady // the harness's end of the sandbox
+	s.mu.Unlock()
+	if !errors.Is(err, execution.ErrSandboxGone) {
+		t.Fatalf("Acquire on an ending sandbox: %v, want execution.ErrSandboxGone", err)
+	}
+	if _, err := (placement{x}).Acquire(context.Background(), "", sandbox.Spec{}); err != nil {
+		t.Fatalf("Acquire on a ready sandbox: %v", err)
+	}
+}
+
 // TestMaxExecs: a sandbox holds at most MaxExecs execs at once; the next
 // is refused with a *QuotaError until one ends.
 func TestMaxExecs(t *testing.T) {
