@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/test/testbin"
@@ -102,7 +104,9 @@ func embedded(b *testing.B, dir string, maxConcurrent int, pool poolSetup) sandb
 // (which removes its sandboxes), and may be called once.
 func startEmbedded(b *testing.B, dir string, maxConcurrent int, pool poolSetup, cgParent string) (sandboxv1.SandboxServiceClient, func()) {
 	b.Helper()
-	cfg := supervisor.Config{MaxConcurrent: maxConcurrent, WarmPool: pool.size, SandboxReuse: pool.reuse}
+	cfg := supervisor.Config{MaxConcurrent: maxConcurrent, WarmPool: pool.size, SandboxReuse: pool.reuse,
+		// Warnings only: a line per execution would bury the tables.
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Warn})}
 	cfg.Sandbox.Cgroup.Parent = cgParent
 	cfg.Sandbox.WorkerBinary = filepath.Join(dir, "execfarm-worker")
 	tc, stopSupervisor, err := supervisor.Embedded(context.Background(), cfg, nil)
