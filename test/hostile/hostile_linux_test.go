@@ -45,7 +45,7 @@ func TestHostile(t *testing.T) {
 		}
 		// Teardowns may follow the last results; none may go on forever.
 		for _, c := range []sandboxv1.SandboxServiceClient{s.client, s.proxied.client} {
-			if err := testbin.Settled(ctx, c); err != nil {
+			if err := hostscan.Settled(ctx, c); err != nil {
 				t.Errorf("HealthCheck after the suite: %v", err)
 			}
 		}
@@ -60,7 +60,7 @@ func TestHostile(t *testing.T) {
 			t.Errorf("trivial execution after the suite: %s%s", describe(resp), s.logTail())
 		}
 		// And that one's teardown.
-		if err := testbin.Settled(ctx, s.client); err != nil {
+		if err := hostscan.Settled(ctx, s.client); err != nil {
 			t.Errorf("HealthCheck after the trivial execution: %v", err)
 		}
 		if l := s.leftovers(); len(l) > 0 {

@@ -126,12 +126,12 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // settled waits until every execution of in has finished its sandbox's
-// teardown (testbin.Settled), 30 s at most in the environment's time.
+// teardown (hostscan.Settled), 30 s at most in the environment's time.
 func settled(t testing.TB, in *instance) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(30*time.Second))
 	defer cancel()
-	if err := testbin.Settled(ctx, in.client); err != nil {
+	if err := hostscan.Settled(ctx, in.client); err != nil {
 		t.Fatal(err)
 	}
 }

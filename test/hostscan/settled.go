@@ -1,4 +1,4 @@
-package testbin
+package hostscan
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 // sandbox's teardown (its worker, cgroup, host directory, uid range)
 // follows with the slot still held, so only then is a terminal
 // execution's sandbox gone. Errors: ctx's, with the last counts seen.
+// (Here rather than in testbin: the ProDisco client test links testbin
+// with ProDisco's own copy of the proto, which must not meet sandboxv1.)
 func Settled(ctx context.Context, c sandboxv1.SandboxServiceClient) error {
 	tick := time.NewTicker(2 * time.Millisecond) // polling interval
 	defer tick.Stop()
