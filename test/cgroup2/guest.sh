@@ -43,12 +43,14 @@ for s in $(echo "$EXECFARM_SCENARIOS" | tr , ' '); do
   pod)
     # A pod's container as runc makes it on cgroup v2: a nested cgroup with
     # the controllers delegated, its own cgroup namespace, and cgroup2
-    # mounted inside it (so rooted at the container's cgroup).
+    # mounted inside it (so rooted at the container's cgroup). The host's
+    # mount goes first: the kernel refuses the same cgroup2 superblock on
+    # the same mountpoint twice (EBUSY).
     mkdir -p "$cg/kubepods/pod-private/ctr"
     enable "$cg/kubepods"
     enable "$cg/kubepods/pod-private"
     in_cgroup "$cg/kubepods/pod-private/ctr" unshare --cgroup --mount --propagation private \
-      sh -c 'mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec sh test/cgroup2/scenario.sh "$1" subset' sh "$s"
+      sh -c 'umount -l /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec sh test/cgroup2/scenario.sh "$1" subset' sh "$s"
     ;;
   pod-hostns)
     # A privileged pod with the host's cgroup namespace (containerd and

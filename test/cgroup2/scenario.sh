@@ -77,15 +77,17 @@ check goja "" "$bin/execfarm" run --verbose -e 'const n: number = 6 * 7; console
 check python "" "$bin/execfarm" run --verbose --runtime python -e 'print("python", sum(range(10)))'
 # node starts slowly under TCG (it loads its bundle and compiles it): the
 # default 30 s timeout, in the VM's time.
-check node "" "$bin/execfarm" run --verbose --timeout $((30000 * ${EXECFARM_TEST_TIME_SCALE:-1})) --runtime node -e 'console.log("node", typeof k8s)'
+check node "" "$bin/execfarm" run --verbose --timeout $((30 * ${EXECFARM_TEST_TIME_SCALE:-1}))s --runtime node -e 'console.log("node", typeof k8s)'
 # An OOM kill: FAILED, reason memory, the peak read from memory.peak.
-check oom 'failed \(reason memory' "$bin/execfarm" run --verbose --memory 67108864 --runtime python -e 'b = bytearray(256 << 20)'
+check oom 'failed \(reason memory' "$bin/execfarm" run --verbose --memory 64Mi --runtime python -e 'b = bytearray(256 << 20)'
 check oom-peak 'peak memory [0-9]+ bytes \(memory\.peak\)' cat /tmp/last.out
-# A timeout kills the whole process tree: no sleep is left.
-check timeout "reason timeout" "$bin/execfarm" run --verbose --timeout 2000 --runtime shell -e 'sleep 1000 & sleep 1000; wait'
+# A timeout kills the whole process tree: no sleep is left. The timeout
+# counts the sandbox's start-up, seconds in the VM: in the VM's time, so
+# that the program runs before it fires.
+check timeout "reason timeout" "$bin/execfarm" run --verbose --timeout $((2 * ${EXECFARM_TEST_TIME_SCALE:-1}))s --runtime shell -e 'sleep 1000 & sleep 1000; wait'
 check timeout-left-nothing "" sh -c '! pgrep -ax sleep'
 # A fork bomb stays in its pids limit and the worker reports the end.
-check fork-bomb "reason timeout" "$bin/execfarm" run --verbose --timeout 3000 --runtime shell -e 'bomb() { bomb | bomb & }; bomb; sleep 1000'
+check fork-bomb "reason timeout" "$bin/execfarm" run --verbose --timeout $((3 * ${EXECFARM_TEST_TIME_SCALE:-1}))s --runtime shell -e 'bomb() { bomb | bomb & }; bomb & exec sleep 1000'
 # A served supervisor with a warm pool whose sandboxes serve 3 executions
 # each (reset in between).
 sock=/tmp/smoke-$scenario.sock

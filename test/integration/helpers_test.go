@@ -176,6 +176,9 @@ func leftovers(instances ...*instance) []string {
 // sandboxCgroups returns the cgroup directories of sandbox id that exist.
 func sandboxCgroups(id string) []string {
 	var out []string
+	if id == "" {
+		return nil // no sandbox: the parent itself is not one
+	}
 	for _, parent := range host.cgParents {
 		d := filepath.Join(parent, id)
 		if _, err := os.Stat(d); err == nil {

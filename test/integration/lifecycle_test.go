@@ -106,13 +106,20 @@ func TestSpinningGojaTimesOutWhileOthersRun(t *testing.T) {
 func TestTimeoutKillsTheProcessTree(t *testing.T) {
 	in := requireSandbox(t)
 	start := time.Now()
-	resp := execute(t, in.client, shellReq(fmt.Sprintf("sleep %s & sleep %s; wait", sleepMarker, sleepMarker), 1000))
+	// The timeout counts the sandbox's start-up: in the environment's
+	// time, so that the tree exists before it fires (the VM takes seconds
+	// to start a sandbox).
+	timeout := testbin.Scaled(time.Second)
+	resp := execute(t, in.client, shellReq(fmt.Sprintf("sleep %s & sleep %s; wait", sleepMarker, sleepMarker), timeout.Milliseconds()))
 	took := time.Since(start)
 	if resp.GetState() != stateTimeout || resp.GetOutcome().GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT {
 		t.Fatalf("want TIMEOUT; got %s", describe(resp))
 	}
+	if resp.GetOutcome().GetSandboxId() == "" {
+		t.Fatalf("the timeout fired before the program had a sandbox: %s", describe(resp))
+	}
 	if took > testbin.Scaled(3*time.Second) {
-		t.Fatalf("1000 ms timeout took %v; want within %v", took, testbin.Scaled(3*time.Second))
+		t.Fatalf("%v timeout took %v; want within %v", timeout, took, testbin.Scaled(3*time.Second))
 	}
 	if ps := hostscan.WithMarker("sleep " + sleepMarker); len(ps) > 0 {
 		t.Fatalf("processes left after the timeout: %v", ps)
