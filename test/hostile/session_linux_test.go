@@ -271,17 +271,10 @@ func download(ctx context.Context, c execfarmv1.SessionServiceClient, id, path s
 	return b.String(), nil
 }
 
-// fileType is the word the cases use for a FileType.
+// fileType is the word the cases use for a FileType: its name without
+// the prefix, in lower case ("file", "directory", "symlink", "other").
 func fileType(t execfarmv1.FileType) string {
-	switch t {
-	case execfarmv1.FileType_FILE_TYPE_FILE:
-		return "file"
-	case execfarmv1.FileType_FILE_TYPE_DIRECTORY:
-		return "directory"
-	case execfarmv1.FileType_FILE_TYPE_SYMLINK:
-		return "symlink"
-	}
-	return "other"
+	return strings.ToLower(strings.TrimPrefix(t.String(), "FILE_TYPE_"))
 }
 
 // codeOf is the gRPC code of a call's error as the cases write it

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	mrand "math/rand/v2"
 	"net/http"
@@ -108,17 +107,6 @@ func execOut(ctx context.Context, c execfarmv1.SessionServiceClient, id, code st
 	}
 }
 
-type hashingReader struct {
-	r io.Reader
-	h hash.Hash
-}
-
-func (h *hashingReader) Read(p []byte) (int, error) {
-	n, err := h.r.Read(p)
-	h.h.Write(p[:n])
-	return n, err
-}
-
 // TestSessionBigTransfer uploads 100 MiB of random bytes into a session
 // sandbox of an `execfarm serve` process through SessionService and
 // downloads them again: byte-identical by sha256 (on both sides of the
@@ -150,7 +138,8 @@ func TestSessionBigTransfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopRSS := rssSampler(s.proc.Pid(), 5*time.Millisecond)
-	src := &hashingReader{r: io.LimitReader(mrand.NewChaCha8([32]byte{7, 1, 2}), size), h: sha256.New()}
+	sent := sha256.New()
+	src := io.TeeReader(io.LimitReader(mrand.NewChaCha8([32]byte{7, 1, 2}), size), sent)
 	began := time.Now()
 	n, err := upload(ctx, c, id, "dir/big.bin", src)
 	if err != nil || n != size {
@@ -169,7 +158,7 @@ func TestSessionBigTransfer(t *testing.T) {
 	if rerr != nil {
 		t.Fatalf("sample the supervisor's RSS: %v", rerr)
 	}
-	want := hex.EncodeToString(src.h.Sum(nil))
+	want := hex.EncodeToString(sent.Sum(nil))
 	if gotSum := hex.EncodeToString(h.Sum(nil)); gotSum != want {
 		t.Fatalf("sha256 after the round trip %s, want %s", gotSum, want)
 	}
