@@ -10,6 +10,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
@@ -69,13 +70,15 @@ func ListenAndServe(ctx context.Context, s *Server, tc transport.Config, grace t
 }
 
 // grpcServer returns a gRPC server with s's services registered
-// (Register), transport's options (token check, bounds) and, around
+// (Register), the keepalive policy (KeepaliveTime...), transport's options
+// (token check, bounds) and, around
 // them, the metrics' interceptors outermost (so they count the calls a
 // token check refuses, and panics as INTERNAL) and panic recovery
 // innermost, next to the handlers: a panic in a handler is logged with
 // its stack and answered INTERNAL, and the server goes on serving.
 func (s *Server) grpcServer(transport ...grpc.ServerOption) *grpc.Server {
-	opts := append(s.cfg.Metrics.ServerOptions(), transport...)
+	opts := append(s.cfg.Metrics.ServerOptions(), keepaliveOptions(KeepaliveMinTime, KeepaliveTime, KeepaliveTimeout)...)
+	opts = append(opts, transport...)
 	opts = append(opts,
 		grpc.ChainUnaryInterceptor(recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(s.recoverHandler))),
 		grpc.ChainStreamInterceptor(recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(s.recoverHandler))))
@@ -83,6 +86,34 @@ func (s *Server) grpcServer(transport ...grpc.ServerOption) *grpc.Server {
 	s.Register(g)
 	s.cfg.Metrics.InitializeGRPC(g)
 	return g
+}
+
+// Keepalive (HTTP/2 PINGs), the same on every connection:
+//   - the server pings a connection that has been idle for KeepaliveTime
+//     and closes it when no answer comes within KeepaliveTimeout, so that
+//     a client whose host vanished holds no connection or stream past
+//     that;
+//   - a client may ping every KeepaliveMinTime, with calls in flight or
+//     none (ProDisco's and grpc-go's clients hold a connection open
+//     between calls); pinging more often earns a strike, and after gRPC's
+//     second strike the connection is closed with GOAWAY
+//     ENHANCE_YOUR_CALM "too_many_pings".
+//
+// 10 s is the shortest keepalive time grpc-go and grpc-js clients
+// accept, so no client is closed for the keepalive it may configure.
+const (
+	KeepaliveTime    = time.Minute
+	KeepaliveTimeout = 20 * time.Second
+	KeepaliveMinTime = 10 * time.Second
+)
+
+// keepaliveOptions are the server options of that policy with the given
+// times (tests shorten them).
+func keepaliveOptions(minTime, idle, timeout time.Duration) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minTime, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: idle, Timeout: timeout}),
+	}
 }
 
 // recoverHandler turns a panic p in the handler of ctx's call into an

@@ -4,8 +4,10 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/net/http2"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -129,5 +131,86 @@ func TestErrorDetailsOnTheWire(t *testing.T) {
 	_, err = client.CancelExecution(ctx, &sandboxv1.CancelExecutionRequest{ExecutionId: "nope"})
 	if st := status.Convert(err); st.Code() != codes.NotFound || errorInfo(st).GetReason() != "EXECUTION_NOT_FOUND" {
 		t.Errorf("unknown execution: %v, details %v", err, st.Details())
+	}
+}
+
+// TestKeepalivePolicy: a client may ping at the policy's minimum interval
+// with no call in flight and keeps its connection; one that pings faster
+// is sent GOAWAY ENHANCE_YOUR_CALM "too_many_pings". The policy's times
+// are shortened here (20 ms); the pings are raw HTTP/2 frames, since
+// gRPC clients will not ping more often than every 10 s.
+func TestKeepalivePolicy(t *testing.T) {
+	s := &Server{cfg: Config{DefaultRuntime: "goja"}, reg: registry.New(registry.Config{}), health: health.NewServer(), log: hclog.NewNullLogger()}
+	lis := bufconn.Listen(1 << 20)
+	g := s.grpcServer(keepaliveOptions(20*time.Millisecond, time.Hour, time.Minute)...)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = g.Serve(lis) }()
+	defer func() { g.Stop(); <-done }()
+
+	type goAway struct {
+		code  http2.ErrCode
+		debug string
+	}
+	// pings sends n pings, interval apart, and returns the GOAWAY that
+	// came before the last ping's ack, nil when none did.
+	pings := func(n int, interval time.Duration) *goAway {
+		c, err := lis.Dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fr := http2.NewFramer(c, c)
+		if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+			t.Fatal(err)
+		}
+		if err := fr.WriteSettings(); err != nil {
+			t.Fatal(err)
+		}
+		type event struct {
+			ack byte // the first byte of an acked ping's data
+			ga  *goAway
+		}
+		events := make(chan event, 64)
+		go func() {
+			defer close(events)
+			for {
+				f, err := fr.ReadFrame()
+				if err != nil {
+					return
+				}
+				switch f := f.(type) {
+				case *http2.GoAwayFrame:
+					events <- event{ga: &goAway{f.ErrCode, string(f.DebugData())}}
+				case *http2.PingFrame:
+					if f.IsAck() {
+						events <- event{ack: f.Data[0]}
+					}
+				}
+			}
+		}()
+		for i := range n {
+			if err := fr.WritePing(false, [8]byte{byte(i + 1)}); err != nil {
+				break // closed after a GOAWAY, which events has
+			}
+			if i < n-1 {
+				time.Sleep(interval)
+			}
+		}
+		for e := range events {
+			switch {
+			case e.ga != nil:
+				return e.ga
+			case e.ack == byte(n):
+				return nil
+			}
+		}
+		t.Fatal("the connection closed with neither the last ping's ack nor a GOAWAY")
+		return nil
+	}
+	if ga := pings(5, 100*time.Millisecond); ga != nil {
+		t.Errorf("pings 100 ms apart with no call in flight: GOAWAY %v %q, want the connection kept", ga.code, ga.debug)
+	}
+	if ga := pings(10, 0); ga == nil || ga.code != http2.ErrCodeEnhanceYourCalm || ga.debug != "too_many_pings" {
+		t.Errorf("10 pings at once: GOAWAY %+v, want ENHANCE_YOUR_CALM too_many_pings", ga)
 	}
 }

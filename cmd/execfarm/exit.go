@@ -47,14 +47,14 @@ const (
 const exitCodesHelp = `Exit status (run, exec, test, status --wait, and where it applies the others):
   0        success (the execution succeeded; every test passed)
   1-255    run, status: the program's own exit code when it exited with one
-  1        test: a test failed; health: the supervisor is not healthy;
-           sandbox status: not ready; sandbox rm: one of them was not removed
+  1        test: a test failed; sandbox status: not ready; sandbox rm: one
+           of them was not removed
   124      the execution timed out (wall clock)
   125      execfarm failed: the sandbox could not start, the worker was lost,
            the supervisor answered INTERNAL, or an embedded one could not start
   126      refused: a wrong command line, or a request the supervisor refused
            (invalid argument, not found, queue full, not authenticated...)
-  127      no supervisor reachable
+  127      no supervisor reachable, or it is shutting down (health)
   130      cancelled (cancel, Ctrl-C)
   137      stopped by a limit: memory (OOM kill), processes, CPU time, output
   128+N    killed by signal N
