@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -93,18 +92,12 @@ func embeddedConfig(cfg Config, dir string, allowDegraded []string) (_ Config, u
 	pc := probe.Config{Cgroup: cfg.Sandbox.Cgroup}
 	if cfg.Sandbox.IDs == nil {
 		// The first window no other supervisor holds.
-		for i := 0; ; i++ {
-			base := host.EmbeddedUIDBase(os.Getpid() + i)
-			unlock, err = host.LockUIDWindow(base, probe.DefaultUIDSlots, host.LockDir())
-			if err == nil {
-				pc.UIDBase, pc.UIDSlots = base, probe.DefaultUIDSlots
-				break
-			}
-			unlock = func() {}
-			if !errors.Is(err, host.ErrShared) || i == host.EmbeddedWindows-1 {
-				return cfg, unlock, fmt.Errorf("supervisor: embedded uid window: %w", err)
-			}
+		base, release, err := host.LockEmbeddedWindow(os.Getpid(), host.LockDir())
+		if err != nil {
+			return cfg, unlock, fmt.Errorf("supervisor: embedded uid window: %w", err)
 		}
+		unlock = release
+		pc.UIDBase, pc.UIDSlots = base, probe.DefaultUIDSlots
 		cfg.Sandbox.IDs = sandbox.NewIDPool(pc.UIDBase, 0, pc.UIDSlots)
 	}
 	allowed, err := probe.ParseAllowDegraded(allowDegraded)

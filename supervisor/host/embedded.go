@@ -38,6 +38,23 @@ func EmbeddedUIDBase(pid int) uint32 {
 	return DefaultUIDBase + uint32(1+pid%EmbeddedWindows)*window
 }
 
+// LockEmbeddedWindow locks the first embedded uid window no other
+// supervisor holds, from pid's (EmbeddedUIDBase(pid), then pid+1's, and
+// so on through all EmbeddedWindows), in lockDir (LockUIDWindow), and
+// returns its first uid and the release of its lock. Errors: a lock that
+// fails for another reason than ErrShared, or every window taken
+// (wrapping ErrShared).
+func LockEmbeddedWindow(pid int, lockDir string) (base uint32, release func(), err error) {
+	for i := range EmbeddedWindows {
+		base = EmbeddedUIDBase(pid + i)
+		release, err = LockUIDWindow(base, probe.DefaultUIDSlots, lockDir)
+		if err == nil || !errors.Is(err, ErrShared) {
+			return base, release, err
+		}
+	}
+	return 0, nil, err
+}
+
 // RemoveStaleEmbedded removes what embedded supervisors of processes that
 // are gone left behind (an `execfarm run` killed with SIGKILL runs no
 // clean-up): their cgroup parents next to the one this process would use

@@ -44,8 +44,14 @@ func TestCheckHostUnusableCgroup(t *testing.T) {
 	if !errors.Is(err, probe.ErrNotDegradable) || !strings.Contains(err.Error(), "--allow-degraded=cgroup") {
 		t.Errorf("Check(allow cgroup) = %v, want ErrNotDegradable naming cgroup", err)
 	}
-	// The real host, with the real cgroup root, starts.
-	if _, err := Check(probe.Config{Cgroup: cgroup.Config{Parent: pc.Cgroup.Parent}, UIDBase: EmbeddedUIDBase(os.Getpid())}, nil); err != nil {
+	// The real host, with the real cgroup root, starts, in a uid window
+	// locked as an embedded supervisor locks one (others may be running).
+	base, release, err := LockEmbeddedWindow(os.Getpid(), LockDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if _, err := Check(probe.Config{Cgroup: cgroup.Config{Parent: pc.Cgroup.Parent}, UIDBase: base}, nil); err != nil {
 		t.Errorf("Check on this host: %v", err)
 	}
 }

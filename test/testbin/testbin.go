@@ -1,6 +1,7 @@
 // Package testbin builds the execfarm binaries for the suites that start
 // supervisors (integration, hostile, compat, load, bench). Test support, not
-// product code.
+// product code. It must not import proto/sandboxv1: test/compat/prodisco
+// links ProDisco's own generated proto, under the same names.
 package testbin
 
 import (
