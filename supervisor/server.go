@@ -142,7 +142,8 @@ func build(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	cfg.Registry.IDs = ids
-	cfg.Registry.OnFinish = logFinished(cfg.Logger, countFinished(cfg.Metrics, cfg.Registry.OnFinish))
+	// Counted first: the count is what a scrape right after the result sees.
+	cfg.Registry.OnFinish = countFinished(cfg.Metrics, logFinished(cfg.Logger, cfg.Registry.OnFinish))
 	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger, ids: ids}
 	s.runner, err = execution.New(execution.Config{
 		Sandbox: &s.cfg.Sandbox, WarmPool: cfg.WarmPool, SandboxReuse: cfg.SandboxReuse, Defaults: cfg.Defaults,
