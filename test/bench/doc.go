@@ -13,7 +13,11 @@
 // pool with a back-to-back client and refilled between requests, and a
 // reused pool, shell and goja: p50, p99, throughput with 8 clients, CPU
 // per execution (host-wide, and the benchmark's own processes) and each
-// ratio to bwrap; then the PSS and idle CPU of a warm sandbox.
+// ratio to bwrap; then the PSS and idle CPU of a warm sandbox. The
+// host-wide CPU subtracts the host's background use measured just before
+// each run, which holds only on an otherwise idle host; the own-CPU column
+// (one cpuacct group holding the benchmark and every sandbox) holds on a
+// busy one too.
 // EXECFARM_BENCH_ROUNDS and EXECFARM_BENCH_SECONDS shorten or lengthen it.
 // Run with `make bench` (root, Linux, Debian's bubblewrap, which the
 // target installs).
