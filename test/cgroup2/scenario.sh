@@ -11,6 +11,8 @@ out=$EXECFARM_OUT
 bin=$EXECFARM_BIN
 repo=$EXECFARM_REPO
 export EXECFARM_WORKER=$bin/execfarm-worker EXECFARM_NODE_BUNDLE=$repo/runtime/node/bundle
+# Tests that build a binary (testbin.Build) link these: no go build here.
+export EXECFARM_TEST_PREBUILT=$bin
 export EXECFARM_TEST_TIME_SCALE=${EXECFARM_TIME_SCALE:-}
 own=$(sed -n 's/^0:://p' /proc/self/cgroup)
 n=0
