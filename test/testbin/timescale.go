@@ -13,8 +13,10 @@ import (
 const TimeScaleEnv = "EXECFARM_TEST_TIME_SCALE"
 
 // TimeScale returns the factor of TimeScaleEnv. It scales upper bounds
-// that a test asserts on how long something took (never a sleep, and
-// never a bound the system under test enforces).
+// that a test asserts on how long something took, and a limit that
+// sandbox start-up counts against when the test needs its program to
+// run before the limit ends it (the wall-clock timeout). It never scales
+// a sleep.
 func TimeScale() int64 {
 	n, err := strconv.ParseInt(os.Getenv(TimeScaleEnv), 10, 64)
 	if err != nil || n < 1 {
