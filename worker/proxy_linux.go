@@ -7,10 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/workerv1"
 )
@@ -60,6 +63,38 @@ func startProxy(b *goplugin.GRPCBroker, id uint32) (*proxy, error) {
 		go func() { _ = srv.Serve(ln) }()
 	}
 	return p, nil
+}
+
+// sessionProxy is the one proxy of a session sandbox. The supervisor
+// serves its broker stream once per sandbox and names the same stream in
+// every exec (a go-plugin broker stream takes one connection); the first
+// exec that names it starts the proxy, which then serves until the worker
+// exits.
+type sessionProxy struct {
+	mu sync.Mutex
+	id uint32 // the broker stream of p; 0: not started
+	p  *proxy
+}
+
+// start starts the proxy on broker stream id unless it runs already.
+// Errors: codes.InvalidArgument when it runs on another stream;
+// codes.Unavailable when it cannot start (the exec then fails to start,
+// and a later exec tries again).
+func (sp *sessionProxy) start(b *goplugin.GRPCBroker, id uint32) error {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	switch {
+	case sp.p != nil && sp.id == id:
+		return nil
+	case sp.p != nil:
+		return status.Errorf(codes.InvalidArgument, "the sandbox's Kubernetes/Prometheus proxy serves broker stream %d, not %d", sp.id, id)
+	}
+	p, err := startProxy(b, id)
+	if err != nil {
+		return status.Error(codes.Unavailable, "start the Kubernetes/Prometheus proxy: "+err.Error())
+	}
+	sp.id, sp.p = id, p
+	return nil
 }
 
 func (p *proxy) close() {

@@ -80,6 +80,9 @@ type server struct {
 	execCgroups *execCgroups
 	// files runs file operations as the sandbox user (session).
 	files fileThread
+	// sessionProxy is the sandbox's Kubernetes/Prometheus proxy
+	// (session): its ports are the sandbox's, so one serves every exec.
+	sessionProxy sessionProxy
 
 	// mu guards waiters: the wait status channel of every runtime process
 	// start forked, registered before the process can exit. The status of

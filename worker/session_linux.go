@@ -207,10 +207,11 @@ func (s *server) Exec(stream workerv1.Worker_ExecServer) error {
 	switch {
 	case req == nil:
 		return status.Error(codes.InvalidArgument, "the first message of an Exec must be its start, with a request")
-	case req.GetProxyBrokerId() != 0:
-		// One proxy per sandbox would be needed (its ports are the
-		// sandbox's), not one per exec.
-		return status.Error(codes.InvalidArgument, "an exec takes no Kubernetes/Prometheus proxy")
+	}
+	if id := req.GetProxyBrokerId(); id != 0 {
+		if err := s.sessionProxy.start(s.broker, id); err != nil {
+			return err
+		}
 	}
 	if !s.execs.acquire() {
 		return status.Errorf(codes.ResourceExhausted, "%d execs are running, the most a sandbox runs at once", plugin.MaxConcurrentExecs)

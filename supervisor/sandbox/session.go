@@ -42,9 +42,10 @@ const (
 type ExecRequest struct {
 	// Run is what the worker starts, as for Sandbox.Run: argv, env, dir
 	// (inside the sandbox; "" = /), program, rlimits, results. Run.Stdin
-	// is the first bytes of the exec's stdin. ProxyBrokerId is refused
-	// (the worker would need one Kubernetes/Prometheus proxy per sandbox,
-	// not per exec); SignalsReady is ignored (it serves Prepare), so a
+	// is the first bytes of the exec's stdin. ProxyBrokerId names the
+	// sandbox's one Kubernetes/Prometheus proxy stream (ServeBroker once
+	// per sandbox, the same id in every exec: the first exec starts the
+	// proxy, which serves until the worker exits); SignalsReady is ignored (it serves Prepare), so a
 	// request of runtime/program.Build runs as is. The rlimits are set on
 	// the worker before it forks and cannot be raised again: give every
 	// exec of a sandbox the same (those of its limits, as

@@ -99,7 +99,10 @@ type Box interface {
 	// Sample records the pids count for a peak the cgroup cannot keep.
 	Sample()
 	// ServeBroker serves the host proxy to the worker (an exec with
-	// Kubernetes or Prometheus access).
+	// Kubernetes or Prometheus access) and returns its broker stream:
+	// served on the first call, the same stream on every later one (the
+	// worker runs one proxy per sandbox, and a stream takes one
+	// connection).
 	ServeBroker(register func(*grpc.Server), extra ...grpc.ServerOption) (uint32, error)
 	// Exited reports whether the worker has exited: the sandbox can
 	// serve nothing more.
@@ -150,6 +153,23 @@ type sandboxBox struct {
 
 	mu    sync.Mutex
 	execs map[string]*sandbox.Exec // running, by the session exec's id
+
+	brokerMu sync.Mutex
+	brokerID uint32 // the host proxy's broker stream; 0: not served
+}
+
+func (b *sandboxBox) ServeBroker(register func(*grpc.Server), extra ...grpc.ServerOption) (uint32, error) {
+	b.brokerMu.Lock()
+	defer b.brokerMu.Unlock()
+	if b.brokerID != 0 {
+		return b.brokerID, nil
+	}
+	id, err := b.Sandbox.ServeBroker(register, extra...)
+	if err != nil {
+		return 0, err
+	}
+	b.brokerID = id
+	return id, nil
 }
 
 func (b *sandboxBox) RunExec(ctx context.Context, id string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
