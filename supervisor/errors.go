@@ -188,8 +188,6 @@ func faultOf(err error) fault {
 		return fault{code: codes.FailedPrecondition, reason: "STDIN_CLOSED"}
 	case errors.Is(err, session.ErrExecNotRunning):
 		return fault{code: codes.FailedPrecondition, reason: "EXEC_NOT_RUNNING"}
-	case errors.Is(err, session.ErrUnsupported):
-		return fault{code: codes.Unimplemented, reason: "NOT_SUPPORTED"}
 	case errors.Is(err, session.ErrShuttingDown):
 		return fault{code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"}
 	case errors.As(err, &file):

@@ -97,7 +97,6 @@ func TestRPCError(t *testing.T) {
 		{name: "not a session exec", err: session.ErrNotSessionExec, code: codes.FailedPrecondition, reason: "NOT_A_SESSION_EXEC"},
 		{name: "stdin closed", err: session.ErrStdinClosed, code: codes.FailedPrecondition, reason: "STDIN_CLOSED"},
 		{name: "exec not running", err: session.ErrExecNotRunning, code: codes.FailedPrecondition, reason: "EXEC_NOT_RUNNING"},
-		{name: "unsupported", err: fmt.Errorf("upload: %w", session.ErrUnsupported), code: codes.Unimplemented, reason: "NOT_SUPPORTED"},
 		{name: "sessions shutting down", err: session.ErrShuttingDown, code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"},
 		{name: "file not found", err: &session.FileError{Op: "download", Path: "/x", Err: &fs.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}},
 			code: codes.NotFound, reason: "FILE_NOT_FOUND"},

@@ -25,8 +25,6 @@ var (
 	// ErrExecNotRunning: the exec has not started its program yet, or
 	// has ended.
 	ErrExecNotRunning = errors.New("session: the exec is not running")
-	// ErrUnsupported: the sandbox mechanism cannot do this (yet).
-	ErrUnsupported = errors.New("session: not supported by the sandbox mechanism")
 )
 
 // QuotaError is a request refused because it would exceed a limit of the
@@ -90,7 +88,7 @@ func (e *FileError) Unwrap() error { return e.Err }
 func fileError(op, path string, err error) error {
 	var fe *FieldError
 	switch {
-	case err == nil, errors.Is(err, ErrUnsupported), errors.Is(err, ErrNotReady), errors.As(err, &fe):
+	case err == nil, errors.Is(err, ErrNotReady), errors.As(err, &fe):
 		return err
 	}
 	return &FileError{Op: op, Path: path, Err: err}
