@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -39,33 +40,18 @@ runs.
 				ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
 				defer cancel()
 			}
-			// Responses carry at most supervisor.MaxOutputBytesPerCall
-			// per stream: page on while a page comes back full.
-			req := &sandboxv1.GetExecutionRequest{ExecutionId: args[0], Wait: wait}
-			var resp *sandboxv1.GetExecutionResponse
-			var stdout, stderr strings.Builder
-			for {
-				page, err := client.GetExecution(ctx, req)
-				if err != nil {
-					return err
-				}
-				resp = page
-				if out.structured() {
-					stdout.WriteString(page.GetOutput())
-					stderr.WriteString(page.GetErrorOutput())
-				} else {
-					os.Stdout.WriteString(page.GetOutput())
-					os.Stderr.WriteString(page.GetErrorOutput())
-				}
-				full := len(page.GetOutput()) >= supervisor.MaxOutputBytesPerCall-4 || len(page.GetErrorOutput()) >= supervisor.MaxOutputBytesPerCall-4
-				if !full {
-					break
-				}
-				req.OutputOffset, req.ErrorOutputOffset = page.GetOutputLength(), page.GetErrorOutputLength()
+			var stdout, stderr io.Writer = os.Stdout, os.Stderr
+			var outBuf, errBuf strings.Builder
+			if out.structured() {
+				stdout, stderr = &outBuf, &errBuf
+			}
+			resp, err := readExecution(ctx, client, args[0], wait, stdout, stderr)
+			if err != nil {
+				return err
 			}
 			r := resp.GetResult()
 			if out.structured() {
-				resp.Output, resp.ErrorOutput = stdout.String(), stderr.String()
+				resp.Output, resp.ErrorOutput = outBuf.String(), errBuf.String()
 				if err := printMessage(cmd.OutOrStdout(), *out, resp); err != nil {
 					return err
 				}
@@ -89,6 +75,32 @@ runs.
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the execution has ended")
 	return cmd
+}
+
+// readExecution reads execution id's output whole, from offset 0, into
+// stdout and stderr, and returns the last page (its state, and its result
+// once it has ended); with wait, it waits for the end first. Responses
+// carry at most supervisor.MaxOutputBytesPerCall per stream, so it pages
+// on while a page comes back full. Errors: the GetExecution call's.
+func readExecution(ctx context.Context, client sandboxv1.SandboxServiceClient, id string, wait bool, stdout, stderr io.Writer) (*sandboxv1.GetExecutionResponse, error) {
+	req := &sandboxv1.GetExecutionRequest{ExecutionId: id, Wait: wait}
+	for {
+		page, err := client.GetExecution(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := io.WriteString(stdout, page.GetOutput()); err != nil {
+			return nil, err
+		}
+		if _, err := io.WriteString(stderr, page.GetErrorOutput()); err != nil {
+			return nil, err
+		}
+		full := len(page.GetOutput()) >= supervisor.MaxOutputBytesPerCall-4 || len(page.GetErrorOutput()) >= supervisor.MaxOutputBytesPerCall-4
+		if !full {
+			return page, nil
+		}
+		req.OutputOffset, req.ErrorOutputOffset = page.GetOutputLength(), page.GetErrorOutputLength()
+	}
 }
 
 func cancelCmd(cf *clientFlags) *cobra.Command {

@@ -110,6 +110,16 @@ an embedded supervisor for the one execution; --async needs a running one.
 			if err != nil {
 				return cf.reach(err)
 			}
+			if resp.GetOutputPartial() || resp.GetErrorOutputPartial() {
+				// Execute carries the first page of each stream: read
+				// them whole.
+				var stdout, stderr strings.Builder
+				if _, err := readExecution(ctx, client, resp.GetOutcome().GetExecutionId(), false, &stdout, &stderr); err != nil {
+					return cf.reach(err)
+				}
+				resp.Output, resp.ErrorOutput = stdout.String(), stderr.String()
+				resp.OutputPartial, resp.ErrorOutputPartial = false, false
+			}
 			if err := printMessage(cmd.OutOrStdout(), *out, resp); err != nil {
 				return err
 			}

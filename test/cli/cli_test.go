@@ -353,6 +353,24 @@ func TestOutputFormats(t *testing.T) {
 	}
 }
 
+// TestOutputBeyondOnePage: run -o json prints both streams whole, not
+// the first page (1 MiB) that Execute carries: 3 MiB of stdout and
+// 1.5 MiB of stderr, each byte accounted.
+func TestOutputBeyondOnePage(t *testing.T) {
+	requireServe(t)
+	const outBytes, errBytes = 3 << 20, 3 << 19
+	r := execfarm(t, "run", "-o", "json", "--runtime", "shell", "--output-limit", "4Mi",
+		"-e", fmt.Sprintf("head -c %d /dev/zero | tr '\\0' o; head -c %d /dev/zero | tr '\\0' e >&2", outBytes, errBytes))
+	m := jsonOf(t, r)
+	out, _ := field(m, "output").(string)
+	errOut, _ := field(m, "errorOutput").(string)
+	if r.code != 0 || len(out) != outBytes || len(errOut) != errBytes ||
+		strings.Trim(out, "o") != "" || strings.Trim(errOut, "e") != "" || field(m, "outputPartial") != false {
+		t.Errorf("run -o json: exit %d, stdout %d bytes, stderr %d bytes (want %d and %d), outputPartial %v",
+			r.code, len(out), len(errOut), outBytes, errBytes, field(m, "outputPartial"))
+	}
+}
+
 // TestLimitFlags: run's limit flags take units and reach the execution:
 // its result's effective limits are the flags'. Bad values are refused
 // before anything is sent.
