@@ -143,7 +143,8 @@ func build(cfg Config) (*Server, error) {
 	}
 	cfg.Registry.IDs = ids
 	// Counted first: the count is what a scrape right after the result sees.
-	cfg.Registry.OnFinish = countFinished(cfg.Metrics, logFinished(cfg.Logger, cfg.Registry.OnFinish))
+	cfg.Registry.OnResult = countFinished(cfg.Metrics, cfg.Registry.OnResult)
+	cfg.Registry.OnFinish = logFinished(cfg.Logger, cfg.Registry.OnFinish)
 	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger, ids: ids}
 	s.runner, err = execution.New(execution.Config{
 		Sandbox: &s.cfg.Sandbox, WarmPool: cfg.WarmPool, SandboxReuse: cfg.SandboxReuse, Defaults: cfg.Defaults,
@@ -185,7 +186,7 @@ func logFinished(log hclog.Logger, next func(registry.Meta, registry.Result)) fu
 	}
 }
 
-// countFinished returns the registry's OnFinish that counts every finished
+// countFinished returns the registry's OnResult that counts every finished
 // execution in m, then calls next; next itself when m is nil.
 func countFinished(m *metrics.Metrics, next func(registry.Meta, registry.Result)) func(registry.Meta, registry.Result) {
 	if m == nil {

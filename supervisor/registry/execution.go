@@ -325,6 +325,9 @@ func (e *Execution) finishLocked(r Result) bool {
 	if e.meta.OnFinish != nil {
 		e.meta.OnFinish(r)
 	}
+	if e.reg.resultHook != nil {
+		e.reg.resultHook(e.meta, r)
+	}
 	close(e.done)
 	e.wakeLocked()
 	return true

@@ -52,9 +52,16 @@ type Config struct {
 	IDs *nodeid.Issuer
 	// OnFinish, if set, is called once for each execution that becomes
 	// terminal, with its metadata and result, from the goroutine that
-	// finished it and with no registry lock held. The supervisor's metrics
-	// count executions here: every way of ending passes through it.
+	// finished it and with no registry lock held, after readers can see
+	// the result. The supervisor logs executions here.
 	OnFinish func(Meta, Result)
+	// OnResult, if set, is called once for each execution that becomes
+	// terminal, with its metadata and result, before any reader can see
+	// the result (Done, Wait, Snapshot), under the registry's locks: it
+	// must be quick and must not call the registry. Every way of ending
+	// passes through it. The supervisor's metrics count executions here,
+	// so that a scrape made after a client saw a result counts it.
+	OnResult func(Meta, Result)
 }
 
 // Registry holds executions by id. It is safe for concurrent use.
@@ -65,6 +72,7 @@ type Registry struct {
 	interval   time.Duration
 	now        func() time.Time
 	finishHook func(Meta, Result)
+	resultHook func(Meta, Result)
 	ids        *nodeid.Issuer
 	segLimit   int // segments per execution's write log; 0 => defaultSegLimit (tests lower it)
 
@@ -101,6 +109,7 @@ func New(cfg Config) *Registry {
 		now:        cfg.Now,
 		entries:    make(map[string]*entry),
 		finishHook: cfg.OnFinish,
+		resultHook: cfg.OnResult,
 		ids:        cfg.IDs,
 	}
 	if r.now == nil {

@@ -385,30 +385,56 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-// TestOnFinishOncePerExecution: the hook sees every way of ending (Finish,
-// Cancel of a pending execution) exactly once, with the execution's meta.
-func TestOnFinishOncePerExecution(t *testing.T) {
+// TestFinishHooksOncePerExecution: both hooks see every way of ending
+// (Finish, Cancel of a pending execution) exactly once, with the
+// execution's meta; OnResult before the result is visible (Done not yet
+// closed), OnFinish after.
+func TestFinishHooksOncePerExecution(t *testing.T) {
 	type call struct {
 		runtime string
 		state   State
 		reason  Reason
+		visible bool // Done was closed when the hook ran
 	}
-	var calls []call
-	r := New(Config{OnFinish: func(m Meta, res Result) { calls = append(calls, call{m.Runtime, res.State, res.Reason}) }})
-	a := r.Create(Meta{Runtime: "shell"})
+	execs := map[string]*Execution{}
+	hook := func(calls *[]call) func(Meta, Result) {
+		return func(m Meta, res Result) {
+			visible := false
+			select {
+			case <-execs[m.ID].Done():
+				visible = true
+			default:
+			}
+			*calls = append(*calls, call{m.Runtime, res.State, res.Reason, visible})
+		}
+	}
+	var finished, results []call
+	r := New(Config{OnFinish: hook(&finished), OnResult: hook(&results)})
+	create := func(rt string) *Execution {
+		e := r.Create(Meta{Runtime: rt})
+		execs[e.ID()] = e
+		return e
+	}
+	a := create("shell")
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
 	a.Finish(Result{State: StateCompleted, Reason: ReasonExited})
 	a.Finish(Result{State: StateFailed, Reason: ReasonInternal}) // ignored: already terminal
-	b := r.Create(Meta{Runtime: "goja"})
+	b := create("goja")
 	if _, err := b.Cancel(); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = b.Cancel()
-	r.Create(Meta{Runtime: "python"}) // still pending: no call
-	want := []call{{"shell", StateCompleted, ReasonExited}, {"goja", StateCancelled, ReasonCancelled}}
-	if !slices.Equal(calls, want) {
-		t.Errorf("OnFinish calls = %v, want %v", calls, want)
+	create("python") // still pending: no call
+	for _, tt := range []struct {
+		hook    string
+		calls   []call
+		visible bool
+	}{{"OnResult", results, false}, {"OnFinish", finished, true}} {
+		want := []call{{"shell", StateCompleted, ReasonExited, tt.visible}, {"goja", StateCancelled, ReasonCancelled, tt.visible}}
+		if !slices.Equal(tt.calls, want) {
+			t.Errorf("%s calls = %v, want %v", tt.hook, tt.calls, want)
+		}
 	}
 }
