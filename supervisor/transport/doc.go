@@ -11,4 +11,7 @@
 // with grpc-go's pemfile provider and uses what it holds at each
 // handshake; a client reads its files at each new connection. A renewed
 // certificate is served to the next connection without a restart.
+// ReloadingCertificate gives another TLS server (MCP over HTTPS) the same
+// re-read certificate, as a tls.Config's GetCertificate; its owner closes
+// it once the server has stopped.
 package transport

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -181,6 +182,73 @@ func (s *serverTLS) notAfter() (time.Time, error) {
 		}
 	}
 	return leaf.NotAfter, nil
+}
+
+// ReloadingCertificate is a server certificate and its key re-read from
+// their files while the server runs, for a TLS server other than the gRPC
+// one (MCP over HTTPS): the pemfile provider of ServerSecurity, with its
+// rules (checked at start, re-read every refresh, the last good pair kept
+// while the files are half-written or broken, both files in one
+// directory). Close it once the server has stopped.
+type ReloadingCertificate struct {
+	s *serverTLS
+}
+
+// NewReloadingCertificate checks certFile (PEM, the leaf first) and
+// keyFile (PEM) now, that they match and lie in one directory, and starts
+// re-reading them every refresh (0 = DefaultCertRefresh). It returns an
+// error for a missing or unreadable file, a mismatched pair or two
+// directories.
+func NewReloadingCertificate(certFile, keyFile string, refresh time.Duration) (*ReloadingCertificate, error) {
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("transport: a reloading certificate needs a certificate file and a key file")
+	}
+	s, err := newServerTLS(serverTLSBase(), keyFiles{cert: certFile, key: keyFile}, cmp.Or(refresh, DefaultCertRefresh))
+	if err != nil {
+		return nil, err
+	}
+	return &ReloadingCertificate{s: s}, nil
+}
+
+// GetCertificate returns the certificate and key held now; it is a
+// tls.Config's GetCertificate, called at each handshake. It waits at most
+// a few seconds for the provider (a lock: it holds a pair from the start).
+func (c *ReloadingCertificate) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	ctx := context.Background()
+	if hello != nil {
+		ctx = hello.Context()
+	}
+	ctx, cancel := context.WithTimeout(ctx, materialWait)
+	defer cancel()
+	km, err := c.s.provider.KeyMaterial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("transport: certificates: %w", err)
+	}
+	if len(km.Certs) == 0 {
+		return nil, errors.New("transport: no serving certificate")
+	}
+	cert := km.Certs[0]
+	return &cert, nil
+}
+
+// TLSConfig returns a new server tls.Config with ServerSecurity's base
+// (TLS 1.2 at least) whose certificate is GetCertificate's.
+func (c *ReloadingCertificate) TLSConfig() *tls.Config {
+	cfg := serverTLSBase()
+	cfg.GetCertificate = c.GetCertificate
+	return cfg
+}
+
+// Close stops re-reading the files. Connections already made keep their
+// certificate; a later handshake fails.
+func (c *ReloadingCertificate) Close() {
+	c.s.provider.Close()
+}
+
+// serverTLSBase is what every TLS server of execfarm starts from; the
+// certificates come from a provider at each handshake.
+func serverTLSBase() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12}
 }
 
 func loadPool(path string) (*x509.CertPool, error) {

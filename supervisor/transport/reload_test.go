@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"net"
@@ -179,5 +180,71 @@ func TestReloadNeedsOneDirectory(t *testing.T) {
 	}
 	if _, err := (Config{Mode: ModeMTLS, CertPath: sc, KeyPath: sk}).ServerSecurity(); err == nil {
 		t.Fatal("mtls without a client CA was accepted")
+	}
+}
+
+// TestReloadingCertificate: the certificate an HTTPS server takes from
+// ReloadingCertificate follows its files as ServerSecurity's does, its
+// TLS config refuses TLS 1.1, and bad files are refused at start.
+func TestReloadingCertificate(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, "CA")
+	write := func(serial int64) (crt, key string) {
+		c, k := ca.leaf(t, serial, "server", x509.ExtKeyUsageServerAuth, []string{"execfarm.test"}, time.Now().Add(time.Hour))
+		key = writeFile(t, dir, "tls.key", k)
+		return writeFile(t, dir, "tls.crt", c), key
+	}
+	crt, key := write(10)
+	rc, err := NewReloadingCertificate(crt, key, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	serial := func() int64 {
+		c, err := rc.GetCertificate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, err := x509.ParseCertificate(c.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leaf.SerialNumber.Int64()
+	}
+	if s := serial(); s != 10 {
+		t.Fatalf("serial %d, want 10", s)
+	}
+	write(11)
+	eventually(t, "the renewed certificate", func() bool { return serial() == 11 })
+
+	cfg := rc.TLSConfig()
+	if cfg.MinVersion != tls.VersionTLS12 || cfg.GetCertificate == nil {
+		t.Errorf("TLSConfig: MinVersion %#x, GetCertificate set %v", cfg.MinVersion, cfg.GetCertificate != nil)
+	}
+	srv, cli := net.Pipe()
+	go func() {
+		c := tls.Server(srv, cfg)
+		_ = c.Handshake()
+		c.Close()
+	}()
+	old := tls.Client(cli, &tls.Config{MaxVersion: tls.VersionTLS11, ServerName: "execfarm.test", InsecureSkipVerify: true})
+	if err := old.Handshake(); err == nil {
+		t.Error("a TLS 1.1 client got through")
+	}
+	old.Close()
+
+	other := t.TempDir()
+	b, _ := os.ReadFile(key)
+	_, otherKey := ca.leaf(t, 12, "other", x509.ExtKeyUsageServerAuth, nil, time.Now().Add(time.Hour))
+	for name, files := range map[string][2]string{
+		"key in another directory": {crt, writeFile(t, other, "tls.key", b)},
+		"no key":                   {crt, ""},
+		"missing certificate":      {filepath.Join(dir, "absent.crt"), key},
+		"key of another":           {crt, writeFile(t, dir, "other.key", otherKey)},
+	} {
+		if rc, err := NewReloadingCertificate(files[0], files[1], 0); err == nil {
+			rc.Close()
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

@@ -284,7 +284,7 @@ func (c Config) ServerSecurity() (*ServerSecurity, error) {
 	case "", ModeInsecure:
 		return sec, nil
 	}
-	base := &tls.Config{MinVersion: tls.VersionTLS12}
+	base := serverTLSBase()
 	files := keyFiles{cert: c.CertPath, key: c.KeyPath}
 	if c.Mode == ModeMTLS {
 		if c.CAPath == "" {
