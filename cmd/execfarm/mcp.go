@@ -30,6 +30,8 @@ func mcpCmd(cf *clientFlags) *cobra.Command {
 	var (
 		httpAddr       string
 		tokenFile      string
+		tlsCert        string
+		tlsKey         string
 		maxSessions    int
 		sessionTimeout time.Duration
 	)
@@ -45,10 +47,14 @@ get_sandbox_status, and the get_sandboxes resource); README: MCP.
 On stdin/stdout by default: the process serves one client, whose sandboxes
 are its own (no other client of the supervisor sees them) and are deleted
 when it exits (stdin closed, stdout broken, SIGTERM, SIGINT, SIGHUP). With
---http ADDR, MCP's Streamable HTTP transport at http://ADDR/: each bearer
-token of --http-token-file is a client of its own, whose sandboxes outlive
-its sessions; without tokens (loopback only) each MCP session is a client,
-whose sandboxes are deleted when it ends.
+--http ADDR, MCP's Streamable HTTP transport at http://ADDR/, or at
+https://ADDR/ with --http-tls-cert and --http-tls-key (TLS 1.2 at least;
+the certificate and key, in one directory, are re-read every minute, so a
+renewed certificate is served without a restart): each bearer token of
+--http-token-file is a client of its own, whose sandboxes outlive its
+sessions; without tokens each MCP session is a client, whose sandboxes
+are deleted when it ends. A non-loopback address needs both tokens and
+TLS; a loopback address neither.
 
 It talks to the configured supervisor (flags or SANDBOX_* variables, as
 run does); with none configured and none at the default socket, it starts
@@ -86,22 +92,55 @@ carries the protocol alone.`,
 					return err
 				}
 			}
+			tlsCert, tlsKey = cmp.Or(tlsCert, os.Getenv("EXECFARM_MCP_TLS_CERT")), cmp.Or(tlsKey, os.Getenv("EXECFARM_MCP_TLS_KEY"))
+			var cert *transport.ReloadingCertificate
+			if tlsCert != "" || tlsKey != "" {
+				switch {
+				case httpAddr == "":
+					return errors.New("--http-tls-cert and --http-tls-key need --http")
+				case tlsCert == "":
+					return errors.New("--http-tls-key needs --http-tls-cert")
+				case tlsKey == "":
+					return errors.New("--http-tls-cert needs --http-tls-key")
+				}
+				var err error
+				if cert, err = transport.NewReloadingCertificate(tlsCert, tlsKey, transport.DefaultCertRefresh); err != nil {
+					return err
+				}
+				defer cert.Close()
+			}
 			if httpAddr != "" {
 				// Before the supervisor: a refused address starts nothing.
-				lis, err := mcpbridge.ListenHTTP(httpAddr, tokens != nil)
+				lis, err := mcpbridge.ListenHTTP(httpAddr, mcpbridge.HTTPProtection{Tokens: tokens != nil, TLS: cert != nil})
 				if err != nil {
 					return err
 				}
 				defer lis.Close()
+				scheme := "http"
 				return serveMCP(ctx, cf, log, func(b *mcpbridge.Bridge) error {
 					srv := &http.Server{
 						Handler:           b.HTTPHandler(mcpbridge.HTTPConfig{Tokens: tokens, MaxSessions: maxSessions, SessionTimeout: sessionTimeout}),
 						ReadHeaderTimeout: 10 * time.Second,
 						MaxHeaderBytes:    64 << 10,
+						// Failed handshakes and the like, in the log's format.
+						ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+						// HTTP/1.1 only, over TLS too: HTTP/2 would carry
+						// up to 250 requests on each connection that
+						// mcpMaxConnections counts.
+						Protocols: new(http.Protocols),
 					}
+					srv.Protocols.SetHTTP1(true)
+					limited := netutil.LimitListener(lis, mcpMaxConnections)
 					errc := make(chan error, 1)
-					go func() { errc <- srv.Serve(netutil.LimitListener(lis, mcpMaxConnections)) }()
-					log.Info("serving MCP over HTTP", "address", "http://"+lis.Addr().String()+"/", "bearer_tokens", tokens != nil, "max_sessions", maxSessions)
+					if cert != nil {
+						// The handshake is bounded by ReadHeaderTimeout.
+						srv.TLSConfig = cert.TLSConfig()
+						scheme = "https"
+						go func() { errc <- srv.ServeTLS(limited, "", "") }()
+					} else {
+						go func() { errc <- srv.Serve(limited) }()
+					}
+					log.Info("serving MCP over HTTP", "address", scheme+"://"+lis.Addr().String()+"/", "bearer_tokens", tokens != nil, "tls", cert != nil, "max_sessions", maxSessions)
 					var err error
 					select {
 					case err = <-errc:
@@ -135,8 +174,10 @@ carries the protocol alone.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&httpAddr, "http", "", "serve MCP's Streamable HTTP transport at http://ADDRESS/ instead of stdio, e.g. 127.0.0.1:8000 (a non-loopback address needs --http-token-file)")
+	f.StringVar(&httpAddr, "http", "", "serve MCP's Streamable HTTP transport at http://ADDRESS/ (https:// with --http-tls-cert) instead of stdio, e.g. 127.0.0.1:8000 (a non-loopback address needs --http-token-file and --http-tls-cert)")
 	f.StringVar(&tokenFile, "http-token-file", "", "bearer tokens MCP clients over HTTP must send, one NAME TOKEN per line as serve's --token-file; each token is a client of its own (env EXECFARM_MCP_TOKEN_FILE)")
+	f.StringVar(&tlsCert, "http-tls-cert", "", "serve --http over TLS with this PEM certificate (chain), re-read every minute; needs --http-tls-key in the same directory (env EXECFARM_MCP_TLS_CERT)")
+	f.StringVar(&tlsKey, "http-tls-key", "", "the PEM private key of --http-tls-cert (env EXECFARM_MCP_TLS_KEY)")
 	f.IntVar(&maxSessions, "max-sessions", mcpbridge.DefaultMaxHTTPSessions, "MCP sessions open at once over HTTP; past it a new session is answered 503")
 	f.DurationVar(&sessionTimeout, "session-timeout", mcpbridge.DefaultHTTPSessionTimeout, "close an HTTP MCP session idle this long (a session without a token: its sandboxes are deleted)")
 	return cmd

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -258,15 +259,38 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	return w.ResponseWriter.Write(p)
 }
 
-// ListenHTTP listens on addr for HTTPHandler: on a non-loopback address
-// only with tokens, since every caller there could otherwise run code.
-func ListenHTTP(addr string, tokens bool) (net.Listener, error) {
+// HTTPProtection is what guards MCP over HTTP, which ListenHTTP weighs
+// against its address. The zero value is neither: loopback only.
+type HTTPProtection struct {
+	// Tokens is whether every request must carry a bearer token
+	// (HTTPConfig.Tokens set).
+	Tokens bool
+	// TLS is whether connections are served over TLS (the http.Server
+	// has a TLSConfig and serves with ServeTLS).
+	TLS bool
+}
+
+// ListenHTTP listens on addr (host:port) for HTTPHandler. A non-loopback
+// address needs both protections: without bearer tokens every caller
+// there could run code, and without TLS the tokens would cross the
+// network in the clear. It returns an error wrapping
+// ErrUnprotectedAddress, naming the missing flags, for a non-loopback
+// address that lacks either; a loopback address needs neither. The
+// listener is plain TCP: the caller serves TLS on it.
+func ListenHTTP(addr string, p HTTPProtection) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("mcpbridge: --http %q: %w", addr, err)
 	}
-	if !tokens && !isLoopback(host) {
-		return nil, fmt.Errorf("mcpbridge: --http %s is not a loopback address: MCP over HTTP there needs bearer tokens (--http-token-file)", addr)
+	if !isLoopback(host) && (!p.Tokens || !p.TLS) {
+		var missing []string
+		if !p.Tokens {
+			missing = append(missing, "bearer tokens (--http-token-file)")
+		}
+		if !p.TLS {
+			missing = append(missing, "TLS (--http-tls-cert and --http-tls-key)")
+		}
+		return nil, fmt.Errorf("%w: --http %s is not a loopback address and has no %s", ErrUnprotectedAddress, addr, strings.Join(missing, " and no "))
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -13,12 +13,20 @@ import (
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
-type bearerRT struct{ token string }
+// bearerRT adds a bearer token to every request, sent through next
+// (nil = http.DefaultTransport).
+type bearerRT struct {
+	token string
+	next  http.RoundTripper
+}
 
 func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
+	if b.next == nil {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return b.next.RoundTrip(r)
 }
 
 // TestHTTPSessionCap: past MaxSessions a new session is refused (503);
@@ -42,7 +50,7 @@ func TestHTTPSessionCap(t *testing.T) {
 	defer b.Close()
 	connect := func() (*mcp.ClientSession, error) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "cap", Version: "1"}, nil)
-		return c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearerRT{tok}}, MaxRetries: -1}, nil)
+		return c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearerRT{token: tok}}, MaxRetries: -1}, nil)
 	}
 	s1, err := connect()
 	if err != nil {
