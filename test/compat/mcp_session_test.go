@@ -5,13 +5,21 @@ package compat
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -381,7 +389,7 @@ func serveMCPHTTP(t *testing.T, bin, socket string, args ...string) (endpoint st
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	})
-	addr := regexp.MustCompile(`address=(http://127\.0\.0\.1:[0-9]+/)`)
+	addr := regexp.MustCompile(`address=(https?://127\.0\.0\.1:[0-9]+/)`)
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		if m := addr.FindStringSubmatch(sc.Text()); m != nil {
@@ -409,9 +417,14 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // httpSession connects the SDK's Streamable HTTP client to endpoint with
 // token ("" = none).
 func httpSession(endpoint, token string) (*mcp.ClientSession, error) {
-	hc := &http.Client{Transport: http.DefaultTransport}
+	return httpSessionOver(endpoint, token, http.DefaultTransport)
+}
+
+// httpSessionOver is httpSession through rt.
+func httpSessionOver(endpoint, token string, rt http.RoundTripper) (*mcp.ClientSession, error) {
+	hc := &http.Client{Transport: rt}
 	if token != "" {
-		hc.Transport = bearer{token, http.DefaultTransport}
+		hc.Transport = bearer{token, rt}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "execfarm-compat-http", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -529,11 +542,99 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 	mustTool(t, a, "delete_sandbox", map[string]any{"sandbox_claim_name": id}, nil)
 
-	// Off loopback, tokens are required.
+	// Off loopback, tokens and TLS are required.
 	out, err := exec.Command(bin, "mcp", "--http", "0.0.0.0:0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "needs bearer tokens") {
 		t.Errorf("mcp --http 0.0.0.0:0 without tokens: %v\n%s", err, out)
 	}
+	out, err = exec.Command(bin, "mcp", "--http", "0.0.0.0:0", "--http-token-file", tokens).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--http-tls-cert") {
+		t.Errorf("mcp --http 0.0.0.0:0 with tokens, without TLS: %v\n%s", err, out)
+	}
+}
+
+// TestMCPOverHTTPS: `execfarm mcp --http` with --http-tls-cert and
+// --http-tls-key serves https (its log says so): the SDK client, trusting
+// the certificate, lists the tools with a token; a plaintext client does
+// not connect. Listing tools needs no supervisor, so none is started (the
+// socket it is pointed at does not exist) and the test needs no root.
+func TestMCPOverHTTPS(t *testing.T) {
+	bin := buildExecfarm(t)
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	const alice = "alice-mcp-token-0123456789abcdef"
+	if err := os.WriteFile(tokens, []byte("alice "+alice+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert := selfSignedLoopback(t, dir)
+	endpoint, _ := serveMCPHTTP(t, bin, filepath.Join(dir, "no-supervisor.sock"), "--http-token-file", tokens,
+		"--http-tls-cert", filepath.Join(dir, "tls.crt"), "--http-tls-key", filepath.Join(dir, "tls.key"))
+	if !strings.HasPrefix(endpoint, "https://") {
+		t.Fatalf("endpoint %s: want https", endpoint)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	rt := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+	defer rt.CloseIdleConnections()
+	cs, err := httpSessionOver(endpoint, alice, rt)
+	if err != nil {
+		t.Fatalf("connect over https: %v", err)
+	}
+	defer cs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "runSandbox") || !slices.Contains(names, "create_sandbox") {
+		t.Errorf("tools over https: %v", names)
+	}
+	plain := &http.Transport{}
+	defer plain.CloseIdleConnections()
+	if s, err := httpSessionOver("http://"+strings.TrimPrefix(endpoint, "https://"), alice, plain); err == nil {
+		s.Close()
+		t.Error("a plaintext client connected to the TLS port")
+	}
+}
+
+// selfSignedLoopback writes a self-signed certificate for 127.0.0.1 and
+// its key into dir as tls.crt and tls.key, and returns the certificate.
+func selfSignedLoopback(t *testing.T, dir string) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "execfarm compat"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
 }
 
 // TestMCPOverHTTPSessionsWithoutTokens: on loopback without tokens, each
