@@ -6,7 +6,9 @@
 // prodisco.sandbox.v1.SandboxService on a supervisor. execfarm's
 // extension, runtime, picks goja (default), node, shell or python. The
 // MCP side is the official Go SDK (github.com/modelcontextprotocol/go-sdk);
-// `execfarm mcp` runs it on stdio or, with --http, over HTTP.
+// `execfarm mcp` runs it on stdio or, with --http, over HTTP or HTTPS
+// (ListenHTTP refuses a non-loopback address without bearer tokens and
+// TLS).
 //
 // Results are structured (the tool declares its output schema) and also
 // sent as JSON text. A failed execution is a normal result (success
