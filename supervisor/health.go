@@ -270,13 +270,18 @@ const (
 
 // Bounds of the probe endpoint (ServeProbes), which anyone who reaches
 // its address may call without credentials: a kubelet needs one
-// connection and one request at a time.
+// connection and one request at a time, on a new connection each time.
+// Connections are not kept alive and a request must arrive within
+// probeReadTimeout, so a client holding every connection (idle, or
+// sending a byte at a time) has each one closed within that time, and a
+// probe queued behind them is accepted and answered within about
+// probeReadTimeout: less than a kubelet's default probe timeout plus its
+// retries.
 const (
-	probeMaxConnections = 8
+	probeMaxConnections = 64
 	probeMaxHeaderBytes = 4 << 10
-	probeReadTimeout    = 5 * time.Second
+	probeReadTimeout    = 2 * time.Second
 	probeWriteTimeout   = readyCheckTimeout + 5*time.Second
-	probeIdleTimeout    = time.Minute
 )
 
 // ProbeHandler answers the HTTP probes of orchestrators:
@@ -335,7 +340,7 @@ func writeProbe(w http.ResponseWriter, code int, body map[string]any) {
 
 // ServeProbes serves ProbeHandler over plain HTTP on lis, for the
 // kubelet's httpGet probes (which speak neither TLS nor tokens), with at
-// most probeMaxConnections connections, headers up to
+// most probeMaxConnections connections, none kept alive, headers up to
 // probeMaxHeaderBytes, and the timeouts above. It returns at once; stop
 // closes lis and every connection and waits for the server to end.
 func (s *Server) ServeProbes(lis net.Listener) (stop func()) {
@@ -344,10 +349,10 @@ func (s *Server) ServeProbes(lis net.Listener) (stop func()) {
 		ReadHeaderTimeout: probeReadTimeout,
 		ReadTimeout:       probeReadTimeout,
 		WriteTimeout:      probeWriteTimeout,
-		IdleTimeout:       probeIdleTimeout,
 		MaxHeaderBytes:    probeMaxHeaderBytes,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
+	hs.SetKeepAlivesEnabled(false)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

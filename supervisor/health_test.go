@@ -256,6 +256,14 @@ func TestProbeEndpointBounded(t *testing.T) {
 	stop := s.ServeProbes(lis)
 	defer stop()
 	const request = "GET /healthz HTTP/1.1\r\nHost: probe\r\n\r\n"
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", lis.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
 	// answered reads one answer on c and reports whether it is 200.
 	answered := func(c net.Conn) bool {
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -265,38 +273,37 @@ func TestProbeEndpointBounded(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}
-	// Each connection is answered once, so the server holds it (idle,
-	// kept alive) when the next one comes.
-	var held []net.Conn
-	for i := range probeMaxConnections {
-		c, err := net.Dial("tcp", lis.Addr().String())
-		if err != nil {
+	// An answered connection is closed, not kept alive for another.
+	c := dial()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, request); err != nil || !answered(c) {
+		t.Fatalf("probe not answered (%v)", err)
+	}
+	if n, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("after its answer the connection was not closed: read %d bytes, %v", n, err)
+	}
+	// A client holds every connection, each with half a request.
+	start := time.Now()
+	for range probeMaxConnections {
+		if _, err := io.WriteString(dial(), "GET /healthz HTTP/1.1\r\n"); err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		if _, err := io.WriteString(c, request); err != nil || !answered(c) {
-			t.Fatalf("connection %d: not answered (%v)", i+1, err)
-		}
-		held = append(held, c)
 	}
-	extra, err := net.Dial("tcp", lis.Addr().String()) // the kernel's backlog takes it
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer extra.Close()
+	extra := dial() // the kernel's backlog takes it
 	if _, err := io.WriteString(extra, request); err != nil {
 		t.Fatal(err)
 	}
-	// While the others are held it cannot be served, however long it
-	// waits: the wait only bounds the test.
-	_ = extra.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	var b [1]byte
-	if n, err := extra.Read(b[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+	// While the others are held it is not served; the read timeout
+	// closes them, and then it is. The deadlines only bound the test.
+	_ = extra.SetReadDeadline(time.Now().Add(probeReadTimeout / 4))
+	if n, err := extra.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("connection %d was read from (%d bytes, %v) while %d were held", probeMaxConnections+1, n, err, probeMaxConnections)
 	}
-	held[0].Close()
 	_ = extra.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if !answered(extra) {
-		t.Fatalf("connection %d not answered after one closed", probeMaxConnections+1)
+		t.Fatalf("connection %d not answered once the held ones timed out", probeMaxConnections+1)
+	}
+	if took := time.Since(start); took > 3*probeReadTimeout {
+		t.Errorf("a probe behind %d held connections answered after %v; want about %v", probeMaxConnections, took, probeReadTimeout)
 	}
 }
