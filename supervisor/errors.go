@@ -186,6 +186,8 @@ func faultOf(err error) fault {
 		return fault{code: codes.FailedPrecondition, reason: "NOT_A_SESSION_EXEC"}
 	case errors.Is(err, session.ErrStdinClosed):
 		return fault{code: codes.FailedPrecondition, reason: "STDIN_CLOSED"}
+	case errors.Is(err, session.ErrStdinBusy):
+		return fault{code: codes.ResourceExhausted, reason: "STDIN_WRITE_WAITING", retry: true}
 	case errors.Is(err, session.ErrExecNotRunning):
 		return fault{code: codes.FailedPrecondition, reason: "EXEC_NOT_RUNNING"}
 	case errors.Is(err, session.ErrShuttingDown):

@@ -96,6 +96,8 @@ func TestRPCError(t *testing.T) {
 		{name: "sandbox ending", err: session.ErrNotReady, code: codes.FailedPrecondition, reason: "SANDBOX_NOT_READY"},
 		{name: "not a session exec", err: session.ErrNotSessionExec, code: codes.FailedPrecondition, reason: "NOT_A_SESSION_EXEC"},
 		{name: "stdin closed", err: session.ErrStdinClosed, code: codes.FailedPrecondition, reason: "STDIN_CLOSED"},
+		{name: "stdin write waiting", err: fmt.Errorf("exec \"x\": %w", session.ErrStdinBusy), code: codes.ResourceExhausted, reason: "STDIN_WRITE_WAITING", retry: true,
+			msg: "exec \"x\": session: another write to the exec's standard input is waiting for the program to read"},
 		{name: "exec not running", err: session.ErrExecNotRunning, code: codes.FailedPrecondition, reason: "EXEC_NOT_RUNNING"},
 		{name: "sessions shutting down", err: session.ErrShuttingDown, code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"},
 		{name: "file not found", err: &session.FileError{Op: "download", Path: "/x", Err: &fs.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}},

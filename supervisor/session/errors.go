@@ -22,6 +22,10 @@ var (
 	// ErrStdinClosed: the exec's standard input is closed, or was never
 	// kept open (ExecParams.StdinOpen).
 	ErrStdinClosed = errors.New("session: the exec's standard input is closed")
+	// ErrStdinBusy: another write to the exec's standard input is
+	// waiting for the program to read; one at a time may wait
+	// (MaxStdinBuffer).
+	ErrStdinBusy = errors.New("session: another write to the exec's standard input is waiting for the program to read")
 	// ErrExecNotRunning: the exec has not started its program yet, or
 	// has ended.
 	ErrExecNotRunning = errors.New("session: the exec is not running")

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -285,10 +286,11 @@ func (m *Manager) heldExec(owner principal.Principal, id string) (*exec, error) 
 // WriteStdin gives p (at most MaxStdinBuffer bytes) to the standard input
 // of owner's exec id, pending or running, and closes it when close is
 // set; it waits for room until ctx ends (the program reads its input).
-// Errors: registry.ErrNotFound (wrapped) when owner holds no such exec;
-// ErrStdinClosed (the exec was not started with StdinOpen, or its input
-// was closed); ErrExecNotRunning once it has ended; *FieldError for p too
-// large; ctx's error.
+// One call at a time may wait per exec. Errors: registry.ErrNotFound
+// (wrapped) when owner holds no such exec; ErrStdinClosed (the exec was
+// not started with StdinOpen, or its input was closed); ErrExecNotRunning
+// once it has ended; ErrStdinBusy (wrapped) while another call waits;
+// *FieldError for p too large; ctx's error.
 func (m *Manager) WriteStdin(ctx context.Context, owner principal.Principal, id string, p []byte, close bool) error {
 	x, err := m.heldExec(owner, id)
 	if err != nil {
@@ -297,7 +299,11 @@ func (m *Manager) WriteStdin(ctx context.Context, owner principal.Principal, id 
 	if x.stdin == nil {
 		return fmt.Errorf("exec %q was started without keep_stdin_open: %w", id, ErrStdinClosed)
 	}
-	return x.stdin.write(ctx, p, close)
+	err = x.stdin.write(ctx, p, close)
+	if errors.Is(err, ErrStdinBusy) {
+		return fmt.Errorf("exec %q: %w", id, err)
+	}
+	return err
 }
 
 // Signal sends sig to owner's running exec id. Errors:

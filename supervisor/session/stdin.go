@@ -10,54 +10,74 @@ import (
 // MaxStdinBuffer is how many bytes of an exec's standard input wait, at
 // most, for the program to read them; a write that does not fit waits for
 // room. It is also the largest write (WriteStdin's data).
+//
+// One write at a time may wait, per exec: while it does, another is
+// refused with ErrStdinBusy. A waiting write holds its request (up to
+// MaxStdinBuffer bytes) in the supervisor's memory, so the bound makes an
+// exec's standard input cost at most 2 × MaxStdinBuffer, however many
+// calls a client makes (red-team F11: 800 concurrent writes to an exec
+// that never read took the supervisor from 36 MB to 959 MB).
 const MaxStdinBuffer = 1 << 20
 
 // stdinPipe is an exec's open standard input: WriteStdin puts bytes in,
 // the mechanism reads them out (an io.Reader) and gives them to the
 // program. Writes are all or nothing and wait, bounded by their context,
-// for room in a buffer of MaxStdinBuffer bytes; no goroutine is left
-// behind by a write that gives up.
+// for room in a buffer of MaxStdinBuffer bytes; one write at most waits,
+// and while it does every other write is refused (ErrStdinBusy), which
+// also keeps the writes in order. No goroutine is left behind by a write
+// that gives up.
 type stdinPipe struct {
-	mu     sync.Mutex
-	buf    []byte
-	closed bool          // no more writes: the reader gets EOF once buf is read
-	gone   bool          // the exec ended: writes fail, reads get EOF
-	wake   chan struct{} // closed and cleared on every change; nil when nobody waits
+	mu      sync.Mutex
+	buf     []byte
+	closed  bool          // no more writes: the reader gets EOF once buf is read
+	gone    bool          // the exec ended: writes fail, reads get EOF
+	waiting bool          // a write waits for room: others are refused
+	wake    chan struct{} // closed and cleared on every change; nil when nobody waits
 }
 
 func newStdinPipe() *stdinPipe { return &stdinPipe{} }
 
 // write appends p, then closes the input when close is set. It waits for
 // room (the program reading) until ctx ends. Errors: ErrStdinClosed after
-// a close, ErrExecNotRunning once the exec has ended, a *FieldError for p
-// larger than MaxStdinBuffer, ctx's error.
+// a close, ErrExecNotRunning once the exec has ended, ErrStdinBusy while
+// another write waits, a *FieldError for p larger than MaxStdinBuffer,
+// ctx's error.
 func (p *stdinPipe) write(ctx context.Context, b []byte, close bool) error {
 	if len(b) > MaxStdinBuffer {
 		return &FieldError{Field: "data", Reason: fmt.Sprintf("%d bytes; at most %d per call", len(b), MaxStdinBuffer)}
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	waiting := false // this write holds the one place to wait
+	defer func() {
+		if waiting {
+			p.waiting = false
+		}
+	}()
 	for {
-		p.mu.Lock()
 		switch {
 		case p.gone:
-			p.mu.Unlock()
 			return ErrExecNotRunning
 		case p.closed:
-			p.mu.Unlock()
 			return ErrStdinClosed
+		case p.waiting && !waiting:
+			return ErrStdinBusy
 		case len(p.buf)+len(b) <= MaxStdinBuffer:
 			p.buf = append(p.buf, b...)
 			p.closed = close
 			p.wakeLocked()
-			p.mu.Unlock()
 			return nil
 		}
+		waiting, p.waiting = true, true
 		w := p.waitLocked()
 		p.mu.Unlock()
 		select {
 		case <-w:
 		case <-ctx.Done():
+			p.mu.Lock()
 			return ctx.Err()
 		}
+		p.mu.Lock()
 	}
 }
 

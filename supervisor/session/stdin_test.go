@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestStdinPipeBound: an exec's open stdin holds at most MaxStdinBuffer
@@ -53,5 +55,67 @@ func TestStdinPipeBound(t *testing.T) {
 	}
 	if err := q.write(ctx, []byte("e"), false); !errors.Is(err, ErrExecNotRunning) {
 		t.Fatalf("a write after the exec's end: %v", err)
+	}
+}
+
+// TestStdinPipeOneWaitingWrite: while one write waits for room, another
+// is refused at once with ErrStdinBusy (a waiting write holds its data in
+// the supervisor's memory, so unbounded waiting writes grew it by 1 MiB
+// each: red-team F11); once the waiting write has gone in, or given up,
+// the next is accepted.
+func TestStdinPipeOneWaitingWrite(t *testing.T) {
+	p := newStdinPipe()
+	ctx := context.Background()
+	if err := p.write(ctx, bytes.Repeat([]byte("a"), MaxStdinBuffer), false); err != nil {
+		t.Fatal(err)
+	}
+	isWaiting := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.waiting
+	}
+	// A refused write returns at once; without the refusal it would wait
+	// for room, until this deadline.
+	refused, stop := context.WithTimeout(ctx, time.Second)
+	defer stop()
+	// A write that waits, then goes in when the reader makes room.
+	done := make(chan error, 1)
+	go func() { done <- p.write(ctx, []byte("b"), false) }()
+	if !waitFor(5*time.Second, isWaiting) {
+		t.Fatal("the first write never waited")
+	}
+	if err := p.write(refused, []byte("c"), false); !errors.Is(err, ErrStdinBusy) {
+		t.Fatalf("a second write while one waits: %v, want ErrStdinBusy", err)
+	}
+	if _, err := io.ReadFull(p, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting write after a read: %v", err)
+	}
+	// A write that waits, then gives up with its context.
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { done <- p.write(cctx, []byte("d"), false) }()
+	if !waitFor(5*time.Second, isWaiting) {
+		t.Fatal("the write after it never waited")
+	}
+	if err := p.write(refused, []byte("e"), false); !errors.Is(err, ErrStdinBusy) {
+		t.Fatalf("a write while another waits: %v, want ErrStdinBusy", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled write: %v", err)
+	}
+	// Nobody waits now: the next write may wait in its turn, and goes in.
+	go func() { done <- p.write(ctx, []byte("f"), true) }()
+	got, err := io.ReadAll(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("a write after the cancelled one: %v", err)
+	}
+	if want := strings.Repeat("a", MaxStdinBuffer-1) + "bf"; string(got) != want {
+		t.Fatalf("read %d bytes ending %q, want %d ending \"bf\"", len(got), got[max(0, len(got)-3):], len(want))
 	}
 }
