@@ -119,8 +119,13 @@ carries the protocol alone.`,
 				scheme := "http"
 				return serveMCP(ctx, cf, log, func(b *mcpbridge.Bridge) error {
 					srv := &http.Server{
-						Handler:           b.HTTPHandler(mcpbridge.HTTPConfig{Tokens: tokens, MaxSessions: maxSessions, SessionTimeout: sessionTimeout}),
+						Handler: b.HTTPHandler(mcpbridge.HTTPConfig{Tokens: tokens, MaxSessions: maxSessions, SessionTimeout: sessionTimeout}),
+						// Headers within 10 s, a body within
+						// mcpbridge.DefaultHTTPBodyTimeout, an idle
+						// kept-alive connection for a minute; a request
+						// without a valid token closes its connection.
 						ReadHeaderTimeout: 10 * time.Second,
+						IdleTimeout:       time.Minute,
 						MaxHeaderBytes:    64 << 10,
 						// Failed handshakes and the like, in the log's format.
 						ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),

@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -50,7 +51,15 @@ type HTTPConfig struct {
 	MaxSessions int
 	// SessionTimeout closes idle sessions; 0 = DefaultHTTPSessionTimeout.
 	SessionTimeout time.Duration
+	// BodyTimeout bounds the time a request's body may take to arrive,
+	// from the end of its headers; past it the connection is closed.
+	// 0 = DefaultHTTPBodyTimeout.
+	BodyTimeout time.Duration
 }
+
+// DefaultHTTPBodyTimeout is HTTPConfig.BodyTimeout's default: 4 MiB
+// (MaxMessageBytes) at 150 KiB/s.
+const DefaultHTTPBodyTimeout = 30 * time.Second
 
 // clientKeyExtra is the TokenInfo.Extra key of a token's client key.
 const clientKeyExtra = "execfarm-client-key"
@@ -125,8 +134,49 @@ func (b *Bridge) HTTPHandler(hc HTTPConfig) http.Handler {
 	h = b.capSessions(h, hc.MaxSessions)
 	if hc.Tokens != nil {
 		h = auth.RequireBearerToken(verifier(hc.Tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+		h = closeUnauthenticated(h, hc.Tokens)
 	}
-	return h
+	return boundBody(h, cmp.Or(hc.BodyTimeout, DefaultHTTPBodyTimeout))
+}
+
+// closeUnauthenticated closes the connection after answering a request
+// that carries none of tokens: a client without a token cannot keep
+// connections open (idle, kept alive) and so hold the server's
+// connection limit; it holds one for its headers' time at most.
+func closeUnauthenticated(next http.Handler, tokens *transport.TokenSet) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if _, ok := tokens.Lookup(token); !ok || !strings.EqualFold(scheme, "Bearer") {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// boundBody reads a request's body (at most MaxMessageBytes and one
+// byte, which the SDK's handler refuses, 413) within timeout of the end
+// of its headers, then clears the connection's read deadline, so that a
+// response streamed for as long as a tool call runs (server-sent events)
+// is not cut by it. A client sending a body a byte at a time holds a
+// connection for timeout at most; the connection is then closed.
+func boundBody(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(timeout))
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessageBytes+1))
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "request body not received in time", http.StatusRequestTimeout)
+			return
+		}
+		_ = rc.SetReadDeadline(time.Time{})
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
 }
 
 // sessionHeader is the Streamable HTTP transport's session header.

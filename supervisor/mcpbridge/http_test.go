@@ -1,12 +1,17 @@
 package mcpbridge
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -73,4 +78,71 @@ func TestHTTPSessionCap(t *testing.T) {
 		t.Fatalf("a session once one closed: %v", err)
 	}
 	s3.Close()
+}
+
+// TestHTTPConnectionsOfUnauthenticatedAndSlowClients: a request without
+// a valid token is answered 401 on a connection then closed (not kept
+// alive to hold the server's connection limit), and a body that does not
+// arrive within BodyTimeout ends its connection.
+func TestHTTPConnectionsOfUnauthenticatedAndSlowClients(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte("alice slow-test-token-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := transport.ReadTokenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Executions: &fakeClient{}, Version: "test", Scope: HTTPScope([]byte("secret"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bodyTimeout = 200 * time.Millisecond
+	srv := httptest.NewServer(b.HTTPHandler(HTTPConfig{Tokens: tokens, BodyTimeout: bodyTimeout}))
+	defer srv.Close()
+	defer b.Close()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // bounds the test only
+		return c
+	}
+	for _, auth := range []string{"", "Authorization: Bearer wrong-token-0123456789abcdef\r\n"} {
+		c := dial()
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: mcp\r\n"+auth+"\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", auth, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%q: status %d, want 401", auth, resp.StatusCode)
+		}
+		if n, err := br.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Errorf("%q: the connection stayed open after 401 (read %d, %v)", auth, n, err)
+		}
+	}
+	c := dial()
+	start := time.Now()
+	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: mcp\r\nAuthorization: Bearer slow-test-token-0123456789abcdef\r\n"+
+		"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestTimeout {
+			t.Errorf("a body that never came: status %d, want 408 or a closed connection", resp.StatusCode)
+		}
+	}
+	if took := time.Since(start); took > 10*bodyTimeout+5*time.Second {
+		t.Errorf("a body that never came held its connection %v", took)
+	}
 }
