@@ -232,7 +232,14 @@ func (b *Bridge) capSessions(next http.Handler, max int) http.Handler {
 				}
 			}
 			return
-		case r.Method != http.MethodPost || id != "" || !initializes(r):
+		case r.Method != http.MethodPost || id != "":
+			next.ServeHTTP(w, r)
+			return
+		}
+		if init, err := initializes(r); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		} else if !init {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -270,22 +277,40 @@ func (b *Bridge) capSessions(next http.Handler, max int) http.Handler {
 // others first, e.g. server/discover). It reads the body, at most
 // MaxMessageBytes (a larger one is left for the handler to refuse), and
 // puts it back for the handler.
-func initializes(r *http.Request) bool {
+//
+// The answer must be the SDK's, or the cap is bypassed: the body is
+// decoded by the SDK's own decoder (jsonrpc.DecodeMessage), which matches
+// keys case-sensitively, where encoding/json would take a later "Method"
+// over "method" (red-team F3: {"method":"initialize",...,"Method":"ping"}
+// opened sessions without limit). A body that is not one message (a
+// batch, or not JSON-RPC) is counted, as the handler refuses or serves
+// it. A message with a top-level key that is "method" but for its case
+// is refused with an error (ambiguous: the caller answers 400), so that
+// no decoder's reading of it matters.
+func initializes(r *http.Request) (bool, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessageBytes+1))
 	r.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 	if err != nil || len(body) > MaxMessageBytes {
-		return true // counted: the handler refuses it anyway
+		return true, nil // counted: the handler refuses it anyway
 	}
-	var msg struct {
-		Method string `json:"method"`
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(body, &keys) != nil {
+		return true, nil // not one message: the handler refuses or serves it; counted
 	}
-	if json.Unmarshal(body, &msg) != nil {
-		return true // not one message: the handler refuses or serves it; counted
+	for k := range keys {
+		if k != "method" && strings.EqualFold(k, "method") {
+			return false, fmt.Errorf("ambiguous JSON-RPC message: key %q is %q but for its case", k, "method")
+		}
 	}
-	return msg.Method == "initialize"
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return true, nil // not a JSON-RPC message: the handler refuses it; counted
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	return ok && req.Method == "initialize", nil
 }
 
 // statusWriter records the status a handler answers with (a DELETE's:

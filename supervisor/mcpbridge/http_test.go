@@ -2,7 +2,9 @@ package mcpbridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -10,9 +12,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/execfarm/execfarm/supervisor/transport"
@@ -69,6 +74,44 @@ func TestHTTPSessionCap(t *testing.T) {
 	if s3, err := connect(); err == nil {
 		s3.Close()
 		t.Fatal("a third session opened past MaxSessions 2")
+	}
+	// Raw initialize bodies past the cap: refused, and no session id is
+	// issued. The SDK matches JSON keys case-sensitively; a cap that
+	// decoded with encoding/json took the later "Method" and let the
+	// initialize through (red-team F3).
+	const params = `"params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`
+	for _, tc := range []struct {
+		name string
+		body string
+		want []int // statuses accepted
+	}{
+		{"initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize",` + params + `}`, []int{http.StatusServiceUnavailable}},
+		{"a later Method key", `{"jsonrpc":"2.0","id":1,"method":"initialize",` + params + `,"Method":"ping"}`, []int{http.StatusBadRequest}},
+		{"an earlier METHOD key", `{"jsonrpc":"2.0","id":1,"METHOD":"ping","method":"initialize",` + params + `}`, []int{http.StatusBadRequest}},
+		{"an escaped Method key", `{"jsonrpc":"2.0","id":1,"method":"initialize",` + params + `,"\u004dethod":"ping"}`, []int{http.StatusBadRequest}},
+		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"initialize",` + params + `}]`, []int{http.StatusBadRequest, http.StatusServiceUnavailable}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if id := resp.Header.Get(sessionHeader); id != "" {
+				t.Errorf("a session %s opened past MaxSessions 2 (HTTP %d)", id, resp.StatusCode)
+			}
+			if !slices.Contains(tc.want, resp.StatusCode) {
+				t.Errorf("HTTP %d %q, want one of %v", resp.StatusCode, msg, tc.want)
+			}
+		})
 	}
 	if err := s1.Close(); err != nil {
 		t.Fatalf("close: %v", err)
@@ -145,4 +188,44 @@ func TestHTTPConnectionsOfUnauthenticatedAndSlowClients(t *testing.T) {
 	if took := time.Since(start); took > 10*bodyTimeout+5*time.Second {
 		t.Errorf("a body that never came held its connection %v", took)
 	}
+}
+
+// FuzzInitializes: a body the session cap lets through uncounted is an
+// initialize neither to the SDK's decoder (case-sensitive keys) nor to
+// encoding/json's (case-insensitive, the last key winning): whichever way
+// a message is read, it cannot open a session past the cap.
+func FuzzInitializes(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{},"Method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"mEthod":"ping","method":"initialize"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"initialize"}`,
+		`{"jsonrpc":"2.0","id":1,"\u006dethod":"\u0069nitialize"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"initialize"}]`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		counted, err := initializes(r)
+		if rest, _ := io.ReadAll(r.Body); !bytes.Equal(rest, body) {
+			t.Fatalf("the body was not put back: %q", rest)
+		}
+		if counted || err != nil {
+			return
+		}
+		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+			if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
+				t.Fatalf("an initialize to the SDK let through uncounted: %q", body)
+			}
+		}
+		var loose struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(body, &loose) == nil && loose.Method == "initialize" {
+			t.Fatalf("an initialize to encoding/json let through uncounted: %q", body)
+		}
+	})
 }
