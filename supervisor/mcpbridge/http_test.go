@@ -39,11 +39,11 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// TestHTTPSessionCap: past MaxSessions a new session is refused (503);
-// a session closed by its client (DELETE) frees its place at once.
-func TestHTTPSessionCap(t *testing.T) {
+// tokenBridge returns a bridge served over HTTP and the token set of one
+// token, tok, named alice.
+func tokenBridge(t *testing.T, tok string) (*Bridge, *transport.TokenSet) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens")
-	const tok = "cap-test-token-0123456789abcdef"
 	if err := os.WriteFile(path, []byte("alice "+tok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +55,14 @@ func TestHTTPSessionCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, tokens
+}
+
+// TestHTTPSessionCap: past MaxSessions a new session is refused (503);
+// a session closed by its client (DELETE) frees its place at once.
+func TestHTTPSessionCap(t *testing.T) {
+	const tok = "cap-test-token-0123456789abcdef"
+	b, tokens := tokenBridge(t, tok)
 	srv := httptest.NewServer(b.HTTPHandler(HTTPConfig{Tokens: tokens, MaxSessions: 2}))
 	defer srv.Close()
 	defer b.Close()
@@ -128,18 +136,7 @@ func TestHTTPSessionCap(t *testing.T) {
 // alive to hold the server's connection limit), and a body that does not
 // arrive within BodyTimeout ends its connection.
 func TestHTTPConnectionsOfUnauthenticatedAndSlowClients(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(path, []byte("alice slow-test-token-0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := transport.ReadTokenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(Config{Executions: &fakeClient{}, Version: "test", Scope: HTTPScope([]byte("secret"))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, tokens := tokenBridge(t, "slow-test-token-0123456789abcdef")
 	const bodyTimeout = 200 * time.Millisecond
 	srv := httptest.NewServer(b.HTTPHandler(HTTPConfig{Tokens: tokens, BodyTimeout: bodyTimeout}))
 	defer srv.Close()
