@@ -102,11 +102,14 @@ func readProcsTree(dir string) ([]int, error) {
 // removeTimeout bounds the retries of rmdir on EBUSY: a cgroup stays busy
 // until its last killed process has exited, which takes a moment for most
 // and seconds for one that held tens of thousands of mapped files (the
-// file-table hostile test measured over 2 s on the cgroup v2 VM). The
+// file-table hostile test measured over 2 s on a host; under the cgroup
+// v2 VM's emulated CPU, seven processes of 5000 files each took longer
+// than 30 s, and a shorter bound left their cgroup behind for good). The
 // retries back off from 10 ms to 250 ms; whoever removes waits, holding
 // what the sandbox holds (its uid range, its slot), which is what must
-// happen until its processes are gone.
-const removeTimeout = 30 * time.Second
+// happen until its processes are gone. Past the bound the removal fails,
+// is logged and counted, and the next start's Cleanup removes the rest.
+const removeTimeout = 5 * time.Minute
 
 // removeTree removes the cgroup dir and its descendants, deepest first. On
 // cgroupfs a cgroup is removed with rmdir alone (its files are not real);
