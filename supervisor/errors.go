@@ -16,6 +16,7 @@ import (
 
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/transform"
+	"github.com/execfarm/execfarm/runtime/transformer"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/execution"
@@ -122,6 +123,8 @@ func faultOf(err error) fault {
 		dropped  *eventlog.DroppedError
 		jobBytes *execution.JobBytesError
 		arg      *program.ArgError
+		size     *program.SizeError
+		xlimit   *transformer.LimitError
 		utf8Err  *invalidUTF8Error
 		// An id this node does not hold because another node, or an
 		// earlier run of this node's supervisor, made it.
@@ -136,6 +139,12 @@ func faultOf(err error) fault {
 		return fault{code: codes.InvalidArgument, reason: "LIMIT_OUT_OF_RANGE", field: lim.Field}
 	case errors.As(err, &syn):
 		return fault{code: codes.InvalidArgument, reason: "SYNTAX_ERROR", field: "code", msg: syn.Error()}
+	case errors.As(err, &xlimit):
+		return fault{code: codes.InvalidArgument, reason: "TRANSFORM_LIMIT", field: "code"}
+	case errors.As(err, &size):
+		return fault{code: codes.InvalidArgument, reason: "PROGRAM_TOO_LARGE", field: "code"}
+	case errors.Is(err, transformer.ErrHelper):
+		return fault{code: codes.Unavailable, reason: "TRANSFORM_HELPER_FAILED", retry: true}
 	case errors.Is(err, transform.ErrEmptyCode):
 		return fault{code: codes.InvalidArgument, reason: "EMPTY_CODE", field: "code", msg: "code is empty"}
 	case errors.As(err, &arg):

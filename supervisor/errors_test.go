@@ -18,6 +18,7 @@ import (
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/transform"
+	"github.com/execfarm/execfarm/runtime/transformer"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/execution"
@@ -38,8 +39,8 @@ func TestRPCError(t *testing.T) {
 		t.Fatalf("transform gave %v, want a *SyntaxError", syntax)
 	}
 	_, limit := limits.Resolve(&sandboxv1.ResourceLimits{MaxMemoryBytes: -1}, nil, limits.Default(), limits.DefaultCeilings())
-	_, badEnv := program.Build(program.Input{Runtime: program.Shell, Code: "true", Env: map[string]string{"A=B": "x"}})
-	_, noNode := program.Build(program.Input{Runtime: program.Node, Code: "1"})
+	_, badEnv := program.Build(context.Background(), program.Input{Runtime: program.Shell, Code: "true", Env: map[string]string{"A=B": "x"}})
+	_, noNode := program.Build(context.Background(), program.Input{Runtime: program.Node, Code: "1"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	tests := []struct {
@@ -55,6 +56,11 @@ func TestRPCError(t *testing.T) {
 		{name: "limit", err: limit, code: codes.InvalidArgument, reason: "LIMIT_OUT_OF_RANGE", field: "limits.max_memory_bytes",
 			msg: "invalid limits.max_memory_bytes -1: must not be negative"},
 		{name: "syntax, wrapped", err: fmt.Errorf("build: %w", syntax), code: codes.InvalidArgument, reason: "SYNTAX_ERROR", field: "code", msg: se.Error()},
+		{name: "transform limit", err: &transformer.LimitError{Bound: "stack", Limit: transformer.MaxStack}, code: codes.InvalidArgument, reason: "TRANSFORM_LIMIT", field: "code",
+			msg: "code nests too deeply to transform: the parser passed its stack of 128 MiB"},
+		{name: "program too large", err: &program.SizeError{Bytes: 5 << 20, Limit: program.MaxRequestBytes}, code: codes.InvalidArgument, reason: "PROGRAM_TOO_LARGE", field: "code",
+			msg: "the program and its stdin are 5242880 bytes once transformed; at most 4128768"},
+		{name: "transform helper", err: fmt.Errorf("%w: start: no such file", transformer.ErrHelper), code: codes.Unavailable, reason: "TRANSFORM_HELPER_FAILED", retry: true},
 		{name: "empty code", err: transform.ErrEmptyCode, code: codes.InvalidArgument, reason: "EMPTY_CODE", field: "code", msg: "code is empty"},
 		{name: "unknown runtime", err: fmt.Errorf("%w: %q", program.ErrUnknownRuntime, "ruby"), code: codes.InvalidArgument, reason: "UNKNOWN_RUNTIME", field: "runtime"},
 		{name: "no test mode", err: program.ErrNoTestMode, code: codes.InvalidArgument, reason: "NO_TEST_MODE", field: "runtime"},

@@ -34,7 +34,7 @@ func (s *Server) runtimeName(r sandboxv1.Runtime) (string, error) {
 // limits resolved over the server's defaults and ceilings
 // (limits.Resolve), then execution.Runner.Prepare. Its errors are the
 // packages'; handlers map them with rpcError.
-func (s *Server) prepare(req *sandboxv1.ExecuteRequest, tests bool) (*execution.Job, error) {
+func (s *Server) prepare(ctx context.Context, req *sandboxv1.ExecuteRequest, tests bool) (*execution.Job, error) {
 	rt, err := s.runtimeName(req.GetRuntime())
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func (s *Server) prepare(req *sandboxv1.ExecuteRequest, tests bool) (*execution.
 	if c, ok := req.GetSource().(*sandboxv1.ExecuteRequest_Cached); ok {
 		in.Cached = &c.Cached
 	}
-	return s.runner.Prepare(in)
+	return s.runner.Prepare(ctx, in)
 }
 
 // submit validates req, admits it through the scheduler and starts it in
@@ -64,7 +64,7 @@ func (s *Server) submit(ctx context.Context, req *sandboxv1.ExecuteRequest) (*re
 // submitMode is submit; tests runs the code in test mode. The execution
 // belongs to the caller's principal.
 func (s *Server) submitMode(ctx context.Context, req *sandboxv1.ExecuteRequest, tests bool) (*registry.Execution, error) {
-	j, err := s.prepare(req, tests)
+	j, err := s.prepare(ctx, req, tests)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -56,7 +58,7 @@ func FuzzPrepare(f *testing.F) {
 		if timeout != 0 {
 			req.TimeoutMs = &timeout
 		}
-		_, err := s.prepare(req, tests)
+		_, err := s.prepare(context.Background(), req, tests)
 		if err == nil {
 			return
 		}
@@ -74,4 +76,32 @@ func FuzzPrepare(f *testing.F) {
 			t.Fatalf("code %s for %q: %v", st.Code(), code, err)
 		}
 	})
+}
+
+// TestCodeThatBreaksTheTransformIsRefused: code nested past the transform's
+// stack (which, transformed in the supervisor's own process, ended the
+// supervisor with a fatal stack overflow), and code whose program is over
+// what a worker takes once transformed, are INVALID_ARGUMENT naming the
+// bound, before a sandbox is spent; the server prepares the next request.
+func TestCodeThatBreaksTheTransformIsRefused(t *testing.T) {
+	s := preparingServer(t)
+	const depth = 300000 // ~1.4 GB of esbuild's stack
+	nested := "const x = " + strings.Repeat("(", depth) + "1" + strings.Repeat(")", depth) + ";"
+	for _, tc := range []struct {
+		name, code, reason, msg string
+	}{
+		{"nested parentheses", nested, "TRANSFORM_LIMIT", "nests too deeply"},
+		{"lowering past the worker's request", strings.Repeat("{ using a = b }\n", 20000), "PROGRAM_TOO_LARGE", "once transformed"},
+	} {
+		req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: tc.code}, Runtime: sandboxv1.Runtime_RUNTIME_GOJA}
+		_, err := s.prepare(context.Background(), req, false)
+		st := status.Convert(rpcError(err))
+		if f := faultOf(err); st.Code() != codes.InvalidArgument || f.reason != tc.reason || f.field != "code" || !strings.Contains(st.Message(), tc.msg) {
+			t.Errorf("%s: %v (%+v); want INVALID_ARGUMENT %s saying %q", tc.name, st, f, tc.reason, tc.msg)
+		}
+		ok := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: "console.log(1)"}, Runtime: sandboxv1.Runtime_RUNTIME_GOJA}
+		if _, err := s.prepare(context.Background(), ok, false); err != nil {
+			t.Fatalf("after %s: %v", tc.name, err)
+		}
+	}
 }

@@ -178,7 +178,7 @@ func (ss sessions) exec(ctx context.Context, req *execfarmv1.ExecRequest) (*regi
 	}
 	p := session.ExecParams{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), StdinOpen: req.GetKeepStdinOpen(),
 		Env: req.GetEnv(), Workdir: req.GetWorkdir(), TimeoutMs: req.TimeoutMs, OutputBytes: req.MaxOutputBytes, CPUTimeMs: req.CpuTimeMs}
-	e, err := ss.s.sessions.Exec(caller(ctx), req.GetSandboxId(), p)
+	e, err := ss.s.sessions.Exec(ctx, caller(ctx), req.GetSandboxId(), p)
 	if errors.Is(err, scheduler.ErrQueueFull) {
 		err = describe(err, "execution queue full (%d waiting)", ss.s.cfg.QueueSize)
 	}

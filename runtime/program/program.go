@@ -1,6 +1,7 @@
 package program
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/runtime/testresult"
 	"github.com/execfarm/execfarm/runtime/transform"
+	"github.com/execfarm/execfarm/runtime/transformer"
+	"google.golang.org/protobuf/proto"
 )
 
 // Runtime names.
@@ -106,10 +109,29 @@ var baseEnv = []string{
 // a request may not set them.
 const ReservedEnvPrefix = "EXECFARM_"
 
-// Build returns the worker request for in. TypeScript syntax errors come
-// back as *transform.SyntaxError; empty code as transform.ErrEmptyCode
-// (whitespace alone is code, which runs and does nothing).
-func Build(in Input) (*workerv1.RunRequest, error) {
+// MaxRequestBytes bounds the worker's request (the RunRequest Build
+// returns, program and stdin included), bytes: the worker's gRPC server
+// takes messages up to grpc-go's default of 4 MiB, which go-plugin keeps,
+// and 64 KiB of that is left for the rlimits and the rest of the call.
+const MaxRequestBytes = 4<<20 - 64<<10
+
+// SizeError is returned for a request the worker would not take: its
+// program (transformed) and stdin together are over MaxRequestBytes.
+type SizeError struct {
+	Bytes, Limit int
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("the program and its stdin are %d bytes once transformed; at most %d", e.Bytes, e.Limit)
+}
+
+// Build returns the worker request for in, transforming goja and node
+// code with runtime/transformer (in a helper process; ctx bounds the wait
+// for one). TypeScript syntax errors come back as *transform.SyntaxError;
+// code past a helper's bounds as *transformer.LimitError; empty code as
+// transform.ErrEmptyCode (whitespace alone is code, which runs and does
+// nothing); a request over MaxRequestBytes as *SizeError.
+func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
 	if in.Code == "" {
 		return nil, transform.ErrEmptyCode
 	}
@@ -123,7 +145,7 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 	}
 	switch in.Runtime {
 	case Goja:
-		js, err := transform.TypeScript(in.Code)
+		js, err := transformer.Transform(ctx, transformer.Goja, in.Code)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +173,7 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 		if in.Node == nil {
 			return nil, fmt.Errorf("%w: node (no runtime bundle installed: make bundle)", ErrUnavailable)
 		}
-		js, err := node.Transform(in.Code)
+		js, err := transformer.Transform(ctx, transformer.Node, in.Code)
 		if err != nil {
 			return nil, err
 		}
@@ -176,6 +198,9 @@ func Build(in Input) (*workerv1.RunRequest, error) {
 	}
 	if err := checkExecve(in, req); err != nil {
 		return nil, err
+	}
+	if n := proto.Size(req); n > MaxRequestBytes {
+		return nil, &SizeError{Bytes: n, Limit: MaxRequestBytes}
 	}
 	return req, nil
 }

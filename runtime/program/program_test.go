@@ -1,6 +1,7 @@
 package program
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,11 +14,11 @@ import (
 // and may set everything else.
 func TestEnvReservedPrefix(t *testing.T) {
 	for _, k := range []string{"EXECFARM_DETERMINISTIC", "EXECFARM_READY_FD", "EXECFARM_"} {
-		if _, err := Build(Input{Runtime: Shell, Code: "true", Env: map[string]string{k: "1"}}); !errors.Is(err, ErrBadEnv) {
+		if _, err := Build(context.Background(), Input{Runtime: Shell, Code: "true", Env: map[string]string{k: "1"}}); !errors.Is(err, ErrBadEnv) {
 			t.Errorf("env %s: err = %v, want ErrBadEnv", k, err)
 		}
 	}
-	req, err := Build(Input{Runtime: Shell, Code: "true", Env: map[string]string{"MY_EXECFARM_X": "1"}})
+	req, err := Build(context.Background(), Input{Runtime: Shell, Code: "true", Env: map[string]string{"MY_EXECFARM_X": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestEnvReservedPrefix(t *testing.T) {
 // TestPythonUnbuffered: python runs with -u, so what it printed before a
 // timeout or kill reaches the pipe (hostile case output_before_timeout.py).
 func TestPythonUnbuffered(t *testing.T) {
-	req, err := Build(Input{Runtime: Python, Code: "print(1)", Env: map[string]string{"PYTHONUNBUFFERED": ""}})
+	req, err := Build(context.Background(), Input{Runtime: Python, Code: "print(1)", Env: map[string]string{"PYTHONUNBUFFERED": ""}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +47,10 @@ func TestPythonUnbuffered(t *testing.T) {
 // nothing, in every runtime; only empty code is refused.
 func TestWhitespaceIsCode(t *testing.T) {
 	for _, rt := range []string{Goja, Shell, Python} {
-		if _, err := Build(Input{Runtime: rt, Code: ""}); !errors.Is(err, transform.ErrEmptyCode) {
+		if _, err := Build(context.Background(), Input{Runtime: rt, Code: ""}); !errors.Is(err, transform.ErrEmptyCode) {
 			t.Errorf("%s, empty code: err = %v, want ErrEmptyCode", rt, err)
 		}
-		if _, err := Build(Input{Runtime: rt, Code: " \n\t"}); err != nil {
+		if _, err := Build(context.Background(), Input{Runtime: rt, Code: " \n\t"}); err != nil {
 			t.Errorf("%s, whitespace: err = %v, want none", rt, err)
 		}
 	}
@@ -63,10 +64,10 @@ func TestArgumentLimits(t *testing.T) {
 	long := strings.Repeat("x", MaxArgBytes+1)
 	for _, rt := range []string{Shell, Python} {
 		var ae *ArgError
-		if _, err := Build(Input{Runtime: rt, Code: long}); !errors.As(err, &ae) || ae.Field != "code" || !errors.Is(err, ErrArgTooLong) {
+		if _, err := Build(context.Background(), Input{Runtime: rt, Code: long}); !errors.As(err, &ae) || ae.Field != "code" || !errors.Is(err, ErrArgTooLong) {
 			t.Errorf("%s with %d bytes of code: %v, want an ArgError for code", rt, len(long), err)
 		}
-		if _, err := Build(Input{Runtime: rt, Code: long[:MaxArgBytes]}); err != nil {
+		if _, err := Build(context.Background(), Input{Runtime: rt, Code: long[:MaxArgBytes]}); err != nil {
 			t.Errorf("%s with %d bytes of code: %v", rt, MaxArgBytes, err)
 		}
 	}
@@ -75,10 +76,30 @@ func TestArgumentLimits(t *testing.T) {
 		env[fmt.Sprintf("V%d", i)] = strings.Repeat("e", 120<<10)
 	}
 	var ae *ArgError
-	if _, err := Build(Input{Runtime: Shell, Code: "true", Env: env}); !errors.As(err, &ae) || ae.Field != "env" {
+	if _, err := Build(context.Background(), Input{Runtime: Shell, Code: "true", Env: env}); !errors.As(err, &ae) || ae.Field != "env" {
 		t.Errorf("1.2 MB of environment: %v, want an ArgError for env", err)
 	}
-	if _, err := Build(Input{Runtime: Goja, Code: "// " + strings.Repeat("x", 3<<20) + "\nconsole.log(1)"}); err != nil {
+	if _, err := Build(context.Background(), Input{Runtime: Goja, Code: "// " + strings.Repeat("x", 3<<20) + "\nconsole.log(1)"}); err != nil {
 		t.Errorf("3 MiB of goja code: %v", err)
+	}
+}
+
+// TestRequestOverWhatTheWorkerTakes: a program whose request is over
+// MaxRequestBytes once transformed (lowering blows `using` up ~30 times)
+// is a *SizeError before a sandbox is spent; so is stdin that fills it.
+func TestRequestOverWhatTheWorkerTakes(t *testing.T) {
+	var se *SizeError
+	blowup := strings.Repeat("{ using a = b }\n", 20000) // 320 KB
+	if _, err := Build(context.Background(), Input{Runtime: Goja, Code: blowup}); !errors.As(err, &se) {
+		t.Errorf("%d bytes of using: %v, want a SizeError", len(blowup), err)
+	} else if se.Bytes <= MaxRequestBytes || se.Limit != MaxRequestBytes {
+		t.Errorf("SizeError %+v", se)
+	}
+	stdin := make([]byte, MaxRequestBytes)
+	if _, err := Build(context.Background(), Input{Runtime: Shell, Code: "cat", Stdin: stdin}); !errors.As(err, &se) {
+		t.Errorf("%d bytes of stdin: %v, want a SizeError", len(stdin), err)
+	}
+	if _, err := Build(context.Background(), Input{Runtime: Shell, Code: "cat", Stdin: stdin[:MaxRequestBytes-1024]}); err != nil {
+		t.Errorf("%d bytes of stdin: %v", MaxRequestBytes-1024, err)
 	}
 }

@@ -1,9 +1,10 @@
 // Package transform turns user TypeScript or JavaScript into plain
 // JavaScript that the goja runtime can execute, using esbuild's Go API.
 //
-// It runs in the supervisor, before a sandbox is spent: syntax errors are
-// returned as a *SyntaxError so the caller can answer INVALID_ARGUMENT
-// (DESIGN.md, "Process model"). The output keeps top-level await (the goja
+// The supervisor runs it through package runtime/transformer, in a helper
+// process (esbuild's parser has no depth limit, and a Go stack overflow
+// ends the process), before a sandbox is spent: syntax errors are
+// returned as a *SyntaxError so the caller can answer INVALID_ARGUMENT. The output keeps top-level await (the goja
 // runner wraps the program in an async function) and carries an inline
 // source map, so runtime stack traces name the user's own lines and
 // columns. Import and export statements are passed through unchanged; the

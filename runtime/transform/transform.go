@@ -4,7 +4,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/evanw/esbuild/pkg/api"
-	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Source file names used in the source map, and so in runtime stack traces.
@@ -49,47 +48,11 @@ func JavaScript(code string) (string, error) {
 	return transform(code, api.LoaderJS, jsSourceFile)
 }
 
-// cacheEntries, cacheMaxCode and cacheMaxOutput bound the cache of
-// transform results: at most 512 entries of code up to 32 KiB whose output
-// is at most 64 KiB (lowering can blow code up 20-40 times: `using`,
-// decorators, enums), so 48 MiB at worst; typical scripts are far
-// smaller. esbuild's Transform costs ~0.7 ms even for one line, on the
-// latency path of every request, and agents run the same script again and
-// again.
-const (
-	cacheEntries   = 512
-	cacheMaxCode   = 32 << 10
-	cacheMaxOutput = 64 << 10
-)
-
-type cacheKey struct {
-	loader     api.Loader
-	sourceFile string
-	code       string
-}
-
-// results caches successful transforms (a pure function of the key).
-var results = func() *lru.Cache[cacheKey, string] {
-	c, err := lru.New[cacheKey, string](cacheEntries)
-	if err != nil {
-		panic(err) // only for a size <= 0
-	}
-	return c
-}()
-
 func transform(code string, loader api.Loader, sourceFile string) (string, error) {
 	if code == "" {
 		return "", ErrEmptyCode
 	}
-	key := cacheKey{loader, sourceFile, code}
-	if js, ok := results.Get(key); ok {
-		return js, nil
-	}
-	js, err := esbuild(code, loader, sourceFile)
-	if err == nil && len(code) <= cacheMaxCode && len(js) <= cacheMaxOutput {
-		results.Add(key, js)
-	}
-	return js, err
+	return esbuild(code, loader, sourceFile)
 }
 
 // esbuild runs esbuild's Transform.

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	gojavm "github.com/dop251/goja"
-	"github.com/evanw/esbuild/pkg/api"
 )
 
 // compileWrapped checks that out is accepted by goja's compiler once wrapped
@@ -205,49 +204,4 @@ func FuzzTypeScript(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestTransformCache: a repeated transform is served from the cache with
-// the same output; code over cacheMaxCode and failed transforms are not
-// kept.
-func TestTransformCache(t *testing.T) {
-	code := "const cached: number = 41 + 1; console.log(cached)"
-	first, err := TypeScript(code)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !results.Contains(cacheKey{api.LoaderTS, tsSourceFile, code}) {
-		t.Fatal("successful transform not cached")
-	}
-	if again, err := TypeScript(code); err != nil || again != first {
-		t.Fatalf("cached transform = %q, %v; want %q", again, err, first)
-	}
-	if results.Contains(cacheKey{api.LoaderJS, jsSourceFile, code}) {
-		t.Fatal("the JS loader shares the TS loader's entry")
-	}
-	big := "const x = 1;\n" + strings.Repeat("// padding\n", cacheMaxCode/10)
-	if _, err := TypeScript(big); err != nil {
-		t.Fatal(err)
-	}
-	if results.Contains(cacheKey{api.LoaderTS, tsSourceFile, big}) {
-		t.Fatal("code over cacheMaxCode cached")
-	}
-	// Small code whose lowering is over cacheMaxOutput.
-	blowup := strings.Repeat("{ using a = b }\n", 1200)
-	if len(blowup) > cacheMaxCode {
-		t.Fatalf("test code is %d bytes, over cacheMaxCode", len(blowup))
-	}
-	if js, err := TypeScript(blowup); err != nil || len(js) <= cacheMaxOutput {
-		t.Fatalf("lowering %d bytes of using gave %d bytes, %v; want over %d", len(blowup), len(js), err, cacheMaxOutput)
-	}
-	if results.Contains(cacheKey{api.LoaderTS, tsSourceFile, blowup}) {
-		t.Fatal("output over cacheMaxOutput cached")
-	}
-	bad := "const = ;"
-	if _, err := TypeScript(bad); err == nil {
-		t.Fatal("syntax error not reported")
-	}
-	if results.Contains(cacheKey{api.LoaderTS, tsSourceFile, bad}) {
-		t.Fatal("failed transform cached")
-	}
 }

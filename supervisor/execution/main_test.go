@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/execfarm/execfarm/internal/leakcheck"
+	"github.com/execfarm/execfarm/runtime/transformer"
 )
 
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m, leakcheck.IgnoreFDs(transformer.ProcessFDs)) }

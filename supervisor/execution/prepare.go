@@ -1,6 +1,8 @@
 package execution
 
 import (
+	"context"
+
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/limits"
 )
@@ -32,12 +34,14 @@ type Input struct {
 
 // Prepare validates in and builds its Job: the code (or the cached script
 // it names) turned into the worker's request for the runtime, with the
-// runtime process's rlimits. Errors, none of them wrapped further:
-// *CachedError; *transform.SyntaxError; transform.ErrEmptyCode;
+// runtime process's rlimits; ctx bounds the wait for a transform helper.
+// Errors, none of them wrapped further: *CachedError;
+// *transform.SyntaxError; *transformer.LimitError; *program.SizeError;
+// transform.ErrEmptyCode; ctx's error (wrapped);
 // program.ErrUnknownRuntime, ErrBadEnv, ErrNoTestMode (wrapped) for a
 // request that cannot run anywhere; program.ErrUnavailable (wrapped) for a
 // runtime this server lacks.
-func (r *Runner) Prepare(in Input) (*Job, error) {
+func (r *Runner) Prepare(ctx context.Context, in Input) (*Job, error) {
 	code, cachedName := in.Code, ""
 	if in.Cached != nil {
 		var err error
@@ -45,7 +49,7 @@ func (r *Runner) Prepare(in Input) (*Job, error) {
 			return nil, err
 		}
 	}
-	req, err := program.Build(program.Input{Runtime: in.Runtime, Code: code, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, Node: r.cfg.Node,
+	req, err := program.Build(ctx, program.Input{Runtime: in.Runtime, Code: code, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, Node: r.cfg.Node,
 		Deterministic: in.Deterministic, Seed: in.Seed})
 	if err != nil {
 		return nil, err

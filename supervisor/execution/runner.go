@@ -104,7 +104,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.runCtx, r.killAll = context.WithCancel(context.Background())
 	if cfg.WarmPool > 0 {
-		shape, err := program.Build(program.Input{Runtime: program.Goja, Code: "0"})
+		shape, err := program.Build(context.Background(), program.Input{Runtime: program.Goja, Code: "0"})
 		if err != nil {
 			return nil, fmt.Errorf("execution: warm pool: %w", err)
 		}

@@ -47,8 +47,9 @@ type ExecParams struct {
 // *FieldError (workdir), *limits.FieldError (timeout_ms,
 // max_output_bytes, cpu_time_ms); *QuotaError when the sandbox holds
 // Config.MaxExecs execs; the Runner's (bad code, a full queue, shutting
-// down).
-func (m *Manager) Exec(owner principal.Principal, id string, p ExecParams) (*registry.Execution, error) {
+// down). ctx bounds the preparation (the wait for a transform helper),
+// not the exec.
+func (m *Manager) Exec(ctx context.Context, owner principal.Principal, id string, p ExecParams) (*registry.Execution, error) {
 	s, err := m.Get(owner, id)
 	if err != nil {
 		return nil, err
@@ -68,7 +69,7 @@ func (m *Manager) Exec(owner principal.Principal, id string, p ExecParams) (*reg
 	if rt == "" {
 		rt = s.runtime
 	}
-	j, err := m.cfg.Runner.Prepare(execution.Input{Runtime: rt, Code: p.Code, Stdin: p.Stdin, Env: p.Env, Limits: l})
+	j, err := m.cfg.Runner.Prepare(ctx, execution.Input{Runtime: rt, Code: p.Code, Stdin: p.Stdin, Env: p.Env, Limits: l})
 	if err != nil {
 		return nil, err
 	}

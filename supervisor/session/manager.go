@@ -50,7 +50,7 @@ const NoLifetimeCeiling time.Duration = -1
 // Runner runs execs: execution.Runner is one.
 type Runner interface {
 	// Prepare builds the job of in (execution.Runner.Prepare).
-	Prepare(in execution.Input) (*execution.Job, error)
+	Prepare(ctx context.Context, in execution.Input) (*execution.Job, error)
 	// SubmitIn admits j and runs it in p's sandbox
 	// (execution.Runner.SubmitIn).
 	SubmitIn(p execution.Placement, j *execution.Job) (*registry.Execution, error)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/execfarm/execfarm/internal/leakcheck"
+	"github.com/execfarm/execfarm/runtime/transformer"
 	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
@@ -24,7 +25,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
 
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m, leakcheck.IgnoreFDs(transformer.ProcessFDs)) }
 
 var (
 	alice = principal.Token("alice")
@@ -85,7 +86,7 @@ func (h *harness) create(t *testing.T, p CreateParams) *Sandbox {
 // run execs code in s as owner and waits for its result.
 func (h *harness) run(t *testing.T, owner principal.Principal, s *Sandbox, p ExecParams) (registry.Result, string) {
 	t.Helper()
-	e, err := h.m.Exec(owner, s.ID(), p)
+	e, err := h.m.Exec(context.Background(), owner, s.ID(), p)
 	if err != nil {
 		t.Fatalf("Exec(%q): %v", p.Code, err)
 	}
@@ -149,7 +150,7 @@ func TestFileWrittenByOneExecIsReadByTheNext(t *testing.T) {
 	if _, out := h.run(t, alice, s, ExecParams{Code: "cat up.txt", Workdir: "sub/dir"}); out != "uploaded" {
 		t.Fatalf("cat of the upload from workdir sub/dir: %q", out)
 	}
-	e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "echo x"})
+	e, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "echo x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestOwnership(t *testing.T) {
 	h := newHarness(t, Config{})
 	s := h.create(t, CreateParams{Labels: map[string]string{"team": "a"}})
 	ctx := context.Background()
-	e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block", StdinOpen: true})
+	e, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "block", StdinOpen: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestOwnership(t *testing.T) {
 	if l := h.m.List(bob, nil); len(l) != 0 {
 		t.Errorf("bob lists %d sandboxes", len(l))
 	}
-	_, err = h.m.Exec(bob, s.ID(), ExecParams{Code: "echo hi"})
+	_, err = h.m.Exec(context.Background(), bob, s.ID(), ExecParams{Code: "echo hi"})
 	notFound("Exec", err)
 	_, _, err = h.m.Upload(ctx, bob, s.ID(), "x", 0, strings.NewReader("x"))
 	notFound("Upload", err)
@@ -345,7 +346,7 @@ func TestEventsHistoryThenLive(t *testing.T) {
 func TestExpiry(t *testing.T) {
 	h := newHarness(t, Config{})
 	s := h.create(t, CreateParams{Lifetime: durationPtr(200 * time.Millisecond)})
-	e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"})
+	e, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "block"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +382,7 @@ func TestIdleTimeout(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(skew) }
 	h := newHarness(t, Config{Now: clock})
 	s := h.create(t, CreateParams{IdleTimeout: 100 * time.Millisecond})
-	e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"})
+	e, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "block"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +417,7 @@ func TestDeleteCancelsExecs(t *testing.T) {
 	s := h.create(t, CreateParams{})
 	var execs []*registry.Execution
 	for range 6 { // 4 slots: 4 run, 2 wait in the queue
-		e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"})
+		e, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "block"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +443,7 @@ func TestDeleteCancelsExecs(t *testing.T) {
 	if open := h.backend.open(); len(open) != 0 {
 		t.Fatalf("boxes open: %v", open)
 	}
-	if _, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "echo"}); !errors.Is(err, ErrNotFound) {
+	if _, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "echo"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Exec after delete: %v", err)
 	}
 }
@@ -477,15 +478,15 @@ func TestExecReachingAnEndingSandboxIsCancelled(t *testing.T) {
 func TestMaxExecs(t *testing.T) {
 	h := newHarness(t, Config{MaxExecs: 2})
 	s := h.create(t, CreateParams{})
-	a, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"})
+	a, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "block"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"}); err != nil {
+	if _, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "block"}); err != nil {
 		t.Fatal(err)
 	}
 	var q *QuotaError
-	if _, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "echo"}); !errors.As(err, &q) || q.Max != 2 {
+	if _, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "echo"}); !errors.As(err, &q) || q.Max != 2 {
 		t.Fatalf("third exec: %v", err)
 	}
 	if _, err := a.Cancel(); err != nil {
@@ -507,7 +508,7 @@ func TestStdinAndSignals(t *testing.T) {
 	h := newHarness(t, Config{})
 	s := h.create(t, CreateParams{})
 	ctx := context.Background()
-	e, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "stdin", Stdin: []byte("first "), StdinOpen: true})
+	e, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "stdin", Stdin: []byte("first "), StdinOpen: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +535,7 @@ func TestStdinAndSignals(t *testing.T) {
 	if string(out) != "second third" {
 		t.Fatalf("output %q", out)
 	}
-	closed, err := h.m.Exec(alice, s.ID(), ExecParams{Code: "block"})
+	closed, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "block"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -664,7 +665,7 @@ func TestShutdownEndsEverySandbox(t *testing.T) {
 	h := newHarness(t, Config{})
 	a := h.create(t, CreateParams{Owner: alice})
 	b := h.create(t, CreateParams{Owner: bob})
-	if _, err := h.m.Exec(bob, b.ID(), ExecParams{Code: "block"}); err != nil {
+	if _, err := h.m.Exec(context.Background(), bob, b.ID(), ExecParams{Code: "block"}); err != nil {
 		t.Fatal(err)
 	}
 	h.m.Shutdown()
@@ -703,7 +704,7 @@ func TestConcurrentSandboxes(t *testing.T) {
 					errs <- err
 					continue
 				}
-				e, err := h.m.Exec(owner, s.ID(), ExecParams{Code: "cat " + name})
+				e, err := h.m.Exec(context.Background(), owner, s.ID(), ExecParams{Code: "cat " + name})
 				if err != nil {
 					errs <- err
 					continue

@@ -23,6 +23,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/node"
+	"github.com/execfarm/execfarm/runtime/transformer"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -75,7 +76,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	leakcheck.Main(suiteM{m}, leakcheck.IgnoreGoroutines(sandbox.ProcessGoroutines...), leakcheck.IgnoreFDs(sandbox.ProcessFDs))
+	leakcheck.Main(suiteM{m}, leakcheck.IgnoreGoroutines(sandbox.ProcessGoroutines...), leakcheck.IgnoreFDs(sandbox.ProcessFDs), leakcheck.IgnoreFDs(transformer.ProcessFDs))
 }
 
 // suiteM runs the cases around the suite's set-up and teardown, so that

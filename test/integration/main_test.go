@@ -23,6 +23,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/node"
+	"github.com/execfarm/execfarm/runtime/transformer"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	svhost "github.com/execfarm/execfarm/supervisor/host"
@@ -77,7 +78,7 @@ type instance struct {
 }
 
 func TestMain(m *testing.M) {
-	leakcheck.Main(suiteM{m}, leakcheck.IgnoreGoroutines(sandbox.ProcessGoroutines...), leakcheck.IgnoreFDs(sandbox.ProcessFDs))
+	leakcheck.Main(suiteM{m}, leakcheck.IgnoreGoroutines(sandbox.ProcessGoroutines...), leakcheck.IgnoreFDs(sandbox.ProcessFDs), leakcheck.IgnoreFDs(transformer.ProcessFDs))
 }
 
 // suiteM wraps m so that the leak checks run after the suite's teardown.

@@ -16,6 +16,7 @@ import (
 	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/transformer"
 	"github.com/execfarm/execfarm/supervisor/transport"
 	"github.com/execfarm/execfarm/test/hostscan"
 	"github.com/execfarm/execfarm/test/testbin"
@@ -40,7 +41,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	leakcheck.Main(suiteM{m})
+	leakcheck.Main(suiteM{m}, leakcheck.IgnoreFDs(transformer.ProcessFDs))
 }
 
 type suiteM struct{ m *testing.M }
