@@ -1,0 +1,6 @@
+//go:build !race
+
+package transformer
+
+// raceBuild is false: see race.go.
+const raceBuild = false
