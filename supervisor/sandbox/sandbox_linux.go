@@ -375,6 +375,16 @@ func (s *Sandbox) Exited() bool {
 	return s.runner != nil && s.runner.proc != nil && s.runner.proc.Exited()
 }
 
+// WorkerDone is closed once the worker process has exited, for whatever
+// reason (Close's kill, an OOM kill, its fork server's end); nil, which
+// never closes, for a sandbox that has no worker.
+func (s *Sandbox) WorkerDone() <-chan struct{} {
+	if s.runner == nil || s.runner.proc == nil {
+		return nil
+	}
+	return s.runner.proc.Done()
+}
+
 // Close destroys the sandbox: kills its processes, ends the plugin client,
 // deletes the cgroup and the host directory, waits until the fork server
 // has reaped the worker, and frees the uid range (only once the cgroup is

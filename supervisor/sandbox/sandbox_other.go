@@ -62,10 +62,11 @@ func (s *Sandbox) ServeBroker(register func(*grpc.Server), extra ...grpc.ServerO
 }
 
 // Prepare is not supported off Linux.
-func (s *Sandbox) StartPhases() []Phase { return nil }
-func (s *Sandbox) Uses() int            { return 0 }
-func (s *Sandbox) Exited() bool         { return false }
-func (s *Sandbox) Sample()              {}
+func (s *Sandbox) StartPhases() []Phase        { return nil }
+func (s *Sandbox) Uses() int                   { return 0 }
+func (s *Sandbox) Exited() bool                { return false }
+func (s *Sandbox) WorkerDone() <-chan struct{} { return nil }
+func (s *Sandbox) Sample()                     {}
 func (s *Sandbox) Reset(ctx context.Context) error {
 	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }

@@ -107,6 +107,8 @@ type Box interface {
 	// Exited reports whether the worker has exited: the sandbox can
 	// serve nothing more.
 	Exited() bool
+	// WorkerDone is closed once the worker has exited (Exited).
+	WorkerDone() <-chan struct{}
 	// Kill kills every process of the sandbox, the worker included.
 	Kill() error
 	// Close destroys the sandbox: processes, cgroup, mounts, host

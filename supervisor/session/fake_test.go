@@ -39,7 +39,7 @@ func (b *fakeBackend) Start(ctx context.Context, spec sandbox.Spec) (Box, error)
 		return nil, b.startErr
 	}
 	b.n++
-	x := &fakeBox{id: fmt.Sprintf("sb-%016x", b.n), uid: uint32(1<<30 + b.n*65536), spec: spec,
+	x := &fakeBox{workerDone: make(chan struct{}), id: fmt.Sprintf("sb-%016x", b.n), uid: uint32(1<<30 + b.n*65536), spec: spec,
 		files: map[string][]byte{}, dirs: map[string]bool{"/": true, "/workspace": true}, running: map[string]context.CancelFunc{},
 		workspaceBytes: spec.WorkspaceBytes}
 	b.boxes = append(b.boxes, x)
@@ -84,6 +84,7 @@ type fakeBox struct {
 	workspaceBytes int64
 	killed, closed bool
 	signals        []string
+	workerDone     chan struct{}
 }
 
 func (b *fakeBox) ID() string      { return b.id }
@@ -276,7 +277,19 @@ func (b *fakeBox) Sample() {}
 func (b *fakeBox) ServeBroker(func(*grpc.Server), ...grpc.ServerOption) (uint32, error) {
 	return 0, nil
 }
-func (b *fakeBox) Exited() bool { return false }
+func (b *fakeBox) Exited() bool {
+	select {
+	case <-b.workerDone:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *fakeBox) WorkerDone() <-chan struct{} { return b.workerDone }
+
+// loseWorker is the worker's death on its own (an OOM kill).
+func (b *fakeBox) loseWorker() { close(b.workerDone) }
 
 func (b *fakeBox) Kill() error {
 	b.mu.Lock()

@@ -255,6 +255,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 	s.armIdleLocked()
 	s.mu.Unlock()
 	m.mu.Unlock()
+	go m.watch(s)
 	m.log.Info("session sandbox created", "sandbox", s.id, "box", box.ID(), "owner", owner, "lifetime", lifetime, "idle_timeout", p.IdleTimeout)
 	return s, nil
 }
@@ -403,7 +404,23 @@ func (m *Manager) Delete(owner principal.Principal, id string) (int, error) {
 	return n, nil
 }
 
-// expire ends s on its own (lifetime or idle timeout), from a timer.
+// watch ends s, EndFailed, once its worker exits while s is live (an OOM
+// kill of the worker, say, when tmpfs pages that belong to no process
+// leave it the largest process of the cgroup): such a sandbox can serve
+// nothing, and must not hold its quota place, uid range and cgroup until
+// its lifetime ends. It returns when s starts ending: at most one watch
+// per live sandbox.
+func (m *Manager) watch(s *Sandbox) {
+	select {
+	case <-s.box.WorkerDone():
+		m.log.Warn("session sandbox's worker exited; ending the sandbox", "sandbox", s.id, "box", s.box.ID(), "owner", s.owner)
+		m.expire(s, EndFailed)
+	case <-s.ctx.Done():
+	}
+}
+
+// expire ends s on its own (lifetime or idle timeout, its worker lost),
+// from a timer or watch.
 func (m *Manager) expire(s *Sandbox, reason EndReason) {
 	m.mu.Lock()
 	if m.closed {
@@ -417,8 +434,11 @@ func (m *Manager) expire(s *Sandbox, reason EndReason) {
 		return
 	}
 	msg := "its lifetime passed"
-	if reason == EndIdle {
+	switch reason {
+	case EndIdle:
 		msg = fmt.Sprintf("idle for %s", s.idle)
+	case EndFailed:
+		msg = "its worker exited (killed by the kernel's OOM killer, or crashed): its files and processes are lost"
 	}
 	s.end(reason, msg)
 }

@@ -374,6 +374,40 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
+// TestWorkerLostEndsTheSandbox: a sandbox whose worker exits on its own
+// (the OOM killer chose it) ends at once, reason failed: its running exec
+// ends CANCELLED, its box is closed and its place is free for another
+// sandbox (MaxPerPrincipal 1), instead of holding them until its lifetime.
+func TestWorkerLostEndsTheSandbox(t *testing.T) {
+	h := newHarness(t, Config{MaxPerPrincipal: 1, MaxLifetime: time.Hour})
+	s := h.create(t, CreateParams{Lifetime: durationPtr(time.Hour)})
+	e, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "block"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.backend.mu.Lock()
+	box := h.backend.boxes[len(h.backend.boxes)-1]
+	h.backend.mu.Unlock()
+	box.loseWorker()
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sandbox whose worker exited did not end")
+	}
+	if res, _ := e.Result(); res.State != registry.StateCancelled {
+		t.Fatalf("exec result %+v, want CANCELLED", res)
+	}
+	if open := h.backend.open(); len(open) != 0 {
+		t.Fatalf("boxes open after the worker was lost: %v", open)
+	}
+	es := events(t, h.m, alice, s.ID())
+	end := es[len(es)-1].Value
+	if end.Kind != EventEnded || end.Reason != EndFailed || !strings.Contains(end.Message, "worker exited") {
+		t.Fatalf("end event %+v", end)
+	}
+	h.create(t, CreateParams{}) // the principal's only place is free again
+}
+
 // TestIdleTimeout: a running exec holds the idle timeout off; once
 // nothing runs, the sandbox ends after the idle timeout, reason idle.
 func TestIdleTimeout(t *testing.T) {
