@@ -52,6 +52,33 @@ profiles:
 	}
 }
 
+// TestCreateOfAnUnavailableRuntime: a sandbox of a runtime this server
+// lacks (node without its bundle), asked for or from its profile, is
+// UNIMPLEMENTED RUNTIME_UNAVAILABLE, as Execute answers, before it holds a
+// place; the sandbox itself never starts.
+func TestCreateOfAnUnavailableRuntime(t *testing.T) {
+	set, err := profile.Parse([]byte(`
+profiles:
+  js: {runtime: node}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: limits.Default(), Ceilings: limits.DefaultCeilings(), Profiles: set}}
+	for name, req := range map[string]*execfarmv1.CreateSandboxRequest{
+		"asked":      {Runtime: sandboxv1.Runtime_RUNTIME_NODE},
+		"by profile": {Profile: "js"},
+	} {
+		_, err := s.createParams(req)
+		if st := status.Convert(rpcError(err)); st.Code() != codes.Unimplemented || faultOf(err).reason != "RUNTIME_UNAVAILABLE" {
+			t.Errorf("%s: %v", name, st)
+		}
+	}
+	if _, err := s.createParams(&execfarmv1.CreateSandboxRequest{Profile: "js", Runtime: sandboxv1.Runtime_RUNTIME_SHELL}); err != nil {
+		t.Errorf("shell over the node profile: %v", err)
+	}
+}
+
 // TestNewRefusesABadProfile: a profile over the server's ceilings, or
 // with a lifetime over its ceiling, stops New, naming it.
 func TestNewRefusesABadProfile(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
@@ -112,6 +113,13 @@ func (s *Server) createParams(req *execfarmv1.CreateSandboxRequest) (session.Cre
 	l, err := limits.Resolve(req.GetLimits(), nil, base, s.cfg.Ceilings)
 	if err != nil {
 		return session.CreateParams{}, err
+	}
+	// A sandbox of a runtime this server lacks could run nothing by
+	// default: refuse it as Execute would, before it holds a place.
+	if rt := cmp.Or(rt, prof.Runtime); rt != "" {
+		if err := program.Available(rt, s.cfg.Node); err != nil {
+			return session.CreateParams{}, err
+		}
 	}
 	p := session.CreateParams{Runtime: cmp.Or(rt, prof.Runtime), Limits: l, Labels: req.GetLabels(), Profile: prof.Name,
 		Lifetime: prof.ShutdownAfter}

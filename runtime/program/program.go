@@ -109,6 +109,22 @@ var baseEnv = []string{
 // a request may not set them.
 const ReservedEnvPrefix = "EXECFARM_"
 
+// Available returns nil when runtime runs on a server whose node runtime
+// is nodeCfg (nil: no node runtime bundle); otherwise an error wrapping
+// ErrUnavailable, or ErrUnknownRuntime for a name that is no runtime.
+func Available(runtime string, nodeCfg *node.Config) error {
+	switch runtime {
+	case Goja, Shell, Python:
+		return nil
+	case Node:
+		if nodeCfg == nil {
+			return fmt.Errorf("%w: node (no runtime bundle installed: make bundle)", ErrUnavailable)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: %q", ErrUnknownRuntime, runtime)
+}
+
 // MaxRequestBytes bounds the worker's request (the RunRequest Build
 // returns, program and stdin included), bytes: the worker's gRPC server
 // takes messages up to grpc-go's default of 4 MiB, which go-plugin keeps,
@@ -170,8 +186,8 @@ func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
 		// caller's PYTHONUNBUFFERED cannot undo a command-line flag.
 		req.Argv = []string{"/usr/bin/python3", "-u", "-c", in.Code}
 	case Node:
-		if in.Node == nil {
-			return nil, fmt.Errorf("%w: node (no runtime bundle installed: make bundle)", ErrUnavailable)
+		if err := Available(Node, in.Node); err != nil {
+			return nil, err
 		}
 		js, err := transformer.Transform(ctx, transformer.Node, in.Code)
 		if err != nil {
