@@ -39,12 +39,34 @@ type ExecParams struct {
 	TimeoutMs, OutputBytes, CPUTimeMs *int64
 }
 
+// checkWorkdir refuses a workdir that is not a directory in the sandbox
+// now, as a *FieldError: the program's start would fail on it, which is
+// the caller's mistake, not execfarm's failure. A symlink is left to the
+// start to follow. One file call; a directory removed between it and the
+// start still fails the start.
+func (m *Manager) checkWorkdir(ctx context.Context, owner principal.Principal, id, dir string) error {
+	fi, exists, err := m.Stat(ctx, owner, id, dir)
+	var fe *FileError
+	switch {
+	case errors.As(err, &fe):
+		return &FieldError{Field: "workdir", Reason: fe.Error()}
+	case err != nil:
+		return err
+	case !exists:
+		return &FieldError{Field: "workdir", Reason: dir + " does not exist in the sandbox"}
+	case fi.Type != TypeDirectory && fi.Type != TypeSymlink:
+		return &FieldError{Field: "workdir", Reason: dir + " is not a directory"}
+	}
+	return nil
+}
+
 // Exec starts an exec in owner's sandbox id: an execution in the registry
 // (owned by owner, tied to the sandbox) that runs in the sandbox beside
 // its other execs, admitted through the scheduler like any execution. Its
 // events (started, output, ended) go to the sandbox's log. The returned
 // execution is PENDING or RUNNING. Errors: ErrNotFound, ErrNotReady;
-// *FieldError (workdir), *limits.FieldError (timeout_ms,
+// *FieldError (workdir: outside the root, or not a directory in the
+// sandbox), *limits.FieldError (timeout_ms,
 // max_output_bytes, cpu_time_ms); *QuotaError when the sandbox holds
 // Config.MaxExecs execs; the Runner's (bad code, a full queue, shutting
 // down). ctx bounds the preparation (the wait for a transform helper),
@@ -60,6 +82,11 @@ func (m *Manager) Exec(ctx context.Context, owner principal.Principal, id string
 	}
 	if workdir, err = ResolvePath("workdir", workdir); err != nil {
 		return nil, err
+	}
+	if p.Workdir != "" {
+		if err := m.checkWorkdir(ctx, owner, id, workdir); err != nil {
+			return nil, err
+		}
 	}
 	l, err := execLimits(s.limits, m.cfg.Ceilings, p)
 	if err != nil {

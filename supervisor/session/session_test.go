@@ -150,6 +150,15 @@ func TestFileWrittenByOneExecIsReadByTheNext(t *testing.T) {
 	if _, out := h.run(t, alice, s, ExecParams{Code: "cat up.txt", Workdir: "sub/dir"}); out != "uploaded" {
 		t.Fatalf("cat of the upload from workdir sub/dir: %q", out)
 	}
+	// A workdir that is no directory is the caller's mistake, before the
+	// exec exists (it failed INTERNAL at the program's start).
+	for wd, want := range map[string]string{"nope/x": "/workspace/nope/x does not exist", "sub/dir/up.txt": "is not a directory"} {
+		_, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "pwd", Workdir: wd})
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "workdir" || !strings.Contains(fe.Reason, want) {
+			t.Errorf("workdir %s: %v; want a FieldError of workdir saying %q", wd, err, want)
+		}
+	}
 	e, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "echo x"})
 	if err != nil {
 		t.Fatal(err)

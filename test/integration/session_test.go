@@ -121,7 +121,13 @@ type execResult struct {
 // what it streamed; an RPC error is returned, not fatal.
 func (si *sessionInstance) exec(t *testing.T, who, id, code string) (execResult, error) {
 	t.Helper()
-	st, err := si.sessions[who].Exec(callCtx(t), &execfarmv1.ExecRequest{SandboxId: id, Code: code})
+	return si.execRequest(t, who, &execfarmv1.ExecRequest{SandboxId: id, Code: code})
+}
+
+// execRequest is exec of a whole request.
+func (si *sessionInstance) execRequest(t *testing.T, who string, req *execfarmv1.ExecRequest) (execResult, error) {
+	t.Helper()
+	st, err := si.sessions[who].Exec(callCtx(t), req)
 	if err != nil {
 		return execResult{}, err
 	}
@@ -188,6 +194,17 @@ func TestSessionExecsShareTheSandbox(t *testing.T) {
 		t.Fatalf("second exec read %q", second.stdout)
 	}
 	ctx := callCtx(t)
+	// A workdir that is no directory in the sandbox is the caller's
+	// mistake: INVALID_ARGUMENT, no exec (it ended FAILED internal).
+	for _, wd := range []string{"nope/x", "d/f"} {
+		_, err := si.sessions["alice"].ExecAsync(ctx, &execfarmv1.ExecRequest{SandboxId: id, Code: "pwd", Workdir: wd})
+		if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "workdir") {
+			t.Errorf("exec in workdir %s: %v", wd, st)
+		}
+	}
+	if r, err := si.execRequest(t, "alice", &execfarmv1.ExecRequest{SandboxId: id, Code: "pwd", Workdir: "d"}); err != nil || r.stdout != "/workspace/d\n" {
+		t.Errorf("exec in workdir d: pwd %q, %v", r.stdout, err)
+	}
 	got, err := si.execs["alice"].GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: second.id})
 	if err != nil || got.GetOutput() != second.stdout || got.GetResult().GetOutcome().GetSandboxId() != id {
 		t.Fatalf("GetExecution of the exec: %v, %v", got, err)
