@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"syscall"
 	"time"
 
@@ -43,18 +42,6 @@ func (s *Server) sessionRuntime(r sandboxv1.Runtime) (string, error) {
 		return "", nil
 	}
 	return s.runtimeName(r)
-}
-
-// seconds turns a request's seconds into a duration, saturating instead
-// of overflowing (a huge lifetime is then over any ceiling).
-func seconds(n int64) time.Duration {
-	if n > math.MaxInt64/int64(time.Second) {
-		return math.MaxInt64
-	}
-	if n < math.MinInt64/int64(time.Second) {
-		return math.MinInt64
-	}
-	return time.Duration(n) * time.Second
 }
 
 func sandboxID(id string) error {
@@ -124,12 +111,12 @@ func (s *Server) createParams(req *execfarmv1.CreateSandboxRequest) (session.Cre
 	p := session.CreateParams{Runtime: cmp.Or(rt, prof.Runtime), Limits: l, Labels: req.GetLabels(), Profile: prof.Name,
 		Lifetime: prof.ShutdownAfter}
 	if req.ShutdownAfterSeconds != nil {
-		d := seconds(req.GetShutdownAfterSeconds())
+		d := limits.Seconds(req.GetShutdownAfterSeconds())
 		p.Lifetime = &d
 	}
 	switch {
 	case req.IdleTimeoutSeconds != nil:
-		p.IdleTimeout = seconds(req.GetIdleTimeoutSeconds())
+		p.IdleTimeout = limits.Seconds(req.GetIdleTimeoutSeconds())
 	case prof.IdleTimeout != nil:
 		p.IdleTimeout = *prof.IdleTimeout
 	}

@@ -2,8 +2,10 @@ package limits
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 )
@@ -84,4 +86,28 @@ func FuzzResolveLimits(f *testing.F) {
 			t.Fatalf("accepted limits out of range: %+v", got)
 		}
 	})
+}
+
+// TestSecondsSaturate: seconds past what a duration or int64 milliseconds
+// hold saturate instead of wrapping to negative values (an MCP timeout of
+// 9223372036854775 s was refused as "-9223372036854775616 ms").
+func TestSecondsSaturate(t *testing.T) {
+	for _, tc := range []struct {
+		n      int64
+		d      time.Duration
+		millis int64
+	}{
+		{30, 30 * time.Second, 30000},
+		{-2, -2 * time.Second, -2000},
+		{9223372036854775, math.MaxInt64, 9223372036854775000},
+		{math.MaxInt64, math.MaxInt64, math.MaxInt64 / 1000 * 1000},
+		{math.MinInt64, math.MinInt64, math.MinInt64 / 1000 * 1000},
+	} {
+		if d := Seconds(tc.n); d != tc.d {
+			t.Errorf("Seconds(%d) = %v; want %v", tc.n, d, tc.d)
+		}
+		if ms := SecondsToMillis(tc.n); ms != tc.millis {
+			t.Errorf("SecondsToMillis(%d) = %d; want %d", tc.n, ms, tc.millis)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/limits"
 )
 
 // The tools of the Kubernetes agent-sandbox MCP server
@@ -387,7 +389,7 @@ func withSeconds(ctx context.Context, n, def int64) (context.Context, context.Ca
 	if n <= 0 {
 		n = def
 	}
-	return context.WithTimeout(ctx, time.Duration(n)*time.Second)
+	return context.WithTimeout(ctx, limits.Seconds(n))
 }
 
 func sandboxRequired(id string) error {
@@ -450,9 +452,9 @@ func (st *sessionTools) execute(ctx context.Context, in ExecuteCommandInput) (Ex
 		budget = DefaultOutputChars
 	}
 	budget = min(max(budget, MinOutputChars), MaxOutputChars)
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+callGrace)
+	ctx, cancel := context.WithTimeout(ctx, min(limits.Seconds(secs), math.MaxInt64-callGrace)+callGrace)
 	defer cancel() // the supervisor cancels the exec if we stop reading
-	timeoutMs := secs * 1000
+	timeoutMs := limits.SecondsToMillis(secs)
 	stream, err := st.client.Exec(ctx, &execfarmv1.ExecRequest{SandboxId: in.SandboxClaimName, Code: in.Command,
 		Runtime: sandboxv1.Runtime_RUNTIME_SHELL, TimeoutMs: &timeoutMs})
 	if err != nil {
