@@ -17,7 +17,8 @@ const (
 
 // fileOp runs f on owner's sandbox id with path resolved (ResolvePath,
 // naming field "path"), counted as activity. f's context ends with the
-// call's or when the sandbox starts ending.
+// call's or when the sandbox starts ending; f's error is then ErrNotReady
+// (wrapped), the call's own context being live.
 func (m *Manager) fileOp(ctx context.Context, owner principal.Principal, id, path string, f func(ctx context.Context, s *Sandbox, path string) error) error {
 	abs, err := ResolvePath("path", path)
 	if err != nil {
@@ -31,11 +32,18 @@ func (m *Manager) fileOp(ctx context.Context, owner principal.Principal, id, pat
 		return err
 	}
 	defer s.endFileOp()
+	callCtx := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	return f(ctx, s, abs)
+	err = f(ctx, s, abs)
+	if err != nil && s.ctx.Err() != nil && callCtx.Err() == nil {
+		// The sandbox ended under the call, not the caller's doing: not
+		// CANCELLED, which is for a call its client cancelled.
+		return fmt.Errorf("sandbox %s ended during the file operation: %w", id, ErrNotReady)
+	}
+	return err
 }
 
 // Upload writes r's bytes to path in owner's sandbox id (mode's

@@ -397,6 +397,11 @@ func TestWorkerLostEndsTheSandbox(t *testing.T) {
 	h.backend.mu.Lock()
 	box := h.backend.boxes[len(h.backend.boxes)-1]
 	h.backend.mu.Unlock()
+	// The exec runs in the box (a pending one would find the worker gone
+	// at its start and fail internal).
+	if !waitFor(5*time.Second, func() bool { box.mu.Lock(); defer box.mu.Unlock(); return len(box.running) == 1 }) {
+		t.Fatal("the exec did not start")
+	}
 	box.loseWorker()
 	select {
 	case <-s.Done():
@@ -906,5 +911,39 @@ func TestClientsOfAPrincipal(t *testing.T) {
 	h.create(t, CreateParams{Owner: bob})
 	if got := h.m.List(c1, nil); len(got) != 1 || got[0].ID() != s1.ID() || got[0].Info().Owner != c1.String() {
 		t.Errorf("client 1 lists %v", got)
+	}
+}
+
+// uploadBody blocks its first Read until the sandbox starts ending, then
+// fails as the mechanism's copy does when its context ends.
+type uploadBody struct {
+	started chan struct{}
+	s       *Sandbox
+}
+
+func (b *uploadBody) Read([]byte) (int, error) {
+	close(b.started)
+	<-b.s.ctx.Done()
+	return 0, context.Canceled
+}
+
+// TestDeleteDuringUpload: a sandbox deleted while a file is uploaded
+// answers the uploader SANDBOX_NOT_READY (ErrNotReady), not CANCELLED,
+// which is for a call its own client cancelled.
+func TestDeleteDuringUpload(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{})
+	body := &uploadBody{started: make(chan struct{}), s: s}
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := h.m.Upload(context.Background(), alice, s.ID(), "big.bin", 0, body)
+		errc <- err
+	}()
+	<-body.started
+	if _, err := h.m.Delete(alice, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, ErrNotReady) || errors.Is(err, context.Canceled) {
+		t.Fatalf("upload during the delete: %v; want ErrNotReady", err)
 	}
 }
