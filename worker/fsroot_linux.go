@@ -138,6 +138,7 @@ func split(abs string) (parent, base string) {
 
 // openInRoot opens rel in the root (openat2, inRoot). openat2 answers
 // EAGAIN when a rename raced with the resolution of ".."; it is retried.
+// Anything on a proc file system is EACCES (notProc).
 func openInRoot(root int, rel string, flags int, mode uint32) (int, error) {
 	how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Mode: uint64(mode), Resolve: inRoot}
 	for i := 0; ; i++ {
@@ -145,8 +146,31 @@ func openInRoot(root int, rel string, flags int, mode uint32) (int, error) {
 		if (err == unix.EAGAIN || err == unix.EINTR) && i < 32 {
 			continue
 		}
+		if err == nil {
+			if err = notProc(fd); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
+		}
 		return fd, err
 	}
+}
+
+// notProc refuses (EACCES) a descriptor on a proc file system. File calls
+// run in the worker, which /proc answers as the owner of /proc/1: a
+// download of /proc/1/maps gave the worker's memory map (its address
+// layout) to the API client, though the worker is non-dumpable and the
+// program itself is refused it. The sandbox's /proc holds nothing a client
+// needs to read or write through the file API.
+func notProc(fd int) error {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return err
+	}
+	if st.Type == unix.PROC_SUPER_MAGIC {
+		return unix.EACCES
+	}
+	return nil
 }
 
 // openBeneath opens the single component name below dir, following no

@@ -2,7 +2,8 @@
 #   whose /proc/self is the worker: a path through a /proc magic link
 #   (/proc/self/root, /proc/1/root, /proc/self/fd/N, or a link the program
 #   plants to one) is refused, read or write, never resolved through the
-#   worker's descriptors.
+#   worker's descriptors; nor is anything else of /proc, which the worker
+#   reads as the owner of /proc/1 (its memory map).
 # session: true
 # file: download /proc/self/root/etc/passwd
 # expect-file: PERMISSION_DENIED
@@ -26,4 +27,10 @@
 ln -s /proc/1/root /workspace/r && echo planted
 # --- then ---
 # file: download r/etc/passwd
+# expect-file: PERMISSION_DENIED
+# --- then ---
+# file: download /proc/1/maps
+# expect-file: PERMISSION_DENIED
+# --- then ---
+# file: list /proc/1
 # expect-file: PERMISSION_DENIED
