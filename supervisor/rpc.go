@@ -11,6 +11,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -295,15 +296,22 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 	return testResponse(e.ID(), res, h), nil
 }
 
-// ListCache lists cached scripts newest first, filtered by a substring or a
-// glob (`list-*`) matched against names and descriptions. With the cache
-// disabled the list is empty.
-func (s *Server) ListCache(_ context.Context, req *sandboxv1.ListCacheRequest) (*sandboxv1.ListCacheResponse, error) {
+// ListCache lists the caller's cached scripts newest first, filtered by a
+// substring or a glob (`list-*`) matched against names and descriptions.
+// With the cache disabled the list is empty.
+func (s *Server) ListCache(ctx context.Context, req *sandboxv1.ListCacheRequest) (*sandboxv1.ListCacheResponse, error) {
 	resp := &sandboxv1.ListCacheResponse{}
 	if s.cfg.Cache == nil {
 		return resp, nil
 	}
-	entries, err := s.cfg.Cache.List(req.GetFilter())
+	c, err := s.cfg.Cache.For(cacheOwner(ctx))
+	if errors.Is(err, cache.ErrTooManyPrincipals) {
+		return resp, nil // no cache: nothing cached
+	}
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	entries, err := c.List(req.GetFilter())
 	if err != nil {
 		return nil, rpcError(err)
 	}
@@ -313,12 +321,13 @@ func (s *Server) ListCache(_ context.Context, req *sandboxv1.ListCacheRequest) (
 	return resp, nil
 }
 
-// ClearCache removes every cached script and returns how many.
-func (s *Server) ClearCache(context.Context, *sandboxv1.ClearCacheRequest) (*sandboxv1.ClearCacheResponse, error) {
+// ClearCache removes every cached script of the caller and returns how
+// many.
+func (s *Server) ClearCache(ctx context.Context, _ *sandboxv1.ClearCacheRequest) (*sandboxv1.ClearCacheResponse, error) {
 	if s.cfg.Cache == nil {
 		return &sandboxv1.ClearCacheResponse{}, nil
 	}
-	n, err := s.cfg.Cache.Clear()
+	n, err := s.cfg.Cache.Clear(cacheOwner(ctx))
 	if err != nil {
 		return nil, rpcError(err)
 	}
@@ -451,3 +460,8 @@ func streamLines(e *registry.Execution, stream sandboxv1.SandboxService_ExecuteS
 	}
 	return rpcError(errors.New("console subscription ended without a result"))
 }
+
+// cacheOwner is the key of the script cache of the call's principal: the
+// unscoped principal (the clients of one token or certificate share their
+// holder's scripts, as they share its quotas).
+func cacheOwner(ctx context.Context) string { return caller(ctx).Unscoped().String() }

@@ -163,7 +163,7 @@ func serveCmd() *cobra.Command {
 			} else if n > 0 {
 				log.Info("removed leftover sandbox state directories", "count", n)
 			}
-			if cfg.Cache, err = cache.Open(cacheDir); err != nil {
+			if cfg.Cache, err = cache.OpenStore(cache.Config{Dir: cacheDir}); err != nil {
 				return err
 			}
 			if ok, err := supervisor.NodeRuntime(&cfg, nodeBundle, os.Getenv); err != nil {

@@ -40,6 +40,11 @@
 // ignored. The cache is bounded: past Config.MaxScripts scripts (1000) or
 // Config.MaxBytes bytes (64 MiB), Save removes the oldest.
 //
+// A Store keeps a Cache per principal (the local principal's is the
+// directory itself, the reference server's layout; another's a
+// subdirectory of its own), so that no principal lists, runs or clears
+// another's scripts.
+//
 // Callers save only after a successful run: the package cannot tell, so the
 // rule "failed runs are never cached" is the caller's. A Cache is safe for
 // concurrent use. The package is pure Go and knows nothing of gRPC; the

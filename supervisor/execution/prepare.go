@@ -2,8 +2,10 @@ package execution
 
 import (
 	"context"
+	"errors"
 
 	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/limits"
 )
 
@@ -26,6 +28,11 @@ type Input struct {
 	Tests bool
 	// Limits are the execution's limits.
 	Limits limits.Set
+	// CacheOwner is the principal whose script cache Cached names a script
+	// of, and where a successful run's new code is saved: an unscoped
+	// principal's key (principal.Principal.Unscoped().String(), so that
+	// the clients of one holder share it); "" is the local principal.
+	CacheOwner string
 	// Deterministic runs goja and node with a fixed clock and Math.random
 	// seeded with Seed (runtime/deterministic); other runtimes ignore it.
 	Deterministic bool
@@ -45,7 +52,7 @@ func (r *Runner) Prepare(ctx context.Context, in Input) (*Job, error) {
 	code, cachedName := in.Code, ""
 	if in.Cached != nil {
 		var err error
-		if code, cachedName, err = r.cached(*in.Cached); err != nil {
+		if code, cachedName, err = r.cached(in.CacheOwner, *in.Cached); err != nil {
 			return nil, err
 		}
 	}
@@ -57,16 +64,24 @@ func (r *Runner) Prepare(ctx context.Context, in Input) (*Job, error) {
 	req.Rlimits = in.Limits.Rlimits()
 	deterministic := in.Deterministic && (in.Runtime == program.Goja || in.Runtime == program.Node)
 	return &Job{Runtime: in.Runtime, Request: req, Limits: in.Limits, Code: code, CachedName: cachedName,
-		Deterministic: deterministic, Seed: in.Seed,
+		Deterministic: deterministic, Seed: in.Seed, CacheOwner: in.CacheOwner,
 		Cacheable: !in.Tests && cachedName == "" && r.cfg.Cache != nil && (in.Runtime == program.Goja || in.Runtime == program.Node)}, nil
 }
 
-// cached returns the code of the cached script name and its full name.
-func (r *Runner) cached(name string) (code, fullName string, err error) {
+// cached returns the code of owner's cached script name and its full
+// name.
+func (r *Runner) cached(owner, name string) (code, fullName string, err error) {
 	if r.cfg.Cache == nil {
 		return "", "", &CachedError{Name: name, Err: errCacheDisabled}
 	}
-	e, code, err := r.cfg.Cache.Find(name)
+	c, err := r.cfg.Cache.For(owner)
+	if errors.Is(err, cache.ErrTooManyPrincipals) {
+		err = cache.ErrNotFound // no cache: none of its scripts
+	}
+	if err != nil {
+		return "", "", &CachedError{Name: name, Err: err}
+	}
+	e, code, err := c.Find(name)
 	if err != nil {
 		return "", "", &CachedError{Name: name, Err: err}
 	}

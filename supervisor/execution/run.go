@@ -11,6 +11,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/scheduler"
@@ -338,7 +339,14 @@ func (r *run) finish(res registry.Result) {
 	x := Extra{Limits: r.j.Limits, Runtime: r.j.Runtime, Results: r.results, Deterministic: r.j.Deterministic, Seed: r.j.Seed}
 	if res.Success && res.State == registry.StateCompleted && r.j.Cacheable {
 		// Failed runs are never cached; the same code is stored once.
-		entry, created, err := r.runner.cfg.Cache.Save(r.j.Code, time.Now())
+		var (
+			entry   cache.Entry
+			created bool
+		)
+		c, err := r.runner.cfg.Cache.For(r.j.CacheOwner)
+		if err == nil {
+			entry, created, err = c.Save(r.j.Code, time.Now())
+		}
 		if err != nil {
 			r.runner.log.Warn("cache script", "execution", r.e.ID(), "error", err)
 		} else if created {

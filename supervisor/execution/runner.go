@@ -42,8 +42,9 @@ type Config struct {
 	// Scheduler admits them.
 	Scheduler *scheduler.Scheduler
 	// Cache serves Input.Cached and receives successful new scripts of
-	// Jobs marked Cacheable; nil = no cache.
-	Cache *cache.Cache
+	// Jobs marked Cacheable, in the cache of the Job's CacheOwner; nil = no
+	// cache.
+	Cache *cache.Store
 	// Node configures the node runtime; nil = none (Prepare refuses node
 	// with program.ErrUnavailable).
 	Node *node.Config

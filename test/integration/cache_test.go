@@ -94,7 +94,7 @@ func TestScriptCacheBoundedAndTrusted(t *testing.T) {
 	var dir string
 	in, err := startInstance("cache-bound", queueSlot, 4, 2, 5*time.Second, func(cfg *supervisor.Config) {
 		dir = filepath.Join(host.dir, "cache-bound", "bounded-scripts")
-		c, err := cache.OpenConfig(cache.Config{Dir: dir, MaxScripts: 3})
+		c, err := cache.OpenStore(cache.Config{Dir: dir, MaxScripts: 3})
 		if err != nil {
 			t.Errorf("open cache: %v", err)
 		}
@@ -145,5 +145,42 @@ func TestScriptCacheBoundedAndTrusted(t *testing.T) {
 	_, err = in.client.Execute(ctx, &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Cached{Cached: planted}})
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("cached run of a planted script: %v, want NOT_FOUND", err)
+	}
+}
+
+// TestScriptCachePerPrincipal: a principal's cached scripts exist for it
+// alone: another principal does not list them (nor their descriptions),
+// cannot run them by name and clears none of them; it has a cache of its
+// own. (One cache for all let a principal read another's code preview,
+// run it and delete it.)
+func TestScriptCachePerPrincipal(t *testing.T) {
+	si := startSessionInstance(t, "cache-owners", 2)
+	ctx := callCtx(t)
+	alice, bob := si.execs["alice"], si.execs["bob"]
+	mine := execute(t, alice, gojaReq("// alice: deploy helper, key=ALICE-SECRET\nconsole.log('alice ran')", 0))
+	if !mine.GetSuccess() || mine.GetCached() == nil {
+		t.Fatalf("alice's run: %s", describe(mine))
+	}
+	name := mine.GetCached().GetName()
+	if l, err := bob.ListCache(ctx, &sandboxv1.ListCacheRequest{}); err != nil || len(l.GetEntries()) != 0 {
+		t.Fatalf("bob lists %v, %v; want nothing", l.GetEntries(), err)
+	}
+	_, err := bob.Execute(ctx, &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Cached{Cached: name}})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("bob runs alice's script: %v; want NOT_FOUND", err)
+	}
+	if n, err := bob.ClearCache(ctx, &sandboxv1.ClearCacheRequest{}); err != nil || n.GetDeletedCount() != 0 {
+		t.Fatalf("bob's ClearCache: %v, %v; want 0", n, err)
+	}
+	theirs := execute(t, bob, gojaReq("// bob's own\nconsole.log('bob ran')", 0))
+	if !theirs.GetSuccess() || theirs.GetCached() == nil {
+		t.Fatalf("bob's run: %s", describe(theirs))
+	}
+	l, err := alice.ListCache(ctx, &sandboxv1.ListCacheRequest{})
+	if err != nil || len(l.GetEntries()) != 1 || l.GetEntries()[0].GetName() != name {
+		t.Fatalf("alice lists %v, %v; want her script alone", l.GetEntries(), err)
+	}
+	if again := execute(t, alice, &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Cached{Cached: name}}); again.GetOutput() != "alice ran" {
+		t.Fatalf("alice's cached run: %s", describe(again))
 	}
 }

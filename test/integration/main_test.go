@@ -207,7 +207,7 @@ func startInstanceOn(name string, firstSlot, slots, maxConcurrent int, grace tim
 	if err := os.Mkdir(in.stateDir, 0o755); err != nil {
 		return nil, err
 	}
-	scripts, err := cache.Open(filepath.Join(in.stateDir, "scripts"))
+	scripts, err := cache.OpenStore(cache.Config{Dir: filepath.Join(in.stateDir, "scripts")})
 	if err != nil {
 		return nil, err
 	}
