@@ -293,9 +293,12 @@ func (r *Registry) Sweep() int {
 	return removed + r.evictLocked(done)
 }
 
-// evictLocked removes the terminal executions that ended first while more
-// than maxHeld are held; done lists the terminal entries (nil: collect
-// them). It returns how many it removed.
+// evictLocked removes terminal executions while more than maxHeld are
+// held: each time the one that ended first among those of the owner
+// (Meta.Owner) holding the most, so that a principal that floods the
+// registry (10 000 executions cancelled while queued take it two seconds)
+// evicts its own results, not another's. done lists the terminal entries
+// (nil: collect them). It returns how many it removed.
 func (r *Registry) evictLocked(done []*entry) int {
 	if r.terminalCount <= r.maxHeld {
 		return 0
@@ -308,12 +311,24 @@ func (r *Registry) evictLocked(done []*entry) int {
 		}
 	}
 	slices.SortFunc(done, func(a, b *entry) int { return cmp.Compare(a.finSeq, b.finSeq) })
-	removed := 0
+	byOwner := map[string][]*entry{} // each owner's, oldest first
 	for _, en := range done {
-		if r.terminalCount <= r.maxHeld {
+		byOwner[en.e.meta.Owner] = append(byOwner[en.e.meta.Owner], en)
+	}
+	removed := 0
+	for r.terminalCount > r.maxHeld {
+		var most string
+		for o, l := range byOwner { // the most held; on a tie, the oldest
+			if m := byOwner[most]; len(l) > len(m) || len(l) == len(m) && len(l) > 0 && l[0].finSeq < m[0].finSeq {
+				most = o
+			}
+		}
+		l := byOwner[most]
+		if len(l) == 0 {
 			break
 		}
-		r.removeLocked(en.e.id, en)
+		r.removeLocked(l[0].e.id, l[0])
+		byOwner[most] = l[1:]
 		removed++
 	}
 	return removed

@@ -336,6 +336,43 @@ func TestRetentionCount(t *testing.T) {
 	}
 }
 
+// TestRetentionCountPerOwner: past MaxRetained, the owner holding the
+// most terminal executions loses its oldest: one principal's flood of
+// results (or of executions cancelled while queued) evicts its own, never
+// another's older result.
+func TestRetentionCountPerOwner(t *testing.T) {
+	r := New(Config{MaxRetained: 10})
+	finish := func(owner string) *Execution {
+		e := r.Create(Meta{Owner: owner})
+		_, _ = e.Cancel() // cancelled while pending: no output at all
+		return e
+	}
+	alice := finish("token:alice")
+	var bob []*Execution
+	for range 100 {
+		bob = append(bob, finish("token:bob"))
+	}
+	if _, err := r.Get(alice.ID()); err != nil {
+		t.Fatalf("alice's result after bob's 100: %v", err)
+	}
+	for i, e := range bob {
+		_, err := r.Get(e.ID())
+		if kept := i >= 91; kept != (err == nil) { // bob keeps his 9 newest
+			t.Errorf("bob's %d: %v", i, err)
+		}
+	}
+	// Past the bound with equal shares, the oldest goes.
+	r = New(Config{MaxRetained: 2})
+	a, b := finish("token:alice"), finish("token:bob")
+	finish("token:carol")
+	if _, err := r.Get(a.ID()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the oldest of equal owners is still held: %v", err)
+	}
+	if _, err := r.Get(b.ID()); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestSweepKeepsRemovedExecutionReadable(t *testing.T) {
 	clock := newFakeClock()
 	r := New(Config{RetentionMs: 1, Now: clock.Now})
