@@ -453,15 +453,25 @@ func (m *Manager) endedSandbox(s *Sandbox) {
 	m.pruneEndedLocked()
 }
 
+// pruneEndedLocked forgets the ended sandboxes past EndedRetention, then,
+// while more than MaxSandboxes remain, the one that ended first among
+// those of the principal (account) with the most: a principal that creates
+// and deletes sandboxes in a loop drops its own logs, not another's
+// before their retention.
 func (m *Manager) pruneEndedLocked() {
 	now := m.cfg.Now()
-	drop := 0
-	for drop < len(m.ended) && (len(m.ended)-drop > m.cfg.MaxSandboxes || now.Sub(m.ended[drop].endedAt) > m.cfg.EndedRetention) {
-		drop++
-	}
-	if drop > 0 {
-		clear(m.ended[:drop])
-		m.ended = m.ended[drop:]
+	m.ended = slices.DeleteFunc(m.ended, func(s *Sandbox) bool { return now.Sub(s.endedAt) > m.cfg.EndedRetention })
+	for len(m.ended) > m.cfg.MaxSandboxes {
+		held := map[string]int{}
+		most := 0
+		for _, s := range m.ended {
+			held[s.account]++
+			most = max(most, held[s.account])
+		}
+		// m.ended is in the order they ended: the first of a principal
+		// with the most is the oldest among them.
+		i := slices.IndexFunc(m.ended, func(s *Sandbox) bool { return held[s.account] == most })
+		m.ended = slices.Delete(m.ended, i, i+1)
 	}
 }
 

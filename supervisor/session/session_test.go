@@ -689,6 +689,34 @@ func TestEndedLogRetained(t *testing.T) {
 	}
 }
 
+// TestEndedLogsPerPrincipal: past MaxSandboxes ended logs, the principal
+// holding the most loses its oldest: bob creating and deleting sandboxes
+// in a loop does not drop alice's log before its retention.
+func TestEndedLogsPerPrincipal(t *testing.T) {
+	h := newHarness(t, Config{MaxSandboxes: 3, EndedRetention: time.Hour})
+	a := h.create(t, CreateParams{})
+	if _, err := h.m.Delete(alice, a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	var bobs []string
+	for range 6 {
+		b := h.create(t, CreateParams{Owner: bob})
+		if _, err := h.m.Delete(bob, b.ID()); err != nil {
+			t.Fatal(err)
+		}
+		bobs = append(bobs, b.ID())
+	}
+	if p, err := h.m.ReadEvents(alice, a.ID(), 0, 0); err != nil || !p.Ended {
+		t.Fatalf("alice's ended log after bob's 6: %+v, %v", p, err)
+	}
+	for i, id := range bobs {
+		_, err := h.m.ReadEvents(bob, id, 0, 0)
+		if kept := i >= 4; kept != (err == nil) { // bob keeps his 2 newest
+			t.Errorf("bob's %d: %v", i, err)
+		}
+	}
+}
+
 // TestEventLogBound: a sandbox's log keeps its bound; reading a dropped
 // offset says which is the first held; a page stops at MaxPageBytes.
 func TestEventLogBound(t *testing.T) {
