@@ -3,6 +3,9 @@ package transformer
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,9 +106,33 @@ func TestOutputBound(t *testing.T) {
 		t.Fatalf("%d bytes of a=1: %v; want a LimitError of the output", len(code), err)
 	}
 	if len(p.idle) != 1 {
-		t.Errorf("%d idle helpers after an output over the bound; want the same one back", len(p.idle))
+		t.Fatalf("%d idle helpers after an output over the bound; want the same one back", len(p.idle))
+	}
+	// The idle helper gave the transform's heap back.
+	if rss := residentBytes(t, p.idle[0].cmd.Process.Pid); rss > 64<<20 {
+		t.Errorf("idle helper after a big transform: %d MiB resident", rss>>20)
 	}
 	closePool(t, p)
+}
+
+// residentBytes is pid's VmRSS.
+func residentBytes(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
 }
 
 // TestTimeBound: a transform past the timeout kills its helper and is a
