@@ -161,18 +161,25 @@ func defaultSocketAnswers() bool {
 }
 
 // reach returns err, or, when it says no supervisor answered at tc
-// (UNAVAILABLE, but not one shutting down), an *unreachableError.
+// (UNAVAILABLE without the ErrorInfo a supervisor's own refusals carry,
+// such as SHUTTING_DOWN or TRANSFORM_HELPER_FAILED), an *unreachableError.
 func reach(tc transport.Config, err error) error {
 	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.Unavailable {
+	if !ok || st.Code() != codes.Unavailable || answered(st) {
 		return err
 	}
+	return &unreachableError{addr: tc.Address(), err: err}
+}
+
+// answered reports whether st is a supervisor's own answer: it carries an
+// ErrorInfo (a connection that failed carries none).
+func answered(st *status.Status) bool {
 	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == "SHUTTING_DOWN" {
-			return err
+		if _, ok := d.(*errdetails.ErrorInfo); ok {
+			return true
 		}
 	}
-	return &unreachableError{addr: tc.Address(), err: err}
+	return false
 }
 
 // describe renders an error for a person: gRPC errors as "CODE: message",

@@ -131,6 +131,9 @@ func exitForError(err error) int {
 	if st, ok := status.FromError(err); ok {
 		switch st.Code() {
 		case codes.Unavailable:
+			if answered(st) { // it answered: it failed (a transform helper, say)
+				return exitFailed
+			}
 			return exitUnreachable
 		case codes.Canceled:
 			return exitCancelled

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
 // TestExitForResult: each way an execution ends has its documented exit
@@ -45,6 +47,13 @@ func TestExitForResult(t *testing.T) {
 // TestExitForError: errors of the command line, the connection and the
 // supervisor map to their documented statuses.
 func TestExitForError(t *testing.T) {
+	helperFailed := func() error {
+		st, err := status.New(codes.Unavailable, "transform helper failed: EOF").WithDetails(&errdetails.ErrorInfo{Reason: "TRANSFORM_HELPER_FAILED"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Err()
+	}()
 	tests := []struct {
 		err  error
 		want int
@@ -53,6 +62,9 @@ func TestExitForError(t *testing.T) {
 		{fmt.Errorf("run: %w", exitError{code: exitPipe}), exitPipe},
 		{&unreachableError{addr: "unix:///x", err: errors.New("refused")}, exitUnreachable},
 		{status.Error(codes.Unavailable, "connection refused"), exitUnreachable},
+		// The supervisor answered: it failed, it is not unreachable.
+		{helperFailed, exitFailed},
+		{reach(transport.Config{SocketPath: "/x"}, helperFailed), exitFailed},
 		{failure{errors.New("start embedded supervisor")}, exitFailed},
 		{status.Error(codes.Internal, "bug"), exitFailed},
 		{status.Error(codes.InvalidArgument, "bad"), exitRefused},
