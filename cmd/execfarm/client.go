@@ -165,21 +165,21 @@ func defaultSocketAnswers() bool {
 // such as SHUTTING_DOWN or TRANSFORM_HELPER_FAILED), an *unreachableError.
 func reach(tc transport.Config, err error) error {
 	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.Unavailable || answered(st) {
+	if !ok || st.Code() != codes.Unavailable || reason(st) != "" {
 		return err
 	}
 	return &unreachableError{addr: tc.Address(), err: err}
 }
 
-// answered reports whether st is a supervisor's own answer: it carries an
-// ErrorInfo (a connection that failed carries none).
-func answered(st *status.Status) bool {
+// reason is the ErrorInfo reason of st, a supervisor's own answer; "" for
+// none (a connection that failed carries none).
+func reason(st *status.Status) string {
 	for _, d := range st.Details() {
-		if _, ok := d.(*errdetails.ErrorInfo); ok {
-			return true
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetReason()
 		}
 	}
-	return false
+	return ""
 }
 
 // describe renders an error for a person: gRPC errors as "CODE: message",

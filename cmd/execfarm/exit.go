@@ -131,8 +131,8 @@ func exitForError(err error) int {
 	if st, ok := status.FromError(err); ok {
 		switch st.Code() {
 		case codes.Unavailable:
-			if answered(st) { // it answered: it failed (a transform helper, say)
-				return exitFailed
+			if r := reason(st); r != "" && r != "SHUTTING_DOWN" {
+				return exitFailed // it answered: it failed (a transform helper, say)
 			}
 			return exitUnreachable
 		case codes.Canceled:

@@ -47,13 +47,14 @@ func TestExitForResult(t *testing.T) {
 // TestExitForError: errors of the command line, the connection and the
 // supervisor map to their documented statuses.
 func TestExitForError(t *testing.T) {
-	helperFailed := func() error {
-		st, err := status.New(codes.Unavailable, "transform helper failed: EOF").WithDetails(&errdetails.ErrorInfo{Reason: "TRANSFORM_HELPER_FAILED"})
+	unavailable := func(msg, reason string) error {
+		st, err := status.New(codes.Unavailable, msg).WithDetails(&errdetails.ErrorInfo{Reason: reason})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st.Err()
-	}()
+	}
+	helperFailed := unavailable("transform helper failed: EOF", "TRANSFORM_HELPER_FAILED")
 	tests := []struct {
 		err  error
 		want int
@@ -65,6 +66,7 @@ func TestExitForError(t *testing.T) {
 		// The supervisor answered: it failed, it is not unreachable.
 		{helperFailed, exitFailed},
 		{reach(transport.Config{SocketPath: "/x"}, helperFailed), exitFailed},
+		{unavailable("supervisor is shutting down", "SHUTTING_DOWN"), exitUnreachable},
 		{failure{errors.New("start embedded supervisor")}, exitFailed},
 		{status.Error(codes.Internal, "bug"), exitFailed},
 		{status.Error(codes.InvalidArgument, "bad"), exitRefused},
