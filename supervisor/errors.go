@@ -143,6 +143,8 @@ func faultOf(err error) fault {
 		return fault{code: codes.InvalidArgument, reason: "TRANSFORM_LIMIT", field: "code"}
 	case errors.As(err, &size):
 		return fault{code: codes.InvalidArgument, reason: "PROGRAM_TOO_LARGE", field: "code"}
+	case errors.Is(err, transformer.ErrBusy):
+		return fault{code: codes.ResourceExhausted, reason: "TRANSFORM_BUSY", retry: true}
 	case errors.Is(err, transformer.ErrHelper):
 		return fault{code: codes.Unavailable, reason: "TRANSFORM_HELPER_FAILED", retry: true}
 	case errors.Is(err, transform.ErrEmptyCode):

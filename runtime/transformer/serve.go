@@ -2,6 +2,7 @@ package transformer
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -32,11 +35,20 @@ func init() {
 // length (4 bytes, little-endian), its Kind (1 byte) and the code; an
 // answer is the payload's length, a status and the payload.
 func serve(bounds string, in io.Reader, out io.Writer) int {
-	stackS, memoryS, _ := strings.Cut(bounds, ",")
-	stack, err1 := strconv.ParseInt(stackS, 10, 64)
-	memory, err2 := strconv.ParseUint(memoryS, 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
+	f := strings.Split(bounds, ",")
+	if len(f) != 3 {
+		fmt.Fprintf(os.Stderr, "transform helper: bounds %q: want stack,memory,timeout\n", bounds)
+		return 1
+	}
+	stack, err1 := strconv.ParseInt(f[0], 10, 64)
+	memory, err2 := strconv.ParseUint(f[1], 10, 64)
+	timeoutMs, err3 := strconv.ParseInt(f[2], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		fmt.Fprintf(os.Stderr, "transform helper: bounds %q: %v\n", bounds, err)
+		return 1
+	}
+	if err := dropPrivileges(); err != nil {
+		fmt.Fprintf(os.Stderr, "transform helper: %v\n", err)
 		return 1
 	}
 	debug.SetMaxStack(int(stack))
@@ -71,7 +83,12 @@ func serve(bounds string, in io.Reader, out io.Writer) int {
 			return 1
 		}
 		big := n > 64<<10
+		// The supervisor kills a helper past its time; one whose
+		// supervisor died (SIGKILL, no one to read its answer) ends
+		// itself a little later, rather than parse for hours.
+		watchdog := time.AfterFunc(timeoutFor(int(n), time.Duration(timeoutMs)*time.Millisecond)+watchdogSlack, func() { os.Exit(3) })
 		status, payload := run(Kind(hdr[4]), string(code))
+		watchdog.Stop()
 		code = nil
 		if big || len(payload) > 1<<20 {
 			// A big transform's heap goes back before the answer (an idle
@@ -88,6 +105,34 @@ func serve(bounds string, in io.Reader, out io.Writer) int {
 			return 1
 		}
 	}
+}
+
+// watchdogSlack is how long past its timeout a helper ends itself.
+const watchdogSlack = 5 * time.Second
+
+// nobody is the uid and gid a helper of a root supervisor runs as.
+const nobody = 65534
+
+// dropPrivileges makes a helper of a root supervisor nobody, with no
+// supplementary groups and so no capabilities, and sets no_new_privs: it
+// parses code nobody has read, and needs nothing but its pipes. The
+// syscall package's calls apply to every thread of the process.
+func dropPrivileges() error {
+	if os.Geteuid() == 0 {
+		if err := syscall.Setgroups(nil); err != nil {
+			return fmt.Errorf("setgroups: %w", err)
+		}
+		if err := syscall.Setresgid(nobody, nobody, nobody); err != nil {
+			return fmt.Errorf("setresgid: %w", err)
+		}
+		if err := syscall.Setresuid(nobody, nobody, nobody); err != nil {
+			return fmt.Errorf("setresuid: %w", err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	return nil
 }
 
 // run transforms code and frames the result.
@@ -107,17 +152,47 @@ func run(kind Kind, code string) (byte, []byte) {
 	var se *transform.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		b, jerr := json.Marshal(se)
-		if jerr != nil {
+		// The offending line can be the whole program (a minified one):
+		// what comes back is bounded, around the error's column.
+		se.LineText = excerpt(se.LineText, se.Column-1)
+		se.Message = excerpt(se.Message, 0)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if jerr := enc.Encode(se); jerr != nil {
 			return statusError, []byte(jerr.Error())
 		}
-		return statusSyntax, b
+		return statusSyntax, b.Bytes()
 	case err != nil:
 		return statusError, []byte(err.Error())
 	case len(js) > MaxOutput:
 		return statusOutput, binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
 	}
 	return statusOK, []byte(js)
+}
+
+// maxExcerpt bounds the runes of a syntax error's line and message.
+const maxExcerpt = 1024
+
+// excerpt returns s cut to maxExcerpt runes around rune at, with "…"
+// where it was cut.
+func excerpt(s string, at int) string {
+	if len(s) <= maxExcerpt {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= maxExcerpt {
+		return s
+	}
+	from := min(max(at-maxExcerpt/2, 0), len(r)-maxExcerpt)
+	out := string(r[from : from+maxExcerpt])
+	if from > 0 {
+		out = "…" + out
+	}
+	if from+maxExcerpt < len(r) {
+		out += "…"
+	}
+	return out
 }
 
 func decodeSyntax(b []byte) (*transform.SyntaxError, error) {

@@ -54,8 +54,22 @@ const (
 	// MemoryLimit is a helper's RLIMIT_DATA, bytes: the Go heap and stacks
 	// live in private writable mappings, which it counts.
 	MemoryLimit = 512 << 20
-	// Timeout bounds one transform, start of a helper included.
-	Timeout = 30 * time.Second
+	// Timeout bounds one transform, start of a helper included: at most
+	// TimeoutBase plus TimeoutPerKiB for each KiB of code (esbuild's
+	// parse of nested TypeScript generics is quadratic: 90 KB of `a<(`
+	// would take a helper for minutes), within Timeout. 1.5 MB of
+	// ordinary code, ~1 s of work, gets 17 s.
+	Timeout       = 30 * time.Second
+	TimeoutBase   = 2 * time.Second
+	TimeoutPerKiB = 10 * time.Millisecond
+	// PerOwner is how many helpers one owner (WithOwner) uses at once,
+	// so that another always finds one: a principal sending slow code
+	// waits behind its own requests only.
+	PerOwner = Helpers - 1
+	// MaxQueuedBytes bounds the code of the transforms waiting for a
+	// helper or running, bytes: past it a request is refused (ErrBusy)
+	// instead of holding its code in the supervisor while it waits.
+	MaxQueuedBytes = 32 << 20
 	// MaxOutput bounds a transformed program, bytes. The worker takes
 	// less (runtime/program.MaxRequestBytes); this bounds what the
 	// supervisor reads from a helper.
@@ -66,12 +80,31 @@ const (
 )
 
 // Env is the variable that makes a process a helper; its value is the
-// helper's stack and memory bounds in bytes, "stack,memory".
+// helper's bounds, "stack,memory,timeout": bytes, bytes, milliseconds.
 const Env = "EXECFARM_TRANSFORM_HELPER"
 
 // ErrHelper is wrapped by the errors of a helper that are not the code's
 // doing: it could not start, or died without passing a bound.
 var ErrHelper = errors.New("transform helper failed")
+
+// ErrBusy is returned when the code waiting for a helper or being
+// transformed is at MaxQueuedBytes: the request may be retried.
+var ErrBusy = errors.New("transform helpers busy")
+
+// ownerKey is the context key of WithOwner.
+type ownerKey struct{}
+
+// WithOwner returns ctx naming the owner of the transforms made with it
+// (a principal's key): one owner uses at most PerOwner helpers at once.
+// Transforms without an owner share the owner "".
+func WithOwner(ctx context.Context, owner string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, owner)
+}
+
+// timeoutFor is the time a helper gets for n bytes of code.
+func timeoutFor(n int, max time.Duration) time.Duration {
+	return min(TimeoutBase+time.Duration(n>>10)*TimeoutPerKiB, max)
+}
 
 // LimitError is returned for code whose transform passed a helper's bound:
 // stack (nesting too deep), memory, time or output size.
@@ -134,10 +167,20 @@ var std = newPool(Helpers, bounds{stack: MaxStack, memory: MemoryLimit, timeout:
 // pool holds the idle helpers and bounds how many work at once.
 type pool struct {
 	bounds
-	slots chan struct{} // a token per transform running
-	mu    sync.Mutex
-	idle  []*helper
-	cache *lru.Cache[cacheKey, string]
+	slots    chan struct{} // a token per transform running
+	perOwner int
+	mu       sync.Mutex
+	idle     []*helper
+	owners   map[string]*ownerSlots // of the owners with a transform waiting or running
+	queued   int64                  // bytes of code waiting or running
+	maxQueue int64
+	cache    *lru.Cache[cacheKey, string]
+}
+
+// ownerSlots is one owner's share of the helpers.
+type ownerSlots struct {
+	sem  chan struct{}
+	refs int
 }
 
 func newPool(n int, b bounds) *pool {
@@ -145,7 +188,33 @@ func newPool(n int, b bounds) *pool {
 	if err != nil {
 		panic(err) // only for a size <= 0
 	}
-	return &pool{bounds: b, slots: make(chan struct{}, n), cache: c}
+	return &pool{bounds: b, slots: make(chan struct{}, n), perOwner: max(1, n-1), owners: map[string]*ownerSlots{},
+		maxQueue: MaxQueuedBytes, cache: c}
+}
+
+// admit counts code as queued and returns its owner's share, or ErrBusy.
+// Call the returned release once done.
+func (p *pool) admit(owner string, n int) (*ownerSlots, func(), error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.queued+int64(n) > p.maxQueue {
+		return nil, nil, fmt.Errorf("%w: %d bytes of code wait for or are in a transform; at most %d", ErrBusy, p.queued, p.maxQueue)
+	}
+	p.queued += int64(n)
+	o := p.owners[owner]
+	if o == nil {
+		o = &ownerSlots{sem: make(chan struct{}, p.perOwner)}
+		p.owners[owner] = o
+	}
+	o.refs++
+	return o, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.queued -= int64(n)
+		if o.refs--; o.refs == 0 {
+			delete(p.owners, owner)
+		}
+	}, nil
 }
 
 // Transform returns code transformed for kind, from the cache or from a
@@ -169,6 +238,18 @@ func (p *pool) transform(ctx context.Context, kind Kind, code string) (string, e
 	if js, ok := p.cache.Get(key); ok {
 		return js, nil
 	}
+	owner, _ := ctx.Value(ownerKey{}).(string)
+	share, release, err := p.admit(owner, len(code))
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	select {
+	case share.sem <- struct{}{}:
+	case <-ctx.Done():
+		return "", fmt.Errorf("wait for a transform helper: %w", ctx.Err())
+	}
+	defer func() { <-share.sem }()
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -251,7 +332,7 @@ func (p *pool) start() (*helper, error) {
 	cmd := &exec.Cmd{
 		Path:   "/proc/self/exe",
 		Args:   []string{"execfarm-transform"},
-		Env:    []string{fmt.Sprintf("%s=%d,%d", Env, p.stack, p.memory), "GOTRACEBACK=none"},
+		Env:    []string{fmt.Sprintf("%s=%d,%d,%d", Env, p.stack, p.memory, p.timeout.Milliseconds()), "GOTRACEBACK=none"},
 		Stdin:  inR,
 		Stdout: outW,
 		Stderr: errW,
@@ -274,6 +355,7 @@ func closeAll(fs ...*os.File) {
 // do sends one request and reads its answer. broken reports that the
 // helper was killed (err says why) and must not be used again.
 func (h *helper) do(ctx context.Context, b bounds, kind Kind, code string) (js string, err error, broken bool) {
+	b.timeout = timeoutFor(len(code), b.timeout)
 	deadline := time.Now().Add(b.timeout)
 	_ = h.in.SetWriteDeadline(deadline)
 	_ = h.out.SetReadDeadline(deadline)
@@ -340,23 +422,36 @@ func (h *helper) fail(ctx context.Context, b bounds, cause error) error {
 	last, _ := io.ReadAll(io.LimitReader(h.stderr, 16<<10))
 	closeAll(h.in, h.out, h.stderr)
 	words := string(last)
+	// It died on its own when its pipe ended before the kill above.
+	died := errors.Is(cause, io.EOF) || errors.Is(cause, io.ErrUnexpectedEOF) || errors.Is(cause, syscall.EPIPE)
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("transform: %w", ctx.Err())
 	case strings.Contains(words, "stack exceeds"), strings.Contains(words, "stack overflow"):
 		return &LimitError{Bound: "stack", Limit: b.stack}
-	case strings.Contains(words, "out of memory"), strings.Contains(words, "cannot allocate memory"), h.peakRSS() >= b.memory/2:
-		// Go's runtime fails in more ways than one when mmap does (a
-		// fault inside its collector, too): a helper that died big
-		// died of its memory.
+	case strings.Contains(words, "out of memory"), strings.Contains(words, "cannot allocate memory"):
 		return &LimitError{Bound: "memory", Limit: b.memory}
 	case errors.Is(cause, os.ErrDeadlineExceeded):
 		return &LimitError{Bound: "time", Limit: int64(b.timeout)}
+	case died && h.signaled() && h.peakRSS() >= b.memory/2:
+		// Go's runtime fails in more ways than one when mmap does (a
+		// fault inside its collector, too): a helper that died of a
+		// signal, big, died of its memory. (Its peak is its life's: a
+		// helper that lived on after a big transform gave the memory
+		// back, but not the peak, so only a death counts.)
+		return &LimitError{Bound: "memory", Limit: b.memory}
 	}
 	if w := strings.TrimSpace(words); w != "" {
 		return fmt.Errorf("%w: %v (%s)", ErrHelper, cause, lastLine(w))
 	}
 	return fmt.Errorf("%w: %v", ErrHelper, cause)
+}
+
+// signaled reports whether the reaped helper ended by a signal (a fault,
+// or a kill not ours) or a runtime crash (exit status 2), not a clean exit.
+func (h *helper) signaled() bool {
+	ws, ok := h.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && (ws.Signaled() || ws.ExitStatus() == 2)
 }
 
 // peakRSS is the reaped helper's peak resident set, bytes.

@@ -2,6 +2,7 @@ package transformer
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -232,4 +233,151 @@ func closePool(t *testing.T, p *pool) {
 		}
 		closeAll(h.out, h.stderr)
 	}
+}
+
+// TestSyntaxErrorOfALongLine: a syntax error on a line of megabytes (a
+// minified program) comes back as one, its line cut around the column: it
+// was an answer over MaxOutput (every '<' escaped to six bytes) that
+// killed the helper and said UNAVAILABLE.
+func TestSyntaxErrorOfALongLine(t *testing.T) {
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	code := `let s = "` + strings.Repeat("<", 1500000) + `"; )`
+	_, err := p.transform(context.Background(), Goja, code)
+	var se *transform.SyntaxError
+	if !errors.As(err, &se) {
+		t.Fatalf("%v; want a SyntaxError", err)
+	}
+	if se.Line != 1 || se.Column != 1500013 || len(se.LineText) > 4*maxExcerpt+8 || !strings.HasSuffix(se.LineText, `"; )`) || !strings.HasPrefix(se.LineText, "…") {
+		t.Errorf("syntax error at %d:%d, line of %d bytes %.40q…", se.Line, se.Column, len(se.LineText), se.LineText)
+	}
+	if len(p.idle) != 1 {
+		t.Errorf("%d idle helpers; want the helper kept", len(p.idle))
+	}
+	closePool(t, p)
+}
+
+// slowCode takes esbuild half a minute to parse (its parse of nested
+// TypeScript generics is quadratic: 1000, 2000, 3000 levels took 1, 4
+// and 13 s), far past the helper's time for 12 KB of code.
+var slowCode = strings.Repeat("a<(", 4000)
+
+// TestOwnersShareTheHelpers: an owner whose slow code holds a helper
+// gets no second one (its next request waits), while another owner's
+// transform goes through at once; and a slow transform ends at its
+// size's time (TimeoutBase and TimeoutPerKiB), not at Timeout.
+func TestOwnersShareTheHelpers(t *testing.T) {
+	p := newPool(2, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	alice, bob := WithOwner(context.Background(), "alice"), WithOwner(context.Background(), "bob")
+	slow := func(ctx context.Context, tag string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := p.transform(ctx, Goja, "// "+tag+"\n"+slowCode)
+			done <- err
+		}()
+		return done
+	}
+	start := time.Now()
+	first := slow(alice, "first")
+	if !waitUntil(func() bool { return len(p.slots) == 1 }) {
+		t.Fatal("alice's first transform did not start")
+	}
+	second := slow(alice, "second")
+	if js, err := p.transform(bob, Goja, "console.log('bob')"); err != nil || !strings.Contains(js, "bob") {
+		t.Fatalf("bob's transform: %q, %v", js, err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("alice's slow transform ended (%v) before bob's quick one", err)
+	case err := <-second:
+		t.Fatalf("alice's second transform ended (%v) while her first held her helper", err)
+	default:
+	}
+	var le *LimitError
+	if err := <-first; !errors.As(err, &le) || le.Bound != "time" || time.Duration(le.Limit) != timeoutFor(len(slowCode)+9, time.Minute) {
+		t.Errorf("alice's slow transform: %v; want a LimitError of %v", err, timeoutFor(len(slowCode)+9, time.Minute))
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the slow transform took %v", took)
+	}
+	<-second
+	closePool(t, p)
+}
+
+// TestQueuedBytesBound: past MaxQueuedBytes of code waiting or in a
+// transform, a request is ErrBusy instead of waiting with its code.
+func TestQueuedBytesBound(t *testing.T) {
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	p.maxQueue = 1000
+	if _, err := p.transform(context.Background(), Goja, "// "+strings.Repeat("x", 1000)); !errors.Is(err, ErrBusy) {
+		t.Errorf("1003 bytes past a bound of 1000: %v; want ErrBusy", err)
+	}
+	if _, err := p.transform(context.Background(), Goja, "console.log(1)"); err != nil {
+		t.Errorf("after a refusal: %v", err)
+	}
+	if p.queued != 0 || len(p.owners) != 0 {
+		t.Errorf("%d bytes and %d owners counted after the transforms", p.queued, len(p.owners))
+	}
+	closePool(t, p)
+}
+
+// TestHelperRunsUnprivileged: a helper of a root process is nobody, with
+// no capabilities and no_new_privs.
+func TestHelperRunsUnprivileged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a helper drops root's privileges")
+	}
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	if _, err := p.transform(context.Background(), Goja, "1"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.idle[0].cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.ReplaceAll(string(b), " ", ""), "Groups:\t\n") {
+		t.Errorf("helper has supplementary groups:\n%s", b)
+	}
+	for _, want := range []string{"Uid:\t65534\t65534\t65534\t65534", "Gid:\t65534\t65534\t65534\t65534", "CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "NoNewPrivs:\t1"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("helper status lacks %q:\n%s", want, b)
+		}
+	}
+	closePool(t, p)
+}
+
+// TestOrphanedHelperEndsItself: a helper whose supervisor is gone (no
+// one to kill it at its timeout) ends itself watchdogSlack past it.
+func TestOrphanedHelperEndsItself(t *testing.T) {
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Millisecond})
+	h, err := p.start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(h.out, h.stderr)
+	var hdr [5]byte
+	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(slowCode)))
+	hdr[4] = byte(Goja)
+	if _, err := h.in.Write(append(hdr[:], slowCode...)); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.in.Close() // an answer would be followed by a clean exit (0)
+	start := time.Now()
+	st, err := h.cmd.Process.Wait() // nobody reads, nobody kills
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ExitCode() != 3 || time.Since(start) > watchdogSlack+10*time.Second {
+		t.Errorf("orphaned helper: %v after %v; want exit 3 after about %v", st, time.Since(start), watchdogSlack)
+	}
+}
+
+// waitUntil polls cond (a state of the pool, never a sleep in the hope
+// that something happened) for up to 10 s.
+func waitUntil(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
 }

@@ -20,9 +20,9 @@ type Job struct {
 	Limits limits.Set
 	// Code is the source as submitted (for the preview and the cache).
 	Code string
-	// CacheOwner is Input.CacheOwner: whose script cache the code came
+	// Account is Input.Account: among others, whose script cache the code came
 	// from or goes to.
-	CacheOwner string
+	Account string
 	// CachedName is the cache entry the code came from, "" for new code.
 	CachedName string
 	// Cacheable marks new TypeScript/JavaScript code, saved in the cache

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/runtime/transformer"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/limits"
 )
@@ -28,11 +29,13 @@ type Input struct {
 	Tests bool
 	// Limits are the execution's limits.
 	Limits limits.Set
-	// CacheOwner is the principal whose script cache Cached names a script
-	// of, and where a successful run's new code is saved: an unscoped
-	// principal's key (principal.Principal.Unscoped().String(), so that
-	// the clients of one holder share it); "" is the local principal.
-	CacheOwner string
+	// Account is the unscoped principal's key
+	// (principal.Principal.Unscoped().String(): the clients of one holder
+	// share it) that the request is charged to: its script cache, where
+	// Cached names a script and a successful run's new code is saved, and
+	// its share of the transform helpers (transformer.WithOwner); "" is
+	// the local principal.
+	Account string
 	// Deterministic runs goja and node with a fixed clock and Math.random
 	// seeded with Seed (runtime/deterministic); other runtimes ignore it.
 	Deterministic bool
@@ -52,19 +55,20 @@ func (r *Runner) Prepare(ctx context.Context, in Input) (*Job, error) {
 	code, cachedName := in.Code, ""
 	if in.Cached != nil {
 		var err error
-		if code, cachedName, err = r.cached(in.CacheOwner, *in.Cached); err != nil {
+		if code, cachedName, err = r.cached(in.Account, *in.Cached); err != nil {
 			return nil, err
 		}
 	}
-	req, err := program.Build(ctx, program.Input{Runtime: in.Runtime, Code: code, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, Node: r.cfg.Node,
+	req, err := program.Build(transformer.WithOwner(ctx, in.Account), program.Input{Runtime: in.Runtime, Code: code, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, Node: r.cfg.Node,
 		Deterministic: in.Deterministic, Seed: in.Seed})
 	if err != nil {
+		r.logTransformFailure(in, len(code), err)
 		return nil, err
 	}
 	req.Rlimits = in.Limits.Rlimits()
 	deterministic := in.Deterministic && (in.Runtime == program.Goja || in.Runtime == program.Node)
 	return &Job{Runtime: in.Runtime, Request: req, Limits: in.Limits, Code: code, CachedName: cachedName,
-		Deterministic: deterministic, Seed: in.Seed, CacheOwner: in.CacheOwner,
+		Deterministic: deterministic, Seed: in.Seed, Account: in.Account,
 		Cacheable: !in.Tests && cachedName == "" && r.cfg.Cache != nil && (in.Runtime == program.Goja || in.Runtime == program.Node)}, nil
 }
 
@@ -86,4 +90,20 @@ func (r *Runner) cached(owner, name string) (code, fullName string, err error) {
 		return "", "", &CachedError{Name: name, Err: err}
 	}
 	return code, e.Name, nil
+}
+
+// logTransformFailure logs a transform that passed a helper's bound, or
+// whose helper failed or was too busy, for the operator: such requests
+// come from a client (slow or huge code holds a helper), and are not
+// otherwise seen beside the client's own error. Other errors (syntax)
+// are the client's alone.
+func (r *Runner) logTransformFailure(in Input, codeBytes int, err error) {
+	var le *transformer.LimitError
+	switch {
+	case errors.As(err, &le):
+		r.log.Warn("code refused: its transform passed a helper's bound", "account", in.Account, "runtime", in.Runtime,
+			"code_bytes", codeBytes, "bound", le.Bound, "error", err)
+	case errors.Is(err, transformer.ErrHelper), errors.Is(err, transformer.ErrBusy):
+		r.log.Warn("transform failed", "account", in.Account, "runtime", in.Runtime, "code_bytes", codeBytes, "error", err)
+	}
 }

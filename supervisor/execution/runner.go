@@ -42,7 +42,7 @@ type Config struct {
 	// Scheduler admits them.
 	Scheduler *scheduler.Scheduler
 	// Cache serves Input.Cached and receives successful new scripts of
-	// Jobs marked Cacheable, in the cache of the Job's CacheOwner; nil = no
+	// Jobs marked Cacheable, in the cache of the Job's Account; nil = no
 	// cache.
 	Cache *cache.Store
 	// Node configures the node runtime; nil = none (Prepare refuses node

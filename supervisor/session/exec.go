@@ -96,7 +96,7 @@ func (m *Manager) Exec(ctx context.Context, owner principal.Principal, id string
 	if rt == "" {
 		rt = s.runtime
 	}
-	j, err := m.cfg.Runner.Prepare(ctx, execution.Input{Runtime: rt, Code: p.Code, Stdin: p.Stdin, Env: p.Env, Limits: l, CacheOwner: s.account})
+	j, err := m.cfg.Runner.Prepare(ctx, execution.Input{Runtime: rt, Code: p.Code, Stdin: p.Stdin, Env: p.Env, Limits: l, Account: s.account})
 	if err != nil {
 		return nil, err
 	}
