@@ -196,7 +196,8 @@ func TestSessionExecsShareTheSandbox(t *testing.T) {
 	ctx := callCtx(t)
 	// A workdir that is no directory in the sandbox is the caller's
 	// mistake: INVALID_ARGUMENT, no exec (it ended FAILED internal).
-	for _, wd := range []string{"nope/x", "d/f"} {
+	si.mustExec(t, "alice", id, "ln -s d/f lnk && ln -s /nonexistent dangling && ln -s ../workspace/d dl")
+	for _, wd := range []string{"nope/x", "d/f", "lnk", "dangling"} {
 		_, err := si.sessions["alice"].ExecAsync(ctx, &execfarmv1.ExecRequest{SandboxId: id, Code: "pwd", Workdir: wd})
 		if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "workdir") {
 			t.Errorf("exec in workdir %s: %v", wd, st)
@@ -205,12 +206,15 @@ func TestSessionExecsShareTheSandbox(t *testing.T) {
 	if r, err := si.execRequest(t, "alice", &execfarmv1.ExecRequest{SandboxId: id, Code: "pwd", Workdir: "d"}); err != nil || r.stdout != "/workspace/d\n" {
 		t.Errorf("exec in workdir d: pwd %q, %v", r.stdout, err)
 	}
+	if r, err := si.execRequest(t, "alice", &execfarmv1.ExecRequest{SandboxId: id, Code: "cat f", Workdir: "dl"}); err != nil || r.stdout != "deep\n" {
+		t.Errorf("exec in workdir dl, a link to d: %q, %v", r.stdout, err)
+	}
 	got, err := si.execs["alice"].GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: second.id})
 	if err != nil || got.GetOutput() != second.stdout || got.GetResult().GetOutcome().GetSandboxId() != id {
 		t.Fatalf("GetExecution of the exec: %v, %v", got, err)
 	}
 	l, err := si.execs["alice"].ListExecutions(ctx, &sandboxv1.ListExecutionsRequest{SandboxId: id})
-	if err != nil || len(l.GetExecutions()) != 3 { // the refused ones are none
+	if err != nil || len(l.GetExecutions()) != 5 { // the refused ones are none
 		t.Fatalf("ListExecutions of the sandbox: %v, %v", l, err)
 	}
 	for _, e := range l.GetExecutions() {
