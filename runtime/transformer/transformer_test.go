@@ -109,8 +109,9 @@ func TestOutputBound(t *testing.T) {
 	if len(p.idle) != 1 {
 		t.Fatalf("%d idle helpers after an output over the bound; want the same one back", len(p.idle))
 	}
-	// The idle helper gave the transform's heap back.
-	if rss := residentBytes(t, p.idle[0].cmd.Process.Pid); rss > 64<<20 {
+	// The idle helper gave the transform's heap back (a race-detector
+	// build keeps its shadow of it: race.go).
+	if rss := residentBytes(t, p.idle[0].cmd.Process.Pid); rss > 64<<20 && !raceBuild {
 		t.Errorf("idle helper after a big transform: %d MiB resident", rss>>20)
 	}
 	closePool(t, p)
