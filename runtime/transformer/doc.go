@@ -15,11 +15,12 @@
 // # Helpers
 //
 // A helper is the running binary itself (/proc/self/exe) started with
-// EXECFARM_TRANSFORM_HELPER=1: this package's init serves transforms on
+// EXECFARM_TRANSFORM_HELPER set (Env: its value carries the bounds): this package's init serves transforms on
 // standard input and output and exits, before main (or a test binary's
 // testing.Main) runs. Any binary that links the package can therefore
-// transform. At most Helpers transform at once (callers wait for one, or
-// for their context); an idle helper stays for the next request, so a
+// transform. At most Helpers transform at once, PerOwner of them for one
+// owner (WithOwner), and MaxQueuedBytes of code waits (callers wait for
+// a helper, or for their context); an idle helper stays for the next request, so a
 // transform costs a round trip over two pipes beside esbuild's own work
 // (~0.1 ms, against ~10 ms to start a helper). A helper that failed a
 // request is killed, never reused. Helpers read their requests from a

@@ -69,14 +69,17 @@ const (
 	// MaxQueuedBytes bounds the code of the transforms waiting for a
 	// helper or running, bytes: past it a request is refused (ErrBusy)
 	// instead of holding its code in the supervisor while it waits.
-	MaxQueuedBytes = 32 << 20
+	// MaxOwnerQueuedBytes bounds one owner's part of it, so that one
+	// owner's waiting requests cannot take the queue from the others.
+	MaxQueuedBytes      = 32 << 20
+	MaxOwnerQueuedBytes = MaxQueuedBytes / 4
 	// MaxOutput bounds a transformed program, bytes. The worker takes
 	// less (runtime/program.MaxRequestBytes); this bounds what the
 	// supervisor reads from a helper.
 	MaxOutput = 8 << 20
 	// MaxInput bounds the code sent to a helper, bytes: past every API's
 	// own bound (4 MiB gRPC messages, 3 MiB of MCP code).
-	MaxInput = 16 << 20
+	MaxInput = 8 << 20
 )
 
 // Env is the variable that makes a process a helper; its value is the
@@ -86,6 +89,10 @@ const Env = "EXECFARM_TRANSFORM_HELPER"
 // ErrHelper is wrapped by the errors of a helper that are not the code's
 // doing: it could not start, or died without passing a bound.
 var ErrHelper = errors.New("transform helper failed")
+
+// errStale is a helper found dead when a request was to be written: it
+// died while idle, of nothing the request did.
+var errStale = errors.New("idle helper gone")
 
 // ErrBusy is returned when the code waiting for a helper or being
 // transformed is at MaxQueuedBytes: the request may be retried.
@@ -174,13 +181,16 @@ type pool struct {
 	owners   map[string]*ownerSlots // of the owners with a transform waiting or running
 	queued   int64                  // bytes of code waiting or running
 	maxQueue int64
-	cache    *lru.Cache[cacheKey, string]
+	// maxOwnerQueue bounds one owner's queued bytes.
+	maxOwnerQueue int64
+	cache         *lru.Cache[cacheKey, string]
 }
 
 // ownerSlots is one owner's share of the helpers.
 type ownerSlots struct {
-	sem  chan struct{}
-	refs int
+	sem    chan struct{}
+	refs   int
+	queued int64 // bytes of its code waiting or running
 }
 
 func newPool(n int, b bounds) *pool {
@@ -189,7 +199,7 @@ func newPool(n int, b bounds) *pool {
 		panic(err) // only for a size <= 0
 	}
 	return &pool{bounds: b, slots: make(chan struct{}, n), perOwner: max(1, n-1), owners: map[string]*ownerSlots{},
-		maxQueue: MaxQueuedBytes, cache: c}
+		maxQueue: MaxQueuedBytes, maxOwnerQueue: MaxOwnerQueuedBytes, cache: c}
 }
 
 // admit counts code as queued and returns its owner's share, or ErrBusy.
@@ -197,20 +207,29 @@ func newPool(n int, b bounds) *pool {
 func (p *pool) admit(owner string, n int) (*ownerSlots, func(), error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.queued+int64(n) > p.maxQueue {
+	o := p.owners[owner]
+	var mine int64
+	if o != nil {
+		mine = o.queued
+	}
+	switch {
+	case mine+int64(n) > p.maxOwnerQueue:
+		return nil, nil, fmt.Errorf("%w: %d bytes of this caller's code wait for or are in a transform; at most %d", ErrBusy, mine, p.maxOwnerQueue)
+	case p.queued+int64(n) > p.maxQueue:
 		return nil, nil, fmt.Errorf("%w: %d bytes of code wait for or are in a transform; at most %d", ErrBusy, p.queued, p.maxQueue)
 	}
-	p.queued += int64(n)
-	o := p.owners[owner]
 	if o == nil {
 		o = &ownerSlots{sem: make(chan struct{}, p.perOwner)}
 		p.owners[owner] = o
 	}
+	p.queued += int64(n)
+	o.queued += int64(n)
 	o.refs++
 	return o, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.queued -= int64(n)
+		o.queued -= int64(n)
 		if o.refs--; o.refs == 0 {
 			delete(p.owners, owner)
 		}
@@ -264,6 +283,14 @@ func (p *pool) transform(ctx context.Context, kind Kind, code string) (string, e
 		}
 	}
 	js, err, broken := h.do(ctx, p.bounds, kind, code)
+	if broken && errors.Is(err, errStale) {
+		// An idle helper that died meanwhile (killed by someone else):
+		// not this code's doing; once more on a new one.
+		if h, err = p.start(); err != nil {
+			return "", err
+		}
+		js, err, broken = h.do(ctx, p.bounds, kind, code)
+	}
 	if broken {
 		return "", err
 	}
@@ -359,11 +386,19 @@ func (h *helper) do(ctx context.Context, b bounds, kind Kind, code string) (js s
 	deadline := time.Now().Add(b.timeout)
 	_ = h.in.SetWriteDeadline(deadline)
 	_ = h.out.SetReadDeadline(deadline)
+	cut := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		_ = h.in.SetWriteDeadline(time.Unix(1, 0))
 		_ = h.out.SetReadDeadline(time.Unix(1, 0))
+		close(cut)
 	})
-	defer stop()
+	defer func() {
+		// A cut that started is over before the helper can serve another
+		// request, which sets deadlines of its own.
+		if !stop() {
+			<-cut
+		}
+	}()
 	status, payload, err := h.roundTrip(kind, code)
 	if err != nil {
 		return "", h.fail(ctx, b, err), true
@@ -393,6 +428,9 @@ func (h *helper) roundTrip(kind Kind, code string) (byte, []byte, error) {
 	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(code)))
 	hdr[4] = byte(kind)
 	if _, err := h.in.Write(hdr[:]); err != nil {
+		if errors.Is(err, syscall.EPIPE) {
+			err = fmt.Errorf("%w: %v", errStale, err)
+		}
 		return 0, nil, err
 	}
 	if _, err := io.WriteString(h.in, code); err != nil {
@@ -422,9 +460,12 @@ func (h *helper) fail(ctx context.Context, b bounds, cause error) error {
 	last, _ := io.ReadAll(io.LimitReader(h.stderr, 16<<10))
 	closeAll(h.in, h.out, h.stderr)
 	words := string(last)
-	// It died on its own when its pipe ended before the kill above.
+	// It died on its own, during this request, when its pipe ended
+	// before the kill above.
 	died := errors.Is(cause, io.EOF) || errors.Is(cause, io.ErrUnexpectedEOF) || errors.Is(cause, syscall.EPIPE)
 	switch {
+	case errors.Is(cause, errStale):
+		return cause // the caller retries on a new helper
 	case ctx.Err() != nil:
 		return fmt.Errorf("transform: %w", ctx.Err())
 	case strings.Contains(words, "stack exceeds"), strings.Contains(words, "stack overflow"):

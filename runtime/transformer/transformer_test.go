@@ -283,6 +283,13 @@ func TestOwnersShareTheHelpers(t *testing.T) {
 		t.Fatal("alice's first transform did not start")
 	}
 	second := slow(alice, "second")
+	if !waitUntil(func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.owners["alice"] != nil && p.owners["alice"].refs == 2
+	}) {
+		t.Fatal("alice's second transform was not admitted")
+	}
 	if js, err := p.transform(bob, Goja, "console.log('bob')"); err != nil || !strings.Contains(js, "bob") {
 		t.Fatalf("bob's transform: %q, %v", js, err)
 	}
@@ -315,8 +322,54 @@ func TestQueuedBytesBound(t *testing.T) {
 	if _, err := p.transform(context.Background(), Goja, "console.log(1)"); err != nil {
 		t.Errorf("after a refusal: %v", err)
 	}
+	// One owner's waiting code is bounded apart: it cannot take the
+	// queue from another owner.
+	p.maxQueue, p.maxOwnerQueue = 4000, 1000
+	p.slots <- struct{}{} // the only helper is busy: requests wait
+	alice, cancel := context.WithCancel(WithOwner(context.Background(), "alice"))
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := p.transform(alice, Goja, "// "+strings.Repeat("a", 900))
+		waiting <- err
+	}()
+	if !waitUntil(func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.queued == 903 }) {
+		t.Fatal("alice's request is not waiting")
+	}
+	if _, err := p.transform(alice, Goja, "// "+strings.Repeat("b", 200)); !errors.Is(err, ErrBusy) {
+		t.Errorf("alice past her share of the queue: %v; want ErrBusy", err)
+	}
+	bob, cancelBob := context.WithTimeout(WithOwner(context.Background(), "bob"), 50*time.Millisecond)
+	defer cancelBob()
+	if _, err := p.transform(bob, Goja, "// "+strings.Repeat("c", 900)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("bob's request, queued beside alice's: %v; want it to wait (then its deadline)", err)
+	}
+	cancel()
+	if err := <-waiting; !errors.Is(err, context.Canceled) {
+		t.Errorf("alice's waiting request: %v", err)
+	}
+	<-p.slots
 	if p.queued != 0 || len(p.owners) != 0 {
 		t.Errorf("%d bytes and %d owners counted after the transforms", p.queued, len(p.owners))
+	}
+	closePool(t, p)
+}
+
+// TestIdleHelperKilled: an idle helper that something else killed is
+// replaced for the next request, which succeeds.
+func TestIdleHelperKilled(t *testing.T) {
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	if _, err := p.transform(context.Background(), Goja, "1"); err != nil {
+		t.Fatal(err)
+	}
+	dead := p.idle[0]
+	if err := dead.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if js, err := p.transform(context.Background(), Goja, "console.log('after')"); err != nil || !strings.Contains(js, "after") {
+		t.Fatalf("after the idle helper was killed: %q, %v", js, err)
+	}
+	if len(p.idle) != 1 || p.idle[0] == dead {
+		t.Errorf("idle helpers %v; want a new one", p.idle)
 	}
 	closePool(t, p)
 }
