@@ -183,6 +183,7 @@ func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
 		CachedName:     j.CachedName,
 		MaxOutputBytes: j.Limits.OutputBytes,
 		Owner:          j.Owner,
+		Account:        j.Account,
 		SandboxID:      j.SandboxID,
 		OnFinish:       onFinish,
 	})

@@ -41,6 +41,12 @@ type Meta struct {
 	// creating principal's key here); opaque to the registry, which only
 	// filters listings by it (ListOwned). "" = nobody in particular.
 	Owner string
+	// Account is who the execution is charged to (the supervisor puts
+	// the owner's principal without its client here: a caller chooses
+	// its client keys freely, so only the account can be counted); past
+	// MaxRetained, the account holding the most loses its oldest result.
+	// "" is an account too.
+	Account string
 	// SandboxID names the session sandbox the execution runs in; "" for
 	// an execution in a sandbox of its own. Opaque to the registry.
 	SandboxID string

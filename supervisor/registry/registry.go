@@ -294,8 +294,8 @@ func (r *Registry) Sweep() int {
 }
 
 // evictLocked removes terminal executions while more than maxHeld are
-// held: each time the one that ended first among those of the owner
-// (Meta.Owner) holding the most, so that a principal that floods the
+// held: each time the one that ended first among those of the account
+// (Meta.Account) holding the most, so that a principal that floods the
 // registry (10 000 executions cancelled while queued take it two seconds)
 // evicts its own results, not another's. done lists the terminal entries
 // (nil: collect them). It returns how many it removed.
@@ -311,9 +311,9 @@ func (r *Registry) evictLocked(done []*entry) int {
 		}
 	}
 	slices.SortFunc(done, func(a, b *entry) int { return cmp.Compare(a.finSeq, b.finSeq) })
-	byOwner := map[string][]*entry{} // each owner's, oldest first
+	byOwner := map[string][]*entry{} // each account's, oldest first
 	for _, en := range done {
-		byOwner[en.e.meta.Owner] = append(byOwner[en.e.meta.Owner], en)
+		byOwner[en.e.meta.Account] = append(byOwner[en.e.meta.Account], en)
 	}
 	removed := 0
 	for r.terminalCount > r.maxHeld {

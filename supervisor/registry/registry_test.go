@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -336,37 +337,39 @@ func TestRetentionCount(t *testing.T) {
 	}
 }
 
-// TestRetentionCountPerOwner: past MaxRetained, the owner holding the
+// TestRetentionCountPerOwner: past MaxRetained, the account holding the
 // most terminal executions loses its oldest: one principal's flood of
-// results (or of executions cancelled while queued) evicts its own, never
-// another's older result.
+// results (or of executions cancelled while queued), each under a client
+// key of its own, evicts its own, never another's older result.
 func TestRetentionCountPerOwner(t *testing.T) {
 	r := New(Config{MaxRetained: 10})
-	finish := func(owner string) *Execution {
-		e := r.Create(Meta{Owner: owner})
+	finish := func(owner, account string) *Execution {
+		e := r.Create(Meta{Owner: owner, Account: account})
 		_, _ = e.Cancel() // cancelled while pending: no output at all
 		return e
 	}
-	alice := finish("token:alice")
+	alice := []*Execution{finish("token:alice", "token:alice"), finish("token:alice", "token:alice")}
 	var bob []*Execution
-	for range 100 {
-		bob = append(bob, finish("token:bob"))
+	for i := range 100 {
+		bob = append(bob, finish(fmt.Sprintf("client:%016x@token:bob", i), "token:bob"))
 	}
-	if _, err := r.Get(alice.ID()); err != nil {
-		t.Fatalf("alice's result after bob's 100: %v", err)
+	for _, e := range alice {
+		if _, err := r.Get(e.ID()); err != nil {
+			t.Fatalf("alice's result after bob's 100: %v", err)
+		}
 	}
 	for i, e := range bob {
 		_, err := r.Get(e.ID())
-		if kept := i >= 91; kept != (err == nil) { // bob keeps his 9 newest
+		if kept := i >= 92; kept != (err == nil) { // bob keeps his 8 newest
 			t.Errorf("bob's %d: %v", i, err)
 		}
 	}
 	// Past the bound with equal shares, the oldest goes.
 	r = New(Config{MaxRetained: 2})
-	a, b := finish("token:alice"), finish("token:bob")
-	finish("token:carol")
+	a, b := finish("token:alice", "token:alice"), finish("token:bob", "token:bob")
+	finish("token:carol", "token:carol")
 	if _, err := r.Get(a.ID()); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the oldest of equal owners is still held: %v", err)
+		t.Errorf("the oldest of equal accounts is still held: %v", err)
 	}
 	if _, err := r.Get(b.ID()); err != nil {
 		t.Error(err)
