@@ -11,7 +11,6 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
-	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -304,12 +303,12 @@ func (s *Server) ListCache(ctx context.Context, req *sandboxv1.ListCacheRequest)
 	if s.cfg.Cache == nil {
 		return resp, nil
 	}
-	c, err := s.cfg.Cache.For(cacheOwner(ctx))
-	if errors.Is(err, cache.ErrTooManyPrincipals) {
-		return resp, nil // no cache: nothing cached
-	}
+	c, err := s.cfg.Cache.Lookup(cacheOwner(ctx))
 	if err != nil {
 		return nil, rpcError(err)
+	}
+	if c == nil {
+		return resp, nil // the caller never cached a script
 	}
 	entries, err := c.List(req.GetFilter())
 	if err != nil {

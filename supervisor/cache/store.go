@@ -61,21 +61,34 @@ func (s *Store) Dir() string { return s.root.Dir() }
 
 // For returns the cache of principal (a principal's key, as
 // principal.Principal.String gives it; "" or LocalPrincipal for the local
-// one), opening or creating its directory. Errors: ErrTooManyPrincipals;
+// one), creating its directory: for a Save. Errors: ErrTooManyPrincipals
+// when the directory is missing and MaxPrincipals others have one;
 // OpenConfig's.
 func (s *Store) For(principal string) (*Cache, error) {
+	return s.open(principal, true)
+}
+
+// Lookup returns the cache of principal as For does, but nil (and no
+// error) when the principal has no directory: reading or clearing the
+// cache of a principal that never saved a script creates nothing, and
+// so takes none of the MaxPrincipals places.
+func (s *Store) Lookup(principal string) (*Cache, error) {
+	return s.open(principal, false)
+}
+
+func (s *Store) open(principal string, create bool) (*Cache, error) {
 	if principal == "" || principal == LocalPrincipal {
 		return s.root, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c, ok := s.subs[principal]; ok {
-		return c, nil
-	}
+	c := s.subs[principal]
 	sum := sha256.Sum256([]byte(principal))
-	name := principalPrefix + hex.EncodeToString(sum[:8])
-	dir := filepath.Join(s.root.Dir(), name)
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+	dir := filepath.Join(s.root.Dir(), principalPrefix+hex.EncodeToString(sum[:8]))
+	if !exists(dir) {
+		if !create {
+			return nil, nil
+		}
 		n, err := s.principalDirs()
 		if err != nil {
 			return nil, err
@@ -84,11 +97,23 @@ func (s *Store) For(principal string) (*Cache, error) {
 			return nil, fmt.Errorf("%w (%d)", ErrTooManyPrincipals, n)
 		}
 	}
+	if c != nil {
+		return c, nil // its directory was cleared: Save makes it again
+	}
 	cfg := s.cfg
 	cfg.Dir = dir
 	c, err := OpenConfig(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if len(s.subs) >= 2*MaxPrincipals {
+		// Forget the caches of cleared principals (their directories
+		// gone): the map holds at most the principals with scripts.
+		for p, o := range s.subs {
+			if !exists(o.Dir()) {
+				delete(s.subs, p)
+			}
+		}
 	}
 	s.subs[principal] = c
 	return c, nil
@@ -98,11 +123,8 @@ func (s *Store) For(principal string) (*Cache, error) {
 // a principal's emptied subdirectory goes too, freeing its place among
 // MaxPrincipals. A principal without a cache has none to clear.
 func (s *Store) Clear(principal string) (int, error) {
-	c, err := s.For(principal)
-	if errors.Is(err, ErrTooManyPrincipals) {
-		return 0, nil
-	}
-	if err != nil {
+	c, err := s.Lookup(principal)
+	if err != nil || c == nil {
 		return 0, err
 	}
 	n, err := c.Clear()
@@ -111,10 +133,13 @@ func (s *Store) Clear(principal string) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if os.Remove(c.Dir()) == nil { // only when empty
-		delete(s.subs, principal)
-	}
+	_ = os.Remove(c.Dir()) // only when empty; its Cache stays, for a Save to come
 	return n, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // principalDirs counts the principals' subdirectories.

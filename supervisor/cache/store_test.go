@@ -54,6 +54,17 @@ func TestStorePerPrincipal(t *testing.T) {
 		t.Error("a principal's cache opened twice")
 	}
 
+	// Reading or clearing the cache of a principal that saved nothing
+	// makes no directory, and so takes no place.
+	if c, err := s.Lookup("token:reader"); c != nil || err != nil {
+		t.Fatalf("Lookup of a principal without scripts: %v, %v", c, err)
+	}
+	if n, err := s.Clear("token:reader"); n != 0 || err != nil {
+		t.Fatalf("Clear of a principal without scripts: %d, %v", n, err)
+	}
+	if n, _ := s.principalDirs(); n != 2 {
+		t.Fatalf("%d principal directories; want alice's and bob's", n)
+	}
 	for i := 2; i < MaxPrincipals; i++ { // alice and bob hold two places
 		if _, err := s.For(fmt.Sprintf("token:p%d", i)); err != nil {
 			t.Fatalf("principal %d: %v", i, err)
@@ -71,7 +82,14 @@ func TestStorePerPrincipal(t *testing.T) {
 	if _, err := os.Stat(alice.Dir()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("alice's emptied directory: %v; want it gone", err)
 	}
+	if c, err := s.Lookup("token:alice"); c != nil || err != nil {
+		t.Fatalf("Lookup after alice's clear: %v, %v; want none", c, err)
+	}
 	if _, err := s.For("token:one-too-many"); err != nil {
 		t.Fatalf("after a clear: %v", err)
+	}
+	// Alice, cleared, now counts as new: the places are full again.
+	if _, err := s.For("token:alice"); !errors.Is(err, ErrTooManyPrincipals) {
+		t.Fatalf("alice after her clear, with every place taken: %v; want ErrTooManyPrincipals", err)
 	}
 }

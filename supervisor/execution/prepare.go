@@ -78,8 +78,8 @@ func (r *Runner) cached(owner, name string) (code, fullName string, err error) {
 	if r.cfg.Cache == nil {
 		return "", "", &CachedError{Name: name, Err: errCacheDisabled}
 	}
-	c, err := r.cfg.Cache.For(owner)
-	if errors.Is(err, cache.ErrTooManyPrincipals) {
+	c, err := r.cfg.Cache.Lookup(owner)
+	if err == nil && c == nil {
 		err = cache.ErrNotFound // no cache: none of its scripts
 	}
 	if err != nil {
