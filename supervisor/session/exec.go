@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
+	"io/fs"
 	"sync"
 	"syscall"
 
@@ -42,43 +42,29 @@ type ExecParams struct {
 
 // checkWorkdir refuses a workdir that is not a directory in the sandbox
 // now, as a *FieldError: the program's start would fail on it, which is
-// the caller's mistake, not execfarm's failure. A symbolic link is
-// followed as the start would follow it (in the sandbox's root, at most
-// maxWorkdirLinks of them). A file call per link; a directory removed
-// between them and the start still fails the start.
+// the caller's mistake, not execfarm's failure. The worker opens it as a
+// directory (a listing of one entry), so links resolve exactly as the
+// start's chdir resolves them, in the sandbox's root. A refusal other
+// than "missing", "not a directory" or "too many links" (a directory it
+// may not read, say) is left to the start. A directory removed between
+// the check and the start still fails the start.
 func (m *Manager) checkWorkdir(ctx context.Context, owner principal.Principal, id, dir string) error {
-	at := dir
-	for range maxWorkdirLinks {
-		fi, exists, err := m.Stat(ctx, owner, id, at)
-		var fe *FileError
-		switch {
-		case errors.As(err, &fe):
-			return &FieldError{Field: "workdir", Reason: fe.Error()}
-		case err != nil:
-			return err
-		case !exists && at == dir:
-			return &FieldError{Field: "workdir", Reason: dir + " does not exist in the sandbox"}
-		case !exists:
-			return &FieldError{Field: "workdir", Reason: fmt.Sprintf("%s is a link to %s, which does not exist in the sandbox", dir, at)}
-		case fi.Type == TypeDirectory:
-			return nil
-		case fi.Type != TypeSymlink:
-			return &FieldError{Field: "workdir", Reason: dir + " is not a directory"}
-		}
-		// As the kernel resolves it in the sandbox's root: a relative
-		// target from the link's directory, ".." never above "/".
-		t := fi.LinkTarget
-		if !path.IsAbs(t) {
-			t = path.Join(path.Dir(at), t)
-		}
-		at = path.Clean("/" + t)
+	_, _, _, err := m.ListFiles(ctx, owner, id, dir, 1)
+	var fe *FileError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &fe):
+		return err
+	case errors.Is(fe, fs.ErrNotExist):
+		return &FieldError{Field: "workdir", Reason: dir + " does not exist in the sandbox"}
+	case errors.Is(fe, syscall.ENOTDIR):
+		return &FieldError{Field: "workdir", Reason: dir + " is not a directory"}
+	case errors.Is(fe, syscall.ELOOP):
+		return &FieldError{Field: "workdir", Reason: dir + ": too many symbolic links"}
 	}
-	return &FieldError{Field: "workdir", Reason: fmt.Sprintf("%s: more than %d symbolic links", dir, maxWorkdirLinks)}
+	return nil
 }
-
-// maxWorkdirLinks bounds the links checkWorkdir follows (the kernel's
-// own bound on a path, MAXSYMLINKS, is 40).
-const maxWorkdirLinks = 8
 
 // Exec starts an exec in owner's sandbox id: an execution in the registry
 // (owned by owner, tied to the sandbox) that runs in the sandbox beside

@@ -216,6 +216,9 @@ func (b *fakeBox) Download(ctx context.Context, p string) (FileInfo, io.ReadClos
 func (b *fakeBox) List(ctx context.Context, dir string, max int) ([]FileInfo, int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if _, ok := b.files[dir]; ok {
+		return nil, 0, &fs.PathError{Op: "open", Path: dir, Err: syscall.ENOTDIR}
+	}
 	if !b.dirs[dir] {
 		return nil, 0, &fs.PathError{Op: "open", Path: dir, Err: syscall.ENOENT}
 	}
