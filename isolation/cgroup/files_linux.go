@@ -109,13 +109,21 @@ func readProcsTree(dir string) ([]int, error) {
 // what the sandbox holds (its uid range, its slot), which is what must
 // happen until its processes are gone. Past the bound the removal fails,
 // is logged and counted, and the next start's Cleanup removes the rest.
-const removeTimeout = 5 * time.Minute
+// Cleanup itself waits at most cleanupTimeout for all the leftovers it
+// finds: a start must stay within its startup probe's 2 minutes.
+const (
+	removeTimeout  = 5 * time.Minute
+	cleanupTimeout = 30 * time.Second
+)
 
 // removeTree removes the cgroup dir and its descendants, deepest first. On
 // cgroupfs a cgroup is removed with rmdir alone (its files are not real);
 // on a plain directory (a fake tree in a test) the files are removed first.
 // A missing dir is not an error.
-func removeTree(dir string) error {
+func removeTree(dir string) error { return removeTreeBy(dir, time.Now().Add(removeTimeout)) }
+
+// removeTreeBy is removeTree, retrying EBUSY until deadline.
+func removeTreeBy(dir string, deadline time.Time) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -128,7 +136,7 @@ func removeTree(dir string) error {
 		p := filepath.Join(dir, e.Name())
 		switch {
 		case e.IsDir():
-			if err := removeTree(p); err != nil {
+			if err := removeTreeBy(p, deadline); err != nil {
 				return err
 			}
 		case plain:
@@ -137,7 +145,6 @@ func removeTree(dir string) error {
 			}
 		}
 	}
-	deadline := time.Now().Add(removeTimeout)
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 250*time.Millisecond) {
 		err := unix.Rmdir(dir)
 		switch {

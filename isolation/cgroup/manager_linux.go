@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
@@ -364,7 +365,10 @@ func (m *Manager) procs() ([]int, error) {
 // Delete kills whatever is left in the cgroup, then removes its
 // directories (descendants first). It is idempotent: after a successful
 // Delete it returns nil and does nothing.
-func (m *Manager) Delete() error {
+func (m *Manager) Delete() error { return m.deleteBy(time.Now().Add(removeTimeout)) }
+
+// deleteBy is Delete, waiting for killed processes to exit until deadline.
+func (m *Manager) deleteBy(deadline time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.deleted {
@@ -379,7 +383,7 @@ func (m *Manager) Delete() error {
 	}
 	var errs []error
 	for _, d := range m.uniqueDirs() {
-		if err := removeTree(d); err != nil {
+		if err := removeTreeBy(d, deadline); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -415,8 +419,9 @@ func (m *Manager) removeEmpty() bool {
 
 // Cleanup kills the processes of, and removes, every cgroup under Parent:
 // the leftovers of a crashed predecessor. Call it at start-up, before any
-// sandbox of this process exists. It returns how many sandbox cgroups it
-// removed; errors of single cgroups are joined.
+// sandbox of this process exists. It waits at most cleanupTimeout (30 s)
+// in all for the killed processes to exit. It returns how many sandbox
+// cgroups it removed; errors of single cgroups are joined.
 func Cleanup(cfg Config) (removed int, err error) {
 	lay, err := resolve(cfg)
 	if err != nil {
@@ -438,8 +443,9 @@ func Cleanup(cfg Config) (removed int, err error) {
 		}
 	}
 	var errs []error
+	deadline := time.Now().Add(cleanupTimeout)
 	for _, n := range names {
-		if err := load(lay, n).Delete(); err != nil {
+		if err := load(lay, n).deleteBy(deadline); err != nil {
 			errs = append(errs, err)
 			continue
 		}
