@@ -365,6 +365,18 @@ func TestIdleHelperKilled(t *testing.T) {
 	if err := dead.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	// Dead, not yet reaped: a zombie with no thread left, whose pipes are
+	// closed (a leader shows Z while its other threads, which share its
+	// descriptors, still exit). Killed during the request's write, it
+	// would be that request's failure, UNAVAILABLE with a retry.
+	pid := dead.cmd.Process.Pid
+	if !waitUntil(func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		return strings.Contains(string(b), ") Z ") && len(tasks) <= 1
+	}) {
+		t.Fatal("the killed helper did not die")
+	}
 	if js, err := p.transform(context.Background(), Goja, "console.log('after')"); err != nil || !strings.Contains(js, "after") {
 		t.Fatalf("after the idle helper was killed: %q, %v", js, err)
 	}
