@@ -311,24 +311,24 @@ func (r *Registry) evictLocked(done []*entry) int {
 		}
 	}
 	slices.SortFunc(done, func(a, b *entry) int { return cmp.Compare(a.finSeq, b.finSeq) })
-	byOwner := map[string][]*entry{} // each account's, oldest first
+	byAccount := map[string][]*entry{} // each account's, oldest first
 	for _, en := range done {
-		byOwner[en.e.meta.Account] = append(byOwner[en.e.meta.Account], en)
+		byAccount[en.e.meta.Account] = append(byAccount[en.e.meta.Account], en)
 	}
 	removed := 0
 	for r.terminalCount > r.maxHeld {
 		var most string
-		for o, l := range byOwner { // the most held; on a tie, the oldest
-			if m := byOwner[most]; len(l) > len(m) || len(l) == len(m) && len(l) > 0 && l[0].finSeq < m[0].finSeq {
-				most = o
+		for a, l := range byAccount { // the most held; on a tie, the oldest
+			if m := byAccount[most]; len(l) > len(m) || len(l) == len(m) && len(l) > 0 && l[0].finSeq < m[0].finSeq {
+				most = a
 			}
 		}
-		l := byOwner[most]
+		l := byAccount[most]
 		if len(l) == 0 {
 			break
 		}
 		r.removeLocked(l[0].e.id, l[0])
-		byOwner[most] = l[1:]
+		byAccount[most] = l[1:]
 		removed++
 	}
 	return removed
