@@ -21,8 +21,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/execfarm/execfarm/isolation/namespace"
+	"github.com/execfarm/execfarm/isolation/rootfs"
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
+	"github.com/execfarm/execfarm/runtime/keep"
 )
 
 // drainAfterExit bounds how long Run keeps reading output after the
@@ -61,8 +63,13 @@ type server struct {
 	forker forker
 	// broker reaches services the supervisor serves (the HostProxy).
 	broker *goplugin.GRPCBroker
-	// prepared is the process Prepare forked, until a Run takes it.
+	// prepared is the process Prepare forked (or a kept one it took
+	// back), until a Run takes it.
 	prepared *process
+	// kept is an idle kept runtime process (RunRequest.keep) after the Run
+	// it served, until Prepare or a Run of its shape takes it, a Run of
+	// another shape kills it, or Reset finds another process beside it.
+	kept *process
 	// startup times the worker's start-up (Startup).
 	startup phases
 
@@ -167,7 +174,12 @@ func (s *server) Prepare(_ context.Context, req *workerv1.RunRequest) (*workerv1
 	if s.prepared != nil {
 		return nil, status.Error(codes.FailedPrecondition, "a process is already prepared")
 	}
-	p, err := s.start(req, startOpts{hold: true, stdinPipe: true, target: s.payloadTarget()})
+	if k := s.takeKept(req); k != nil {
+		s.prepared = k
+		return &workerv1.PrepareResponse{}, nil
+	}
+	keep := req.GetKeep() && len(req.GetArgv()) > 0 && req.GetArgv()[0] == rootfs.GojaPath
+	p, err := s.start(req, startOpts{hold: true, stdinPipe: !keep, keep: keep, target: s.payloadTarget()})
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
@@ -208,11 +220,30 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 	}
 	p := s.prepared
 	s.prepared = nil
+	if p == nil {
+		p = s.takeKept(req)
+	}
 	if p != nil && !proto.Equal(p.shape, workerv1.Shape(req)) {
 		// Prepared for another request: never used, never released.
 		s.killGroup(p.pid)
 		p.closeAll()
 		p = nil
+	}
+	if k := s.kept; k != nil {
+		// Kept for another shape: nothing of it may sit beside this run.
+		s.kept = nil
+		s.killGroup(k.pid)
+		k.closeAll()
+	}
+	if p != nil && p.ctl != nil {
+		st, err, served := s.serveKept(p, req, stream)
+		if served {
+			if err != nil {
+				return err
+			}
+			return stream.Send(exitEvent(statusToExit(st)))
+		}
+		p = nil // it could not take the program: start a process of its own
 	}
 	if p == nil {
 		var err error
@@ -235,6 +266,9 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 // It returns an error only when flushing the last queued events fails.
 func (s *server) collect(p *process, send func(*workerv1.RunEvent) error, done <-chan struct{}) (exitStatus, error) {
 	exitCh := p.exit
+	if p.runExit != nil {
+		exitCh = p.runExit
+	}
 
 	events := make(chan *workerv1.RunEvent, 16)
 	var pumps sync.WaitGroup
@@ -360,6 +394,12 @@ type process struct {
 	gated                   bool     // held at gateScript rather than by its program
 	shape                   *workerv1.RunRequest
 	exit                    <-chan exitStatus // its wait status, once reaped
+	// ctl is the worker's end of a kept process's control socket
+	// (runtime/goja.ServeEnv); nil for a process that serves one run.
+	ctl *os.File
+	// runExit is the status of a kept process's current run: its reply,
+	// or its wait status if it died first. nil: use exit.
+	runExit <-chan exitStatus
 }
 
 // closePipes closes the read ends.
@@ -374,7 +414,7 @@ func (p *process) closePipes() {
 // closeAll closes every end the worker holds (a process that never ran).
 func (p *process) closeAll() {
 	p.closePipes()
-	for _, f := range []*os.File{p.gate, p.stdin, p.ready} {
+	for _, f := range []*os.File{p.gate, p.stdin, p.ready, p.ctl} {
 		if f != nil {
 			f.Close()
 		}
@@ -424,6 +464,10 @@ type startOpts struct {
 	stdinPipe bool
 	// target is its cgroup.
 	target target
+	// keep starts a kept process (RunRequest.keep): fds 0-2 on
+	// /dev/null, its control socket on fd 3 (p.ctl), no results or
+	// console channel (each run brings its own), fd 5 as with hold.
+	keep bool
 }
 
 // start forks the runtime process of req as the sandbox user, with stdin,
@@ -457,29 +501,51 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 			p.closeAll()
 		}
 	}()
-	var stdin *os.File
-	if o.stdinPipe {
-		if stdin, p.stdin, err = os.Pipe(); err != nil {
+	env := req.GetEnv()
+	var files []uintptr
+	var open []*os.File
+	var gate bool
+	if o.keep {
+		null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		if err != nil {
 			return nil, err
 		}
-	} else if stdin, err = inputFile(req.GetStdin()); err != nil {
-		return nil, err
+		childEnds = append(childEnds, null)
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, os.NewSyscallError("socketpair", err)
+		}
+		p.ctl = os.NewFile(uintptr(pair[0]), "control")
+		child := os.NewFile(uintptr(pair[1]), "control")
+		childEnds = append(childEnds, child)
+		files = []uintptr{null.Fd(), null.Fd(), null.Fd(), child.Fd()}
+		env = append(slices.Clip(env), keep.Env+"=3")
+	} else {
+		var stdin *os.File
+		if o.stdinPipe {
+			if stdin, p.stdin, err = os.Pipe(); err != nil {
+				return nil, err
+			}
+		} else if stdin, err = inputFile(req.GetStdin()); err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, stdin)
+		var outW, errW *os.File
+		if p.stdout, outW, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, outW)
+		if p.stderr, errW, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+		childEnds = append(childEnds, errW)
+		files = []uintptr{stdin.Fd(), outW.Fd(), errW.Fd()}
+		open = []*os.File{stdin, outW, errW}
+		// A process that takes no program and is born in its cgroup needs
+		// no gate: it may run at once.
+		gate = len(req.GetProgram()) > 0 || o.hold || !o.target.bornThere()
 	}
-	childEnds = append(childEnds, stdin)
-	var outW, errW, gateR *os.File
-	if p.stdout, outW, err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	childEnds = append(childEnds, outW)
-	if p.stderr, errW, err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	childEnds = append(childEnds, errW)
-	files := []uintptr{stdin.Fd(), outW.Fd(), errW.Fd()}
-	open := []*os.File{stdin, outW, errW}
-	// A process that takes no program and is born in its cgroup needs no
-	// gate: it may run at once.
-	gate := len(req.GetProgram()) > 0 || o.hold || !o.target.bornThere()
+	var gateR *os.File
 	if gate {
 		// fd 3: the program or the gate's release line.
 		if gateR, p.gate, err = os.Pipe(); err != nil {
@@ -488,7 +554,7 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 		childEnds = append(childEnds, gateR)
 		files = append(files, gateR.Fd())
 	}
-	if req.GetResults() {
+	if req.GetResults() && !o.keep {
 		var resW *os.File
 		if p.results, resW, err = os.Pipe(); err != nil {
 			return nil, err
@@ -497,7 +563,6 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 		open = append(open, resW)
 		files = append(files, resW.Fd()) // fd 4
 	}
-	env := req.GetEnv()
 	if o.hold && req.GetSignalsReady() {
 		// fd 5: closed by the runtime once it waits for its program.
 		var readyW *os.File
@@ -511,7 +576,7 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 		files = append(files, readyW.Fd())
 		env = append(slices.Clip(env), readyEnv+"="+strconv.Itoa(readyFD))
 	}
-	if req.GetConsole() {
+	if req.GetConsole() && !o.keep {
 		// fd 6: the console channel (runtime/jsconsole).
 		var conW *os.File
 		if p.console, conW, err = os.Pipe(); err != nil {
@@ -684,6 +749,20 @@ func (s *server) Reset(ctx context.Context, _ *workerv1.ResetRequest) (*workerv1
 		s.prepared = nil
 		p.closeAll()
 	}
+	if k := s.kept; k != nil {
+		// A kept process alone (its run ended by its reply, and a Run
+		// holds nothing else beside it) stays; beside anything else, it
+		// goes with the rest.
+		others, err := otherProcesses()
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		if len(others) == 1 && others[0] == k.pid {
+			return &workerv1.ResetResponse{}, nil
+		}
+		s.kept = nil
+		k.closeAll()
+	}
 	deadline := time.Now().Add(resetTimeout)
 	killed := 0
 	var killErr error
@@ -724,4 +803,114 @@ func otherProcesses() ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// takeKept returns the idle kept process if it has req's shape, and
+// forgets it; nil otherwise (a kept process of another shape stays until
+// a Run or Reset ends it).
+func (s *server) takeKept(req *workerv1.RunRequest) *process {
+	k := s.kept
+	if k == nil || !proto.Equal(k.shape, workerv1.Shape(req)) {
+		return nil
+	}
+	s.kept = nil
+	return k
+}
+
+// serveKept runs req's program in the kept process p (package
+// runtime/keep): fresh pipes for its output, the program on a pipe of its
+// own, and the reply as its exit status. served is false when p could
+// not take the request (it died idle): p is then killed and closed, and
+// the caller starts a process of its own. After a run that ended by its
+// reply p is kept again (s.kept); a process that died or was killed is
+// not. err is collect's.
+func (s *server) serveKept(p *process, req *workerv1.RunRequest, stream workerv1.Worker_RunServer) (st exitStatus, err error, served bool) {
+	var childEnds []*os.File
+	defer func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+	}()
+	fail := func() (exitStatus, error, bool) {
+		p.closePipes()
+		p.stdout, p.stderr, p.results, p.console = nil, nil, nil, nil
+		s.killGroup(p.pid)
+		p.closeAll()
+		return exitStatus{}, nil, false
+	}
+	progR, progW, err := os.Pipe()
+	if err != nil {
+		return fail()
+	}
+	childEnds = append(childEnds, progR)
+	pipe := func(read **os.File) *os.File {
+		r, w, perr := os.Pipe()
+		if perr != nil {
+			err = perr
+			return nil
+		}
+		*read = r
+		childEnds = append(childEnds, w)
+		if perr := openToSandbox(w); perr != nil {
+			err = perr
+		}
+		return w
+	}
+	send := []*os.File{progR, pipe(&p.stdout), pipe(&p.stderr)}
+	if req.GetResults() {
+		send = append(send, pipe(&p.results))
+	}
+	if req.GetConsole() {
+		send = append(send, pipe(&p.console))
+	}
+	if err != nil {
+		progW.Close()
+		return fail()
+	}
+	fds := make([]int, len(send))
+	for i, f := range send {
+		fds[i] = int(f.Fd())
+	}
+	if err := unix.Sendmsg(int(p.ctl.Fd()), make([]byte, keep.RequestBytes), unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL); err != nil {
+		progW.Close()
+		return fail()
+	}
+	for _, f := range childEnds {
+		f.Close()
+	}
+	childEnds = nil
+	go func(program []byte) {
+		_, _ = progW.Write(program)
+		progW.Close()
+	}(req.GetProgram())
+	runExit := make(chan exitStatus, 1)
+	alive := make(chan bool, 1)
+	go func() {
+		buf := make([]byte, keep.ReplyBytes+1)
+		n, rerr := unix.Read(int(p.ctl.Fd()), buf)
+		if r, derr := keep.DecodeReply(buf[:max(n, 0)]); rerr == nil && derr == nil {
+			alive <- true
+			runExit <- exitStatus{
+				ws: unix.WaitStatus(uint32(r.ExitCode&0xff) << 8),
+				ru: unix.Rusage{Utime: unix.NsecToTimeval(r.UserMicros * 1000), Stime: unix.NsecToTimeval(r.SystemMicros * 1000)},
+			}
+			return
+		}
+		// No reply: the process died (or broke the protocol, and is
+		// killed). Its wait status is the run's.
+		alive <- false
+		s.killGroup(p.pid)
+		runExit <- <-p.exit
+	}()
+	p.runExit = runExit
+	st, err = s.collect(p, stream.Send, stream.Context().Done())
+	p.runExit = nil
+	p.stdout, p.stderr, p.results, p.console = nil, nil, nil, nil
+	if <-alive && err == nil {
+		s.kept = p
+	} else {
+		s.killGroup(p.pid)
+		p.closeAll()
+	}
+	return st, err, true
 }

@@ -1583,7 +1583,15 @@ type RunRequest struct {
 	// Give the runtime a console channel on fd 6 (goja, node): what it
 	// writes there (console lines with their level, in order, package
 	// runtime/jsconsole) comes back as RunEvent.console.
-	Console       bool `protobuf:"varint,10,opt,name=console,proto3" json:"console,omitempty"`
+	Console bool `protobuf:"varint,10,opt,name=console,proto3" json:"console,omitempty"`
+	// Prepare only: keep the runtime process for the runs that follow, when
+	// the runtime can serve programs one after another (goja: on a control
+	// socket, runtime/goja.ServeEnv). A kept process serves every Run of its
+	// shape until Reset finds another process beside it, a Run of another
+	// shape comes, or it dies; Reset keeps it otherwise. Set for a sandbox
+	// that will be reset and reused (serve --sandbox-reuse). Not part of the
+	// shape (workerv1.Shape).
+	Keep          bool `protobuf:"varint,11,opt,name=keep,proto3" json:"keep,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1684,6 +1692,13 @@ func (x *RunRequest) GetSignalsReady() bool {
 func (x *RunRequest) GetConsole() bool {
 	if x != nil {
 		return x.Console
+	}
+	return false
+}
+
+func (x *RunRequest) GetKeep() bool {
+	if x != nil {
+		return x.Keep
 	}
 	return false
 }
@@ -2344,7 +2359,7 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x06Rlimit\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x12\n" +
 	"\x04soft\x18\x02 \x01(\x04R\x04soft\x12\x12\n" +
-	"\x04hard\x18\x03 \x01(\x04R\x04hard\"\xab\x02\n" +
+	"\x04hard\x18\x03 \x01(\x04R\x04hard\"\xbf\x02\n" +
 	"\n" +
 	"RunRequest\x12\x12\n" +
 	"\x04argv\x18\x01 \x03(\tR\x04argv\x12\x10\n" +
@@ -2357,7 +2372,8 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x0fproxy_broker_id\x18\b \x01(\rR\rproxyBrokerId\x12#\n" +
 	"\rsignals_ready\x18\t \x01(\bR\fsignalsReady\x12\x18\n" +
 	"\aconsole\x18\n" +
-	" \x01(\bR\aconsole\"\x8e\x01\n" +
+	" \x01(\bR\aconsole\x12\x12\n" +
+	"\x04keep\x18\v \x01(\bR\x04keep\"\x8e\x01\n" +
 	"\x04Exit\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1f\n" +

@@ -36,8 +36,9 @@ const ReadyEnv = "EXECFARM_READY_FD"
 // timers, promises) so that the user's run does not pay their page faults.
 const warmupProgram = `console.log("warm", 1, {a: [1]}); await new Promise(r => setTimeout(r, 0)); queueMicrotask(() => {});`
 
-// Main is the goja runtime process (cmd/execfarm-goja): it reads the
-// program from ProgramFD, runs it with os.Stdout and os.Stderr (args
+// Main is the goja runtime process (cmd/execfarm-goja): unless it is a
+// kept process, which serves programs one after another (ServeEnv), it
+// reads the program from ProgramFD, runs it with os.Stdout and os.Stderr (args
 // [testresult.GojaArg]: RunTests, results on testresult.FD) and returns the exit
 // status: the program's, or 2 when the program cannot be read. SIGTERM and
 // SIGINT end the run. When the program is not there yet (the process was
@@ -47,11 +48,6 @@ func Main(args []string) int {
 	tests := len(args) == 1 && args[0] == testresult.GojaArg
 	if len(args) > 0 && !tests {
 		fmt.Fprintf(os.Stderr, "execfarm-goja: unknown arguments %q (want none or %s)\n", args, testresult.GojaArg)
-		return 2
-	}
-	f := os.NewFile(ProgramFD, "program")
-	if f == nil {
-		fmt.Fprintln(os.Stderr, "execfarm-goja: no program on fd 3")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -67,6 +63,22 @@ func Main(args []string) int {
 	}
 	os.Unsetenv(deterministic.Env)
 	os.Unsetenv(deterministic.SeedEnv)
+	if fd, err := strconv.Atoi(os.Getenv(ServeEnv)); err == nil && fd > 2 {
+		// A kept process: each run brings its own descriptors.
+		console := os.Getenv(ConsoleEnv) != ""
+		os.Unsetenv(ServeEnv)
+		os.Unsetenv(ConsoleEnv)
+		Run(ctx, warmupProgram, io.Discard, io.Discard, Options{})
+		signalReady()
+		return serve(ctx, fd, tests, console, opts)
+	}
+	// Not opened as a File before this point: a kept process's fd 3 is its
+	// socket, which the File's finalizer would close.
+	f := os.NewFile(ProgramFD, "program")
+	if f == nil {
+		fmt.Fprintln(os.Stderr, "execfarm-goja: no program on fd 3")
+		return 2
+	}
 	if fd, err := strconv.Atoi(os.Getenv(ConsoleEnv)); err == nil && fd > 2 {
 		con := os.NewFile(uintptr(fd), "console")
 		defer con.Close()
@@ -76,10 +88,7 @@ func Main(args []string) int {
 	if !readable(ProgramFD) {
 		Run(ctx, warmupProgram, io.Discard, io.Discard, Options{})
 	}
-	if fd, err := strconv.Atoi(os.Getenv(ReadyEnv)); err == nil && fd > 2 {
-		_ = unix.Close(fd)
-	}
-	os.Unsetenv(ReadyEnv)
+	signalReady()
 	program, err := io.ReadAll(f)
 	f.Close()
 	if err != nil {
@@ -96,6 +105,14 @@ func Main(args []string) int {
 		return RunTests(ctx, string(program), os.Stdout, os.Stderr, results, opts)
 	}
 	return Run(ctx, string(program), os.Stdout, os.Stderr, opts)
+}
+
+// signalReady closes the descriptor named by ReadyEnv, if any.
+func signalReady() {
+	if fd, err := strconv.Atoi(os.Getenv(ReadyEnv)); err == nil && fd > 2 {
+		_ = unix.Close(fd)
+	}
+	os.Unsetenv(ReadyEnv)
 }
 
 // readable reports whether fd has data (or EOF) to read right now.

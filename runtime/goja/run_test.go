@@ -3,6 +3,7 @@ package goja
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +15,14 @@ import (
 	"github.com/execfarm/execfarm/runtime/transform"
 )
 
+// serveHelperEnv makes the test binary run Main (serve_linux_test.go).
+const serveHelperEnv = "EXECFARM_TEST_GOJA_SERVE"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(serveHelperEnv) == "1" {
+		// The test binary as a kept runtime process (serve_test.go).
+		os.Exit(Main(nil))
+	}
 	leakcheck.Main(m)
 }
 

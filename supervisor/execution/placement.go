@@ -94,8 +94,9 @@ func (fresh) Kill(sb Sandbox) error { return sb.(*sandbox.Sandbox).Kill() }
 // any more, then finishes the teardown: when the sandbox's cgroup lists
 // no process but the worker (Sandbox.Quiet: the program and everything it
 // started have exited, the usual end), at once; otherwise once the reset
-// (reusable, lent by the pool) has killed them, or the cgroup has been
-// killed and found empty. The rest — the reset's clean-up of files and
+// (reusable, lent by the pool) has killed them (or found only a kept goja
+// process, idle since its run's reply, beside the worker), or the cgroup
+// has been killed and found empty. The rest — the reset's clean-up of files and
 // IPC objects, or the destroy (worker, namespaces, cgroup, host
 // directory, uid range) — follows the publication, still on the run's
 // goroutine: its scheduler slot and uid range stay held until the end,
@@ -120,9 +121,8 @@ func (f fresh) Release(id string, s Sandbox, reusable bool, publish func()) {
 	}
 	p := r.pool.Load()
 	if reusable && p != nil && p.Reusable(sb) {
-		err := sb.Reset(r.runCtx)
+		err := sb.Reset(r.runCtx, once)
 		if err == nil {
-			once()
 			p.Recycle(sb)
 			return
 		}

@@ -111,6 +111,9 @@ func New(cfg Config) (*Runner, error) {
 		}
 		shape.Program = nil
 		shape.Rlimits = cfg.Defaults.Rlimits()
+		// A sandbox that will be reset keeps its goja process for the
+		// next execution (runtime/keep): a run costs no process start.
+		shape.Keep = cfg.SandboxReuse > 1
 		r.warmShape = shape
 	}
 	return r, nil

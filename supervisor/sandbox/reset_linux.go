@@ -22,7 +22,10 @@ import (
 // (serve --sandbox-reuse), and returns only when all of this holds:
 //
 //   - every process of the sandbox but the worker is killed and reaped
-//     (Worker.Reset), the prepared one included;
+//     (Worker.Reset), the prepared one included, except a kept goja
+//     process (workerv1.RunRequest.keep) found alone beside the worker:
+//     idle since its reply, it keeps serving the sandbox's executions,
+//     each in a runtime of its own (package runtime/keep);
 //   - /workspace, /tmp, /dev/shm and /dev/mqueue are empty (removed from
 //     the host, through /proc/PID/root, once nothing runs inside), and
 //     /workspace has its mode (0755) back, no user.* attributes or POSIX
@@ -33,13 +36,19 @@ import (
 //
 // What persists is listed in README ("Sandbox reuse"): the worker process,
 // the namespaces, the cgroup and its page cache. On error the sandbox must
-// be closed, not reused.
-func (s *Sandbox) Reset(ctx context.Context) error {
+// be closed, not reused. quiet, when not nil, is called once no process
+// of the execution can run any more (the worker's part done), before the
+// clean-up of files, IPC objects and peaks: a result may be published
+// then (see execution's Release).
+func (s *Sandbox) Reset(ctx context.Context, quiet func()) error {
 	if s.runner == nil || s.runner.proc == nil {
 		return errors.New("sandbox: reset: no worker")
 	}
 	if _, err := s.worker.Reset(ctx, &workerv1.ResetRequest{}); err != nil {
 		return fmt.Errorf("sandbox: reset: %w", err)
+	}
+	if quiet != nil {
+		quiet()
 	}
 	// The worker is not reaped before Close (runner.release), so its pid
 	// cannot name another process here.

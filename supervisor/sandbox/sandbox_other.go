@@ -67,7 +67,7 @@ func (s *Sandbox) Uses() int                   { return 0 }
 func (s *Sandbox) Exited() bool                { return false }
 func (s *Sandbox) WorkerDone() <-chan struct{} { return nil }
 func (s *Sandbox) Sample()                     {}
-func (s *Sandbox) Reset(ctx context.Context) error {
+func (s *Sandbox) Reset(ctx context.Context, quiet func()) error {
 	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }
 func (s *Sandbox) WorkerPhases(ctx context.Context) ([]Phase, error) {

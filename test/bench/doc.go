@@ -18,7 +18,8 @@
 // each run, which holds only on an otherwise idle host; the own-CPU column
 // (one cpuacct group holding the benchmark and every sandbox) holds on a
 // busy one too.
-// EXECFARM_BENCH_ROUNDS and EXECFARM_BENCH_SECONDS shorten or lengthen it.
+// EXECFARM_BENCH_ROUNDS and EXECFARM_BENCH_SECONDS shorten or lengthen it;
+// EXECFARM_BENCH_SETUPS=pool0,pool4,reuse picks its series.
 // Run with `make bench` (root, Linux, Debian's bubblewrap, which the
 // target installs).
 package bench

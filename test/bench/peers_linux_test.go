@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +27,8 @@ import (
 // the rounds of each number and of each ratio to bwrap's number of the
 // same round. EXECFARM_BENCH_ROUNDS (default 3) and
 // EXECFARM_BENCH_SECONDS (default 20, the throughput runs' length) change
-// the run's length.
+// the run's length; EXECFARM_BENCH_SETUPS (a comma-separated list of
+// pool0, pool4, reuse; default all) picks the series.
 const (
 	defaultRounds  = 3
 	defaultSeconds = 20
@@ -194,6 +197,17 @@ func BenchmarkVersusBwrap(b *testing.B) {
 	}
 	pool0, pool4, reuse := poolSetup{0, 1}, poolSetup{4, 1}, poolSetup{4, 1000}
 	setups := []poolSetup{pool0, pool4, reuse}
+	if only := os.Getenv("EXECFARM_BENCH_SETUPS"); only != "" {
+		names := map[string]poolSetup{"pool0": pool0, "pool4": pool4, "reuse": reuse}
+		setups = nil
+		for _, n := range strings.Split(only, ",") {
+			s, ok := names[n]
+			if !ok {
+				b.Fatalf("EXECFARM_BENCH_SETUPS: unknown setup %q (want pool0, pool4, reuse)", n)
+			}
+			setups = append(setups, s)
+		}
+	}
 	rows := map[poolSetup][]peerRow{
 		pool0: {shell(pool0, false), goja(pool0, false)},
 		pool4: {shell(pool4, false), shell(pool4, true), goja(pool4, false), goja(pool4, true)},
@@ -501,6 +515,17 @@ func (o *ownCPU) close(b *testing.B) {
 		return
 	}
 	o.move(b, o.back)
+	// And what they started there since (the supervisor's transform
+	// helpers), which a group must not hold to be removed.
+	procs, err := os.ReadFile(filepath.Join(o.dir, "cgroup.procs"))
+	if err != nil {
+		b.Errorf("list %s: %v", o.dir, err)
+	}
+	for _, pid := range strings.Fields(string(procs)) {
+		if err := os.WriteFile(filepath.Join(o.back, "cgroup.procs"), []byte(pid), 0); err != nil && !errors.Is(err, syscall.ESRCH) {
+			b.Errorf("move %s back to %s: %v", pid, o.back, err)
+		}
+	}
 	if err := os.Remove(o.dir); err != nil {
 		b.Errorf("remove %s: %v", o.dir, err)
 	}

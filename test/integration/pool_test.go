@@ -5,6 +5,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -268,6 +269,60 @@ ls /proc | grep -c '^[0-9]'`
 	after := run("true")
 	if after.GetOutcome().GetSandboxId() == resp.GetOutcome().GetSandboxId() {
 		t.Errorf("a timed-out execution's sandbox %s served another", resp.GetOutcome().GetSandboxId())
+	}
+}
+
+// TestSandboxReuseKeepsGoja: with --sandbox-reuse a warm sandbox keeps
+// its goja process for the executions that follow (runtime/keep): the
+// same process (its pid in the payload cgroup) serves them, each in a
+// runtime of its own (no global, pending timer or exit code of the one
+// before), and a shell execution in that sandbox finds no goja process
+// beside it.
+func TestSandboxReuseKeepsGoja(t *testing.T) {
+	requireSandbox(t)
+	in := startPoolInstance(t, "reusegoja", 1, func(cfg *supervisor.Config) { cfg.SandboxReuse = 3 })
+	payloadProcs := func(id string) string {
+		var pids []string
+		for _, d := range sandboxCgroups(id) {
+			if b, err := os.ReadFile(filepath.Join(d, "payload", "cgroup.procs")); err == nil {
+				pids = append(pids, strings.Fields(string(b))...)
+			}
+		}
+		sort.Strings(pids)
+		return strings.Join(pids, " ")
+	}
+	run := func(req *sandboxv1.ExecuteRequest) (*sandboxv1.ExecuteResponse, string) {
+		t.Helper()
+		waitPoolReady(t, in, 1)
+		resp, err := in.client.Execute(callCtx(t), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitPoolReady(t, in, 1)
+		return resp, payloadProcs(resp.GetOutcome().GetSandboxId())
+	}
+	first, procs1 := run(gojaReq(`globalThis.leak = "x"; setTimeout(() => console.log("late"), 200); console.log("one"); process.exit(4)`, 0))
+	if first.GetOutput() != "one\n" || first.GetOutcome().GetExitCode() != 4 {
+		t.Fatalf("first run: %v", first)
+	}
+	second, procs2 := run(gojaReq(`await new Promise(r => setTimeout(r, 400)); console.log(typeof leak, typeof process.exitCode)`, 0))
+	if second.GetOutput() != "undefined undefined\n" || !second.GetSuccess() {
+		t.Errorf("second run saw the first's runtime (want %q, exit 0): %v", "undefined undefined\n", second)
+	}
+	id := first.GetOutcome().GetSandboxId()
+	if second.GetOutcome().GetSandboxId() != id {
+		t.Fatalf("sandbox not reused: %s then %s", id, second.GetOutcome().GetSandboxId())
+	}
+	if procs1 == "" || procs1 != procs2 {
+		t.Errorf("goja process not kept: payload cgroup held %q after the first run, %q after the second", procs1, procs2)
+	}
+	third, _ := run(shellReq(`ls /proc | grep -c '^[0-9]'`, 0))
+	if third.GetOutcome().GetSandboxId() != id {
+		t.Fatalf("third run not in the reused sandbox %s: %v", id, third)
+	}
+	// The worker, sh, ls and grep: no goja process beside the shell.
+	if n, err := strconv.Atoi(strings.TrimSpace(third.GetOutput())); err != nil || n > 4 {
+		t.Errorf("processes beside a shell run in a sandbox that kept goja: %q", third.GetOutput())
 	}
 }
 
