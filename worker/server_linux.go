@@ -178,6 +178,11 @@ func (s *server) Prepare(_ context.Context, req *workerv1.RunRequest) (*workerv1
 		s.prepared = k
 		return &workerv1.PrepareResponse{}, nil
 	}
+	if k := s.kept; k != nil {
+		// Kept for another shape: the next Run would kill it anyway.
+		s.kept = nil
+		s.end(k)
+	}
 	keep := req.GetKeep() && len(req.GetArgv()) > 0 && req.GetArgv()[0] == rootfs.GojaPath
 	p, err := s.start(req, startOpts{hold: true, stdinPipe: !keep, keep: keep, target: s.payloadTarget()})
 	if err != nil {
@@ -225,15 +230,14 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 	}
 	if p != nil && !proto.Equal(p.shape, workerv1.Shape(req)) {
 		// Prepared for another request: never used, never released.
-		s.killGroup(p.pid)
-		p.closeAll()
+		s.end(p)
 		p = nil
 	}
 	if k := s.kept; k != nil {
-		// Kept for another shape: nothing of it may sit beside this run.
+		// Kept for another shape: nothing of it (its heap holds earlier
+		// programs' garbage) may sit beside this run.
 		s.kept = nil
-		s.killGroup(k.pid)
-		k.closeAll()
+		s.end(k)
 	}
 	if p != nil && p.ctl != nil {
 		st, err, served := s.serveKept(p, req, stream)
@@ -294,6 +298,7 @@ func (s *server) collect(p *process, send func(*workerv1.RunEvent) error, done <
 		case ev := <-events:
 			if err := send(ev); err != nil {
 				s.killGroup(p.pid)
+				p.killed = true
 			}
 		case st = <-exitCh:
 			exited, exitCh = true, nil
@@ -307,6 +312,7 @@ func (s *server) collect(p *process, send func(*workerv1.RunEvent) error, done <
 		case <-done:
 			// The supervisor went away or cancelled: end the program.
 			s.killGroup(p.pid)
+			p.killed = true
 			done = nil
 		}
 	}
@@ -340,6 +346,21 @@ func statusToExit(st exitStatus) *workerv1.Exit {
 		return &workerv1.Exit{ExitCode: -1, Signal: int32(st.ws.Signal()), Usage: u}
 	}
 	return &workerv1.Exit{ExitCode: int32(st.ws.ExitStatus()), Usage: u}
+}
+
+// endWait bounds end's wait for a killed process to be reaped.
+const endWait = 2 * time.Second
+
+// end kills p (a prepared or kept process no run will use), closes the
+// worker's ends and waits until it is reaped (at most endWait), so that a
+// process started next does not find it in /proc.
+func (s *server) end(p *process) {
+	s.killGroup(p.pid)
+	p.closeAll()
+	select {
+	case <-p.exit:
+	case <-time.After(endWait):
+	}
 }
 
 // killGroup SIGKILLs the process group of pid, and pid, from the forker's
@@ -400,6 +421,8 @@ type process struct {
 	// runExit is the status of a kept process's current run: its reply,
 	// or its wait status if it died first. nil: use exit.
 	runExit <-chan exitStatus
+	// killed: collect killed it (a cancel, a failed send).
+	killed bool
 }
 
 // closePipes closes the read ends.
@@ -737,7 +760,9 @@ const resetTimeout = 2 * time.Second
 // SIGKILL) from the init of the pid namespace reaches all of them (and
 // nothing outside), again until /proc lists no process but the worker, as
 // a process may fork while it is being killed. The reaper collects them.
-// It waits for a running Run to end first. Errors: DEADLINE_EXCEEDED when
+// A kept process (RunRequest.keep) that /proc lists alone beside the
+// worker stays, idle since its reply: nothing is killed then. It waits
+// for a running Run to end first. Errors: DEADLINE_EXCEEDED when
 // processes are still there after resetTimeout.
 func (s *server) Reset(ctx context.Context, _ *workerv1.ResetRequest) (*workerv1.ResetResponse, error) {
 	if s.session {
@@ -834,8 +859,7 @@ func (s *server) serveKept(p *process, req *workerv1.RunRequest, stream workerv1
 	fail := func() (exitStatus, error, bool) {
 		p.closePipes()
 		p.stdout, p.stderr, p.results, p.console = nil, nil, nil, nil
-		s.killGroup(p.pid)
-		p.closeAll()
+		s.end(p)
 		return exitStatus{}, nil, false
 	}
 	progR, progW, err := os.Pipe()
@@ -906,7 +930,7 @@ func (s *server) serveKept(p *process, req *workerv1.RunRequest, stream workerv1
 	st, err = s.collect(p, stream.Send, stream.Context().Done())
 	p.runExit = nil
 	p.stdout, p.stderr, p.results, p.console = nil, nil, nil, nil
-	if <-alive && err == nil {
+	if <-alive && err == nil && !p.killed {
 		s.kept = p
 	} else {
 		s.killGroup(p.pid)

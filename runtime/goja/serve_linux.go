@@ -39,6 +39,12 @@ func serve(ctx context.Context, sock int, tests, console bool, opts Options) int
 	if console {
 		want++
 	}
+	// Opened once: fds 1 and 2 must never stay on a finished run's pipes.
+	null, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "execfarm-goja: open /dev/null:", err)
+		return 2
+	}
 	for ctx.Err() == nil {
 		fds, err := receive(sock)
 		if errors.Is(err, io.EOF) {
@@ -51,7 +57,7 @@ func serve(ctx context.Context, sock int, tests, console bool, opts Options) int
 		code := ExitUncaught
 		var used unix.Rusage
 		if len(fds) == want {
-			code, used = serveOne(ctx, fds, tests, console, opts)
+			code, used = serveOne(ctx, fds, null, tests, console, opts)
 		} else {
 			for _, fd := range fds {
 				unix.Close(fd)
@@ -89,6 +95,15 @@ func retained() uint64 {
 	return s[0].Value.Uint64() - s[1].Value.Uint64()
 }
 
+// redirect makes fds 1 and 2 copies of stdout and stderr. A process that
+// cannot ends at once (exit 2): the worker then sees a death, never a run
+// whose output went to another run's pipes.
+func redirect(stdout, stderr int) {
+	if unix.Dup3(stdout, 1, 0) != nil || unix.Dup3(stderr, 2, 0) != nil {
+		os.Exit(2)
+	}
+}
+
 // receive reads one request's descriptors; io.EOF when the worker closed
 // the socket.
 func receive(sock int) ([]int, error) {
@@ -123,7 +138,7 @@ func receive(sock int) ([]int, error) {
 // serveOne runs the program of one request (fds: program, stdout, stderr,
 // results, console) and returns its exit code and the CPU time it used.
 // Every descriptor is closed when it returns.
-func serveOne(ctx context.Context, fds []int, tests, console bool, opts Options) (int, unix.Rusage) {
+func serveOne(ctx context.Context, fds []int, null int, tests, console bool, opts Options) (int, unix.Rusage) {
 	var before, after unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &before)
 	prog := os.NewFile(uintptr(fds[0]), "program")
@@ -137,8 +152,7 @@ func serveOne(ctx context.Context, fds []int, tests, console bool, opts Options)
 		opts.Console = con
 	}
 	// The run's stdout and stderr become fds 1 and 2 until it ends.
-	_ = unix.Dup3(fds[1], 1, 0)
-	_ = unix.Dup3(fds[2], 2, 0)
+	redirect(fds[1], fds[2])
 	unix.Close(fds[1])
 	unix.Close(fds[2])
 	code := 2
@@ -157,11 +171,7 @@ func serveOne(ctx context.Context, fds []int, tests, console bool, opts Options)
 			f.Close()
 		}
 	}
-	if null, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
-		_ = unix.Dup3(null, 1, 0)
-		_ = unix.Dup3(null, 2, 0)
-		unix.Close(null)
-	}
+	redirect(null, null)
 	if retained() > freeAbove {
 		debug.FreeOSMemory()
 	}

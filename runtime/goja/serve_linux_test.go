@@ -97,7 +97,11 @@ func TestKeptProcessServesRunsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock, child := fds[0], os.NewFile(uintptr(fds[1]), "control")
-	defer unix.Close(sock)
+	defer func() {
+		if sock >= 0 {
+			unix.Close(sock)
+		}
+	}()
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), serveHelperEnv+"=1", ServeEnv+"=3", ConsoleEnv+"=6")
 	cmd.ExtraFiles = []*os.File{child}
@@ -133,13 +137,15 @@ func TestKeptProcessServesRunsApart(t *testing.T) {
 	}
 	// A run that fills the heap: the process gives it back before it
 	// replies (freeAbove), so the next run starts from its idle size.
-	big := serveRequest(t, sock, `const a = []; for (let i = 0; i < 1e6; i++) a.push({i, s: "x" + i}); console.log(a.length)`, 4)
-	if big.code != 0 || big.stdout != "1000000\n" {
+	big := serveRequest(t, sock, `const a = []; for (let i = 0; i < 4e5; i++) a.push({i, s: "x" + i}); console.log(a.length)`, 4)
+	if big.code != 0 || big.stdout != "400000\n" {
 		t.Fatalf("big run: code %d, stdout %q, stderr %q", big.code, big.stdout, big.stderr)
 	}
-	// ~650 MiB if kept; the test binary's own pages are ~30 MiB.
+	// ~260 MiB if kept; the test binary's own pages are ~30 MiB.
 	const most = 64 << 20
-	if rss := residentBytes(t, cmd.Process.Pid); rss > most {
+	if raceEnabled {
+		t.Log("resident size not checked: the race detector's shadow memory stays")
+	} else if rss := residentBytes(t, cmd.Process.Pid); rss > most {
 		t.Errorf("kept process resident at %d MiB after a big run, want under %d MiB", rss>>20, most>>20)
 	} else {
 		t.Logf("resident after a big run: %d MiB", rss>>20)
