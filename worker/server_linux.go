@@ -245,7 +245,11 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 			if err != nil {
 				return err
 			}
-			return stream.Send(exitEvent(statusToExit(st)))
+			e := statusToExit(st)
+			if s.kept == p {
+				e.KeptPid = int32(p.pid)
+			}
+			return stream.Send(exitEvent(e))
 		}
 		p = nil // it could not take the program: start a process of its own
 	}

@@ -40,11 +40,14 @@ func (m *Manager) AddProc(pid int) error      { return notSupported("add process
 func (m *Manager) SetCPUWeight(uint64) error  { return notSupported("set CPU weight") }
 func (m *Manager) Kill() error                { return notSupported("kill") }
 func (m *Manager) Only(pid int) (bool, error) { return false, notSupported("list processes") }
-func (m *Manager) Usage() (Usage, error)      { return Usage{}, notSupported("usage") }
-func (m *Manager) Sample()                    {}
-func (m *Manager) OOMKilled() (bool, error)   { return false, notSupported("read OOM state") }
-func (m *Manager) Delete() error              { return notSupported("delete") }
-func (m *Manager) ResetPeaks() error          { return notSupported("reset peaks") }
+func (m *Manager) Others(pid int) ([]int, error) {
+	return nil, notSupported("list processes")
+}
+func (m *Manager) Usage() (Usage, error)    { return Usage{}, notSupported("usage") }
+func (m *Manager) Sample()                  {}
+func (m *Manager) OOMKilled() (bool, error) { return false, notSupported("read OOM state") }
+func (m *Manager) Delete() error            { return notSupported("delete") }
+func (m *Manager) ResetPeaks() error        { return notSupported("reset peaks") }
 
 // NewPayload returns an error wrapping ErrNotSupported off Linux.
 func (m *Manager) NewPayload(pidsMax int64) (*os.File, error) { return nil, notSupported("payload") }

@@ -50,28 +50,37 @@ func (m *Manager) Kill() error {
 // which may run while AddProc places a process, reads them all). After
 // Delete it reports false.
 func (m *Manager) Only(pid int) (bool, error) {
+	others, err := m.Others(pid)
+	return err == nil && others != nil && len(others) == 0, err
+}
+
+// Others lists the processes in the cgroup or its descendants other than
+// pid (host pids), from one hierarchy as Only does; after Delete, nil.
+// The list is empty, not nil, when pid is alone.
+func (m *Manager) Others(pid int) ([]int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.deleted {
-		return false, nil
+		return nil, nil
 	}
 	dir, ok := m.dirs[unified]
 	if !ok {
 		dir, ok = m.dirs[string(cgroup1.Pids)]
 	}
 	if !ok {
-		return false, fmt.Errorf("list processes of %s: no pids hierarchy", m.Path())
+		return nil, fmt.Errorf("list processes of %s: no pids hierarchy", m.Path())
 	}
 	pids, err := readProcsTree(dir)
 	if err != nil {
-		return false, fmt.Errorf("list processes of %s: %w", m.Path(), err)
+		return nil, fmt.Errorf("list processes of %s: %w", m.Path(), err)
 	}
+	others := []int{}
 	for _, p := range pids {
 		if p != pid {
-			return false, nil
+			others = append(others, p)
 		}
 	}
-	return true, nil
+	return others, nil
 }
 
 func (m *Manager) kill() error {

@@ -1711,8 +1711,12 @@ type Exit struct {
 	Signal int32 `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
 	// Set when the worker could not start the process.
 	StartError string `protobuf:"bytes,3,opt,name=start_error,json=startError,proto3" json:"start_error,omitempty"`
-	// The process's resource usage (wait4), when it ran.
-	Usage         *Rusage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The process's resource usage (wait4), when it ran; for a run of a kept
+	// process (RunRequest.keep), what it reported for the run.
+	Usage *Rusage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
+	// The run was served by a kept process that stays, idle since its reply,
+	// for the next run: its pid in the sandbox's pid namespace; 0 otherwise.
+	KeptPid       int32 `protobuf:"varint,5,opt,name=kept_pid,json=keptPid,proto3" json:"kept_pid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1773,6 +1777,13 @@ func (x *Exit) GetUsage() *Rusage {
 		return x.Usage
 	}
 	return nil
+}
+
+func (x *Exit) GetKeptPid() int32 {
+	if x != nil {
+		return x.KeptPid
+	}
+	return 0
 }
 
 type RunEvent struct {
@@ -2373,13 +2384,14 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\rsignals_ready\x18\t \x01(\bR\fsignalsReady\x12\x18\n" +
 	"\aconsole\x18\n" +
 	" \x01(\bR\aconsole\x12\x12\n" +
-	"\x04keep\x18\v \x01(\bR\x04keep\"\x8e\x01\n" +
+	"\x04keep\x18\v \x01(\bR\x04keep\"\xa9\x01\n" +
 	"\x04Exit\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1f\n" +
 	"\vstart_error\x18\x03 \x01(\tR\n" +
 	"startError\x120\n" +
-	"\x05usage\x18\x04 \x01(\v2\x1a.execfarm.worker.v1.RusageR\x05usage\"\xec\x01\n" +
+	"\x05usage\x18\x04 \x01(\v2\x1a.execfarm.worker.v1.RusageR\x05usage\x12\x19\n" +
+	"\bkept_pid\x18\x05 \x01(\x05R\akeptPid\"\xec\x01\n" +
 	"\bRunEvent\x12\x18\n" +
 	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x12.\n" +

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,7 @@ type Sandbox struct {
 	// cgroup (v1), one of its tasks.
 	forkerInPayload bool
 	uses            atomic.Int32 // Runs so far
+	keptPid         atomic.Int32 // the last Run's workerv1.Exit.kept_pid
 	// background: started by StartInBackground and not yet Foreground.
 	background bool
 	// sess is the state of a session sandbox (Spec.Session); nil for a
@@ -295,6 +297,7 @@ func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent fun
 			return nil, fmt.Errorf("sandbox: run: %w", err)
 		}
 		if e := ev.GetExit(); e != nil {
+			s.keptPid.Store(e.GetKeptPid())
 			return e, nil
 		}
 		onEvent(ev)
@@ -336,9 +339,13 @@ func (s *Sandbox) Prepare(ctx context.Context, req *workerv1.RunRequest) error {
 func (s *Sandbox) Kill() error { return s.cg.Kill() }
 
 // Quiet reports whether no process of the sandbox but its worker is left
-// to run (cgroup.Manager.Only): a single-use run's result may then be
+// to run (cgroup.Manager.Others): a single-use run's result may then be
 // published before the sandbox is reset or destroyed, since nothing of
-// the run can run any more. It is false, with no error, when other
+// the run can run any more. The one other process it accepts is the kept
+// goja process the last Run's exit named (workerv1.Exit.kept_pid), idle
+// since its reply: the cgroup must list that process alone beside the
+// worker, found by its pid in the sandbox's pid namespace (the last
+// NSpid of /proc/PID/status). It is false, with no error, when other
 // processes are listed (a program's background job, a prepared runtime
 // being killed) or the worker is not known; the caller then kills or
 // resets the sandbox before it publishes.
@@ -348,7 +355,37 @@ func (s *Sandbox) Quiet() (bool, error) {
 	}
 	// The worker is not reaped before Close (runner.release): its pid
 	// names it, and no other process, until then.
-	return s.cg.Only(s.runner.proc.Pid)
+	others, err := s.cg.Others(s.runner.proc.Pid)
+	if err != nil || others == nil {
+		return false, err
+	}
+	switch kept := s.keptPid.Load(); {
+	case len(others) == 0:
+		return true, nil
+	case len(others) == 1 && kept > 0:
+		return innermostPid(others[0]) == int(kept), nil
+	}
+	return false, nil
+}
+
+// innermostPid is process pid's pid in its innermost pid namespace (the
+// last field of NSpid in /proc/PID/status), 0 when it cannot be read.
+func innermostPid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				return 0
+			}
+			n, _ := strconv.Atoi(f[len(f)-1])
+			return n
+		}
+	}
+	return 0
 }
 
 // Sample records the sandbox's pids count for a peak the cgroup cannot
