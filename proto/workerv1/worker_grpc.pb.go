@@ -48,15 +48,18 @@ type WorkerClient interface {
 	Run(ctx context.Context, in *RunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error)
 	// Prepare forks the runtime process of a request ahead of its Run (warm
 	// sandboxes): placed in the payload cgroup and held until a Run of the
-	// same shape (everything but program and stdin) releases it.
+	// same shape (everything but program and stdin) releases it. With
+	// RunRequest.keep, an idle kept process of that shape is taken back
+	// instead of a fork.
 	Prepare(ctx context.Context, in *RunRequest, opts ...grpc.CallOption) (*PrepareResponse, error)
 	// Startup returns how long the worker's own start-up phases took, from
 	// the supervisor's fork to the end of isolation (benchmarks, debug logs).
 	Startup(ctx context.Context, in *StartupRequest, opts ...grpc.CallOption) (*StartupResponse, error)
 	// Reset kills every process of the sandbox but the worker (and any
 	// prepared one) and returns once none is left, so that the sandbox can
-	// serve another execution (serve --sandbox-reuse). The supervisor wipes
-	// the sandbox's files and IPC objects afterwards.
+	// serve another execution (serve --sandbox-reuse); a kept process
+	// (RunRequest.keep) listed alone beside the worker stays. The supervisor
+	// wipes the sandbox's files and IPC objects afterwards.
 	Reset(ctx context.Context, in *ResetRequest, opts ...grpc.CallOption) (*ResetResponse, error)
 	// Exec runs one runtime process next to the other execs of the sandbox,
 	// at most SandboxConfig.max_execs at once (beyond: RESOURCE_EXHAUSTED).
@@ -252,15 +255,18 @@ type WorkerServer interface {
 	Run(*RunRequest, grpc.ServerStreamingServer[RunEvent]) error
 	// Prepare forks the runtime process of a request ahead of its Run (warm
 	// sandboxes): placed in the payload cgroup and held until a Run of the
-	// same shape (everything but program and stdin) releases it.
+	// same shape (everything but program and stdin) releases it. With
+	// RunRequest.keep, an idle kept process of that shape is taken back
+	// instead of a fork.
 	Prepare(context.Context, *RunRequest) (*PrepareResponse, error)
 	// Startup returns how long the worker's own start-up phases took, from
 	// the supervisor's fork to the end of isolation (benchmarks, debug logs).
 	Startup(context.Context, *StartupRequest) (*StartupResponse, error)
 	// Reset kills every process of the sandbox but the worker (and any
 	// prepared one) and returns once none is left, so that the sandbox can
-	// serve another execution (serve --sandbox-reuse). The supervisor wipes
-	// the sandbox's files and IPC objects afterwards.
+	// serve another execution (serve --sandbox-reuse); a kept process
+	// (RunRequest.keep) listed alone beside the worker stays. The supervisor
+	// wipes the sandbox's files and IPC objects afterwards.
 	Reset(context.Context, *ResetRequest) (*ResetResponse, error)
 	// Exec runs one runtime process next to the other execs of the sandbox,
 	// at most SandboxConfig.max_execs at once (beyond: RESOURCE_EXHAUSTED).
