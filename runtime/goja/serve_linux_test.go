@@ -1,14 +1,14 @@
 package goja
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/execfarm/execfarm/internal/procstatus"
 
 	"golang.org/x/sys/unix"
 
@@ -163,19 +163,9 @@ func TestKeptProcessServesRunsApart(t *testing.T) {
 // residentBytes reads VmRSS of process pid.
 func residentBytes(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := procstatus.Bytes(pid, "VmRSS")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
+	return n
 }

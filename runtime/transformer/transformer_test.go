@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/execfarm/execfarm/internal/procstatus"
 
 	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/runtime/node"
@@ -120,21 +121,11 @@ func TestOutputBound(t *testing.T) {
 // residentBytes is pid's VmRSS.
 func residentBytes(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := procstatus.Bytes(pid, "VmRSS")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	return n
 }
 
 // TestTimeBound: a transform past the timeout kills its helper and is a

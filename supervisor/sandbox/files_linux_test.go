@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/execfarm/execfarm/internal/procstatus"
+
 	"github.com/execfarm/execfarm/isolation/cgroup"
 )
 
@@ -286,19 +288,9 @@ func resetPeakRSS(t *testing.T) {
 // rss reads field (VmRSS, VmHWM) of /proc/self/status, in bytes.
 func rss(t *testing.T, field string) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
+	n, err := procstatus.Bytes(0, field)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no %s in /proc/self/status", field)
-	return 0
+	return n
 }

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/execfarm/execfarm/internal/procstatus"
+
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
@@ -371,21 +373,13 @@ func (s *Sandbox) Quiet() (bool, error) {
 // innermostPid is process pid's pid in its innermost pid namespace (the
 // last field of NSpid in /proc/PID/status), 0 when it cannot be read.
 func innermostPid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
+	v, err := procstatus.Field(pid, "NSpid")
+	f := strings.Fields(v)
+	if err != nil || len(f) == 0 {
 		return 0
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
-			f := strings.Fields(v)
-			if len(f) == 0 {
-				return 0
-			}
-			n, _ := strconv.Atoi(f[len(f)-1])
-			return n
-		}
-	}
-	return 0
+	n, _ := strconv.Atoi(f[len(f)-1])
+	return n
 }
 
 // Sample records the sandbox's pids count for a peak the cgroup cannot
