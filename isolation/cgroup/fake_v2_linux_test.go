@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -350,6 +351,37 @@ func TestFakeV2Kill(t *testing.T) {
 			t.Errorf("cgroup.freeze = %q after Kill, want 0 (thawed)", got)
 		}
 	})
+}
+
+// TestFakeV2DeleteWaitsPastKillTimeout: a killed process that takes longer
+// than Kill's bound to exit (one holding tens of thousands of mapped files
+// takes minutes under an emulated CPU) does not make Delete give up: it
+// waits for cgroup.procs to empty up to its own bound, then removes the
+// cgroup. Kill alone still gives up at its bound.
+func TestFakeV2DeleteWaitsPastKillTimeout(t *testing.T) {
+	defer func(d time.Duration) { killTimeout = d }(killTimeout)
+	killTimeout = 20 * time.Millisecond
+	m, err := New(fakeV2(t, kernelFiles()), "sbx", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := filepath.Join(m.Path(), "cgroup.procs")
+	writeFakeFiles(t, m.Path(), map[string]string{"cgroup.procs": "4194304\n"}) // above pid_max: nothing real
+	if err := m.Kill(); !errors.Is(err, ErrKillTimeout) {
+		t.Fatalf("Kill with a process that stays = %v, want ErrKillTimeout", err)
+	}
+	exit := 10 * killTimeout
+	start := time.Now()
+	time.AfterFunc(exit, func() { _ = os.WriteFile(procs, nil, 0o644) }) // the process exits
+	if err := m.Delete(); err != nil {
+		t.Fatalf("Delete = %v, want the wait to outlast Kill's bound", err)
+	}
+	if took := time.Since(start); took < exit {
+		t.Errorf("Delete returned after %v, before the process exited (%v)", took, exit)
+	}
+	if exists(m.Path()) {
+		t.Error("Delete left the cgroup")
+	}
 }
 
 func TestFakeV2DeleteAndCleanup(t *testing.T) {

@@ -99,12 +99,13 @@ func readProcsTree(dir string) ([]int, error) {
 	return out, err
 }
 
-// removeTimeout bounds the retries of rmdir on EBUSY: a cgroup stays busy
+// removeTimeout bounds Delete's wait for killed processes to leave
+// cgroup.procs and its retries of rmdir on EBUSY: a cgroup stays busy
 // until its last killed process has exited, which takes a moment for most
 // and seconds for one that held tens of thousands of mapped files (the
 // file-table hostile test measured over 2 s on a host; under the cgroup
-// v2 VM's emulated CPU, seven processes of 5000 files each took longer
-// than 30 s, and a shorter bound left their cgroup behind for good). The
+// v2 VM's emulated CPU, seven processes of 5000 files each took minutes,
+// and a shorter bound, Kill's 5 s, left their cgroup behind for good). The
 // retries back off from 10 ms to 250 ms; whoever removes waits, holding
 // what the sandbox holds (its uid range, its slot), which is what must
 // happen until its processes are gone. Past the bound the removal fails,

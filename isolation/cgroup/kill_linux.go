@@ -9,15 +9,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// killTimeout bounds how long Kill waits for the cgroup to empty (a
+// variable for tests).
+var killTimeout = 5 * time.Second
+
 const (
-	// killTimeout bounds how long Kill waits for the cgroup to empty.
-	killTimeout = 5 * time.Second
 	// freezeTimeout bounds how long Kill waits for a freeze to complete
 	// (a task in uninterruptible sleep can hold it in FREEZING).
 	freezeTimeout = time.Second
 	// pollInterval is the pause between two reads of cgroup.procs or of
-	// the freezer state while Kill waits.
-	pollInterval = 2 * time.Millisecond
+	// the freezer state while Kill waits. Past killTimeout (Delete waits
+	// up to removeTimeout) the pause doubles up to maxPollInterval.
+	pollInterval    = 2 * time.Millisecond
+	maxPollInterval = 250 * time.Millisecond
 )
 
 // Kill sends SIGKILL to every process in the cgroup and its descendants,
@@ -37,7 +41,7 @@ func (m *Manager) Kill() error {
 	if m.deleted {
 		return nil
 	}
-	return m.kill()
+	return m.killBy(time.Now().Add(killTimeout))
 }
 
 // Only reports whether no process but pid is in the cgroup or its
@@ -83,8 +87,12 @@ func (m *Manager) Others(pid int) ([]int, error) {
 	return others, nil
 }
 
-func (m *Manager) kill() error {
-	deadline := time.Now().Add(killTimeout)
+// killBy is Kill, waiting until deadline for the cgroup to empty. A
+// killed process stays listed in cgroup.procs until it has released its
+// memory and files, which takes seconds for one that holds tens of
+// thousands of mapped files (minutes under the cgroup v2 VM's emulated
+// CPU): Delete waits for it up to its removal deadline, not killTimeout.
+func (m *Manager) killBy(deadline time.Time) error {
 	resignal := false
 	killFile := m.file("", "cgroup.kill")
 	if m.mode == V2 && exists(killFile) {
@@ -102,6 +110,7 @@ func (m *Manager) kill() error {
 		}
 		resignal = !frozen
 	}
+	pause, slow := pollInterval, time.Now().Add(killTimeout)
 	for {
 		pids, err := m.procs()
 		if err != nil {
@@ -116,7 +125,10 @@ func (m *Manager) kill() error {
 		if resignal {
 			signalAll(pids)
 		}
-		time.Sleep(pollInterval)
+		time.Sleep(pause)
+		if time.Now().After(slow) {
+			pause = min(2*pause, maxPollInterval)
+		}
 	}
 }
 

@@ -362,9 +362,10 @@ func (m *Manager) procs() ([]int, error) {
 	return out, nil
 }
 
-// Delete kills whatever is left in the cgroup, then removes its
-// directories (descendants first). It is idempotent: after a successful
-// Delete it returns nil and does nothing.
+// Delete kills whatever is left in the cgroup, waits for it to exit, then
+// removes its directories (descendants first). Both the wait and the
+// removal's retries are bounded by removeTimeout. It is idempotent: after
+// a successful Delete it returns nil and does nothing.
 func (m *Manager) Delete() error { return m.deleteBy(time.Now().Add(removeTimeout)) }
 
 // deleteBy is Delete, waiting for killed processes to exit until deadline.
@@ -378,7 +379,7 @@ func (m *Manager) deleteBy(deadline time.Time) error {
 		m.deleted = true
 		return nil
 	}
-	if err := m.kill(); err != nil {
+	if err := m.killBy(deadline); err != nil {
 		return fmt.Errorf("delete cgroup %s: %w", m.Path(), err)
 	}
 	var errs []error

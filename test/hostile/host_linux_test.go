@@ -3,19 +3,21 @@
 package hostile
 
 import (
-	"github.com/execfarm/execfarm/test/hostscan"
-	"github.com/execfarm/execfarm/test/testbin"
-
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/execfarm/execfarm/test/hostscan"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // sandboxLeftovers lists what remains on the host of the sandbox id: its
 // cgroup under any controller's parent, its state directory, mounts
-// naming it.
+// naming it. A cgroup comes with the processes it still lists, each with
+// its state and kernel wait channel (why it has not exited).
 func (s *suite) sandboxLeftovers(stateDir, id string) []string {
 	if id == "" {
 		return nil
@@ -23,7 +25,7 @@ func (s *suite) sandboxLeftovers(stateDir, id string) []string {
 	var out []string
 	for _, parent := range s.cgParents {
 		if d := filepath.Join(parent, id); exists(d) {
-			out = append(out, "cgroup "+d)
+			out = append(out, "cgroup "+d+cgroupProcesses(d))
 		}
 	}
 	if d := filepath.Join(stateDir, "sb", id); exists(d) {
@@ -33,6 +35,30 @@ func (s *suite) sandboxLeftovers(stateDir, id string) []string {
 		out = append(out, "mount "+m)
 	}
 	return out
+}
+
+// cgroupProcesses describes the processes listed in cgroup dir and its
+// descendants: "; pid 12 (python3) D wchan exit_mmap, …", or "" when none.
+func cgroupProcesses(dir string) string {
+	var b strings.Builder
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		procs, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		for _, pid := range strings.Fields(string(procs)) {
+			stat, _ := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+			wchan, _ := os.ReadFile(filepath.Join("/proc", pid, "wchan"))
+			// stat: "pid (comm) state …"; comm may hold spaces.
+			desc := string(stat)
+			if i := strings.LastIndexByte(desc, ')'); i >= 0 && i+3 <= len(desc) {
+				desc = desc[:i+3]
+			}
+			fmt.Fprintf(&b, "; %s in %s wchan %s", strings.TrimSpace(desc), strings.TrimPrefix(p, dir), wchan)
+		}
+		return nil
+	})
+	return b.String()
 }
 
 // sandboxGone waits until nothing of sandbox id is left on the host
