@@ -18,7 +18,7 @@
 //	sandbox_start_phase_seconds{phase}       histogram: start-up phases
 //	queue_rejections_total{reason}           counter: queue_full, queue_bytes, shutting_down
 //	sandbox_teardown_errors_total            counter: destructions that failed
-//	cgroup_errors_total{op}                  counter: create, read, remove
+//	cgroup_errors_total{op}                  counter: create, read, write, remove
 //	executions_max_concurrent, queue_capacity, uid_ranges, uid_ranges_in_use,
 //	ready, build_info{version,goversion}     gauges, read at scrape time
 //	tls_certificate_expiration_timestamp_seconds

@@ -61,7 +61,7 @@ func newOperations() operations {
 	for _, r := range []string{RejectQueueFull, RejectQueueBytes, RejectShuttingDown} {
 		o.rejections.WithLabelValues(r)
 	}
-	for _, op := range []string{sandbox.CgroupCreate, sandbox.CgroupRead, sandbox.CgroupRemove} {
+	for _, op := range []string{sandbox.CgroupCreate, sandbox.CgroupRead, sandbox.CgroupWrite, sandbox.CgroupRemove} {
 		o.cgroupErrors.WithLabelValues(op)
 	}
 	return o

@@ -87,6 +87,7 @@ func (e *FileError) Unwrap() error { return e.Err }
 const (
 	CgroupCreate = "create" // make it and write its limits (Start)
 	CgroupRead   = "read"   // read its usage (Usage)
+	CgroupWrite  = "write"  // change its CPU weight (Foreground, SetBackground)
 	CgroupRemove = "remove" // delete it (Close)
 )
 
@@ -94,7 +95,7 @@ const (
 // the supervisor counts apart (metrics): a host whose cgroups fail cannot
 // run sandboxes safely.
 type CgroupError struct {
-	// Op is CgroupCreate, CgroupRead or CgroupRemove.
+	// Op is CgroupCreate, CgroupRead, CgroupWrite or CgroupRemove.
 	Op string
 	// Err is the cgroup package's error.
 	Err error

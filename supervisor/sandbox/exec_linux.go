@@ -360,6 +360,13 @@ func (ss *session) fileTurn(ctx context.Context) (func(), error) {
 }
 
 // close refuses new execs and closes the descriptor channel.
+// isClosed reports whether close has begun.
+func (ss *session) isClosed() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.closed
+}
+
 func (ss *session) close() {
 	ss.mu.Lock()
 	ss.closed = true

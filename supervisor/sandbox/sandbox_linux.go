@@ -91,14 +91,35 @@ func StartInBackground(ctx context.Context, cfg *Config, spec Spec) (*Sandbox, e
 // Foreground gives a sandbox started by StartInBackground the default CPU
 // weight. It does nothing for one started by Start, or twice. Not safe
 // for concurrent use: the one execution that holds the sandbox calls it.
+// Errors are *CgroupError (CgroupWrite).
 func (s *Sandbox) Foreground() error {
 	if !s.background {
 		return nil
 	}
-	if err := s.cg.SetCPUWeight(cgroup.DefaultCPUWeight); err != nil {
-		return fmt.Errorf("sandbox: %w", err)
+	return s.SetBackground(false)
+}
+
+// SetBackground gives the sandbox the background CPU weight
+// (cgroup.BackgroundCPUWeight, a tenth of the default: its processes get
+// the CPU that busier siblings leave over) when on, and the default weight
+// otherwise. A session sandbox holds the background weight while no exec
+// runs in it, so that what its execs left running (a daemon, a
+// background job) cannot take CPU from running executions, which the
+// --max-concurrent slots bound. Not safe for concurrent use with itself or
+// Foreground. Errors are ErrClosed for a session sandbox being closed
+// (its cgroup may be gone) and *CgroupError (CgroupWrite).
+func (s *Sandbox) SetBackground(on bool) error {
+	w := uint64(cgroup.DefaultCPUWeight)
+	if on {
+		w = cgroup.BackgroundCPUWeight
 	}
-	s.background = false
+	if err := s.cg.SetCPUWeight(w); err != nil {
+		if s.sess != nil && s.sess.isClosed() { // Close marks it before the cgroup goes
+			return ErrClosed
+		}
+		return &CgroupError{Op: CgroupWrite, Err: err}
+	}
+	s.background = on
 	return nil
 }
 

@@ -34,7 +34,10 @@ func StartInBackground(ctx context.Context, cfg *Config, spec Spec) (*Sandbox, e
 	return Start(ctx, cfg, spec)
 }
 
-func (s *Sandbox) Foreground() error  { return nil }
+func (s *Sandbox) Foreground() error { return nil }
+func (s *Sandbox) SetBackground(bool) error {
+	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
 func (s *Sandbox) ID() string         { return "" }
 func (s *Sandbox) HostUID() uint32    { return 0 }
 func (s *Sandbox) CgroupPath() string { return "" }

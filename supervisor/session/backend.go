@@ -143,18 +143,34 @@ func (b SandboxBackend) Start(ctx context.Context, spec sandbox.Spec) (Box, erro
 		return nil, err
 	}
 	b.Metrics.SandboxStarted(metrics.PathSession, time.Since(t), sb.StartPhases(), nil)
-	return &sandboxBox{Sandbox: sb, execs: map[string]*sandbox.Exec{}}, nil
+	// No exec runs yet: the sandbox waits at the background CPU weight.
+	if err := sb.SetBackground(true); err != nil {
+		b.Metrics.CgroupFailed(err)
+		_ = sb.Close()
+		return nil, err
+	}
+	return &sandboxBox{Sandbox: sb, metrics: b.Metrics, execs: map[string]*sandbox.Exec{}}, nil
 }
 
 // sandboxBox is a session *sandbox.Sandbox as a Box: its execs run at
 // once, each in its own process group and cgroup (sandbox.Sandbox.Exec),
 // and its file calls are the mechanism's, resolved by the worker inside
 // the sandbox's root.
+//
+// While no exec runs, the sandbox holds the background CPU weight
+// (sandbox.Sandbox.SetBackground): an idle session sandbox takes no
+// execution slot, so the processes its execs left running (daemons,
+// background jobs) must not compete as equals with the executions the
+// slots admit: ten idle sandboxes spinning weigh as much as one running
+// execution (10 × 10 against 100), not ten times as much. A running exec
+// brings its sandbox back to the default weight.
 type sandboxBox struct {
 	*sandbox.Sandbox
+	metrics *metrics.Metrics
 
-	mu    sync.Mutex
-	execs map[string]*sandbox.Exec // running, by the session exec's id
+	mu     sync.Mutex
+	execs  map[string]*sandbox.Exec // running, by the session exec's id
+	active int                      // RunExec calls in progress
 
 	brokerMu sync.Mutex
 	brokerID uint32 // the host proxy's broker stream; 0: not served
@@ -174,7 +190,44 @@ func (b *sandboxBox) ServeBroker(register func(*grpc.Server), extra ...grpc.Serv
 	return id, nil
 }
 
+// begin counts an exec in: the first brings the sandbox to the default
+// CPU weight before its program starts. Errors are sandbox.ErrClosed and
+// *sandbox.CgroupError.
+func (b *sandboxBox) begin() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.active == 0 {
+		if err := b.SetBackground(false); err != nil {
+			b.metrics.CgroupFailed(err)
+			return err
+		}
+	}
+	b.active++
+	return nil
+}
+
+// end counts an exec out: the last puts the sandbox back at the
+// background weight. A failed write is counted (metrics) and leaves the
+// default weight: the sandbox competes as a running one does.
+func (b *sandboxBox) end() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.active--
+	if b.active == 0 {
+		// ErrClosed: the sandbox is going, and its weight with it.
+		if err := b.SetBackground(true); err != nil && !errors.Is(err, sandbox.ErrClosed) {
+			b.metrics.CgroupFailed(err)
+		}
+	}
+}
+
 func (b *sandboxBox) RunExec(ctx context.Context, id string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
+	if err := b.begin(); err != nil {
+		return nil, mechanismError(err)
+	}
+	// Deferred first, so it runs last: after the exec's processes are
+	// gone and before its result is published.
+	defer b.end()
 	e, err := b.Exec(ctx, sandbox.ExecRequest{Run: req, StdinOpen: stdin != nil})
 	if err != nil {
 		return nil, mechanismError(err)

@@ -392,27 +392,8 @@ func TestWarmSandboxesWaitAtBackgroundCPUWeight(t *testing.T) {
 	requireSandbox(t)
 	in := startPoolInstance(t, "poolweight", 2)
 	waitPoolReady(t, in, 2)
-	// weights returns each sandbox cgroup's weight file's value, by
-	// sandbox id: cpu.weight on v2, cpu.shares on v1.
-	weights := func() map[string]string {
-		out := map[string]string{}
-		for _, parent := range host.cgParents {
-			for _, name := range []string{"cpu.weight", "cpu.shares"} {
-				files, _ := filepath.Glob(filepath.Join(parent, "sb-*", name))
-				for _, f := range files {
-					b, err := os.ReadFile(f)
-					if err == nil {
-						out[filepath.Base(filepath.Dir(f))] = strings.TrimSpace(string(b))
-					}
-				}
-			}
-		}
-		return out
-	}
-	low, normal := "10", "100"
-	if cgroup.Probe(host.cg).Mode == cgroup.V1 {
-		low, normal = "102", "1024"
-	}
+	weights := sandboxCPUWeights
+	low, normal := cpuWeightValues()
 	ready := weights()
 	if len(ready) != 2 {
 		t.Fatalf("sandbox cgroups with a CPU weight: %v, want the 2 ready ones", ready)
@@ -453,6 +434,33 @@ func TestWarmSandboxesWaitAtBackgroundCPUWeight(t *testing.T) {
 	if running != 1 {
 		t.Errorf("taken sandboxes at the default CPU weight: %d, want 1 (%v)", running, weights())
 	}
+}
+
+// sandboxCPUWeights returns each sandbox cgroup's weight file's value, by
+// the sandbox's cgroup name ("sb-…"): cpu.weight on v2, cpu.shares on v1.
+func sandboxCPUWeights() map[string]string {
+	out := map[string]string{}
+	for _, parent := range host.cgParents {
+		for _, name := range []string{"cpu.weight", "cpu.shares"} {
+			files, _ := filepath.Glob(filepath.Join(parent, "sb-*", name))
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err == nil {
+					out[filepath.Base(filepath.Dir(f))] = strings.TrimSpace(string(b))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// cpuWeightValues returns what sandboxCPUWeights reads for the background
+// and the default CPU weight on this host's cgroup version.
+func cpuWeightValues() (low, normal string) {
+	if cgroup.Probe(host.cg).Mode == cgroup.V1 {
+		return "102", "1024"
+	}
+	return "10", "100"
 }
 
 // startPoolInstance starts a supervisor on the pool's uid slots, running

@@ -178,6 +178,75 @@ func (si *sessionInstance) hostUIDOf(t *testing.T, who, id string) uint32 {
 	return uint32(u)
 }
 
+// TestSessionSandboxIdlesAtBackgroundCPUWeight: a session sandbox with
+// no exec running holds the background CPU weight, so that what its execs
+// left running (a daemon here) competes with running executions at a
+// tenth of their weight; while an exec runs, the sandbox has the default.
+func TestSessionSandboxIdlesAtBackgroundCPUWeight(t *testing.T) {
+	si := startSessionInstance(t, "sessweight", 2)
+	id := si.create(t, "alice", &execfarmv1.CreateSandboxRequest{Runtime: sandboxv1.Runtime_RUNTIME_SHELL})
+	low, normal := cpuWeightValues()
+	// only returns the weight of the instance's one sandbox cgroup.
+	only := func() string {
+		t.Helper()
+		w := sandboxCPUWeights()
+		if len(w) != 1 {
+			t.Fatalf("sandbox cgroups with a CPU weight: %v, want the session's one", w)
+		}
+		for _, v := range w {
+			return v
+		}
+		return ""
+	}
+	if w := only(); w != low {
+		t.Errorf("new session sandbox: CPU weight %s, want %s (no exec runs)", w, low)
+	}
+	// The first exec waits for a file that a second exec creates, then
+	// leaves a daemon: the weight is the default while either runs.
+	ctx, cancel := context.WithCancel(callCtx(t))
+	defer cancel()
+	st, err := si.sessions["alice"].Exec(ctx, &execfarmv1.ExecRequest{SandboxId: id,
+		Code: "echo started; while [ ! -e go ]; do sleep 0.01; done; setsid sleep 600 </dev/null >/dev/null 2>&1 & echo daemon"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout string
+	for !strings.Contains(stdout, "started") {
+		c, err := st.Recv()
+		if err != nil {
+			t.Fatalf("first exec, before it printed: %v", err)
+		}
+		stdout += string(c.GetStdout())
+	}
+	if w := only(); w != normal {
+		t.Errorf("while an exec runs: CPU weight %s, want %s", w, normal)
+	}
+	si.mustExec(t, "alice", id, "touch go")
+	if w := only(); w != normal {
+		t.Errorf("after the second exec, while the first still runs: CPU weight %s, want %s", w, normal)
+	}
+	for {
+		c, err := st.Recv()
+		if err != nil {
+			t.Fatalf("first exec: %v (stdout %q)", err, stdout)
+		}
+		stdout += string(c.GetStdout())
+		if r := c.GetResult(); r != nil {
+			if !r.GetSuccess() || !strings.Contains(stdout, "daemon") {
+				t.Fatalf("first exec: %v, stdout %q", r, stdout)
+			}
+			break
+		}
+	}
+	// Both results are published after their execs left the sandbox.
+	if w := only(); w != low {
+		t.Errorf("no exec runs, a daemon does: CPU weight %s, want %s", w, low)
+	}
+	if r := si.mustExec(t, "alice", id, "pgrep -x sleep >/dev/null && echo alive"); !strings.Contains(r.stdout, "alive") {
+		t.Errorf("the daemon is gone: %q", r.stdout)
+	}
+}
+
 // TestSessionExecsShareTheSandbox: a file one exec writes (in
 // /workspace, the working directory) the next reads; every exec is an
 // execution of the registry, tied to its sandbox: GetExecution and
