@@ -58,7 +58,11 @@ func sandboxErr(id string, err error) error {
 	var (
 		other   *nodeid.OtherNodeError
 		earlier *nodeid.EarlierRunError
+		ended   *session.EndedError
 	)
+	if errors.As(err, &ended) {
+		return describe(err, "%s", ended.Error())
+	}
 	if errors.Is(err, session.ErrNotFound) || errors.As(err, &other) || errors.As(err, &earlier) {
 		return notHeld("sandbox", id, err)
 	}

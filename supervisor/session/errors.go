@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors of the session package. The mechanism's errors of file
@@ -97,3 +98,23 @@ func fileError(op, path string, err error) error {
 	}
 	return &FileError{Op: op, Path: path, Err: err}
 }
+
+// EndedError is the error of a call on the caller's sandbox that has
+// ended, within the retention of its event log (Config.EndedRetention):
+// it says when and why, where a sandbox never made would say nothing. It
+// matches ErrNotFound.
+type EndedError struct {
+	ID       string
+	At       time.Time // when it ended
+	Reason   EndReason
+	Message  string    // why, as its last event says
+	LogUntil time.Time // its event log stays readable until then
+}
+
+func (e *EndedError) Error() string {
+	return fmt.Sprintf("sandbox %q ended at %s (%s: %s); its event log stays readable until %s",
+		e.ID, e.At.UTC().Format(time.RFC3339), e.Reason, e.Message, e.LogUntil.UTC().Format(time.RFC3339))
+}
+
+// Is matches ErrNotFound.
+func (e *EndedError) Is(target error) bool { return target == ErrNotFound }

@@ -323,11 +323,29 @@ func (m *Manager) unreserve(account string) {
 func (m *Manager) Get(owner principal.Principal, id string) (*Sandbox, error) {
 	m.mu.Lock()
 	s, ok := m.live[id]
+	if !ok {
+		err := m.endedLocked(owner, id)
+		m.mu.Unlock()
+		return nil, err
+	}
 	m.mu.Unlock()
-	if !ok || s.owner != owner.String() {
+	if s.owner != owner.String() {
 		return nil, m.notFound(id)
 	}
 	return s, nil
+}
+
+// endedLocked is Get's error for id, not live: an *EndedError for
+// owner's sandbox that ended within the retention, notFound's otherwise.
+func (m *Manager) endedLocked(owner principal.Principal, id string) error {
+	m.pruneEndedLocked()
+	i := slices.IndexFunc(m.ended, func(s *Sandbox) bool { return s.id == id && s.owner == owner.String() })
+	if i < 0 {
+		return m.notFound(id)
+	}
+	// Set before endedSandbox put s in m.ended, under m.mu; never again.
+	s := m.ended[i]
+	return &EndedError{ID: id, At: s.endedAt, Reason: s.endReason, Message: s.endMsg, LogUntil: s.endedAt.Add(m.cfg.EndedRetention)}
 }
 
 // notFound is the error of a lookup of id that found nothing of the

@@ -55,6 +55,8 @@ type Sandbox struct {
 	cancelled    int           // execs that ended CANCELLED while the sandbox ended
 	drained      chan struct{} // while ending: closed once reserved is 0
 	endedAt      time.Time
+	endReason    EndReason     // set with endedAt
+	endMsg       string        // why, as its last event says
 	done         chan struct{} // closed once ended
 }
 
@@ -246,6 +248,7 @@ func (s *Sandbox) end(reason EndReason, msg string) (int, bool) {
 	n := s.cancelled
 	s.state = stateEnded
 	s.endedAt = s.m.cfg.Now()
+	s.endReason, s.endMsg = reason, msg
 	s.mu.Unlock()
 	// Counted and gone from the live ones before its last event: whoever
 	// sees that event sees a sandbox that is no more.

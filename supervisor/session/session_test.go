@@ -428,6 +428,16 @@ func TestWorkerLostEndsTheSandbox(t *testing.T) {
 	if end.Kind != EventEnded || end.Reason != EndFailed || !strings.Contains(end.Message, "worker exited") {
 		t.Fatalf("end event %+v", end)
 	}
+	// Its owner is told that it ended and why, not that it was never
+	// made; another principal learns nothing of it.
+	_, err = h.m.Get(alice, s.ID())
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(fmt.Sprint(err), "ended at") ||
+		!strings.Contains(fmt.Sprint(err), "failed: its worker exited") || !strings.Contains(fmt.Sprint(err), "event log") {
+		t.Errorf("Get of the sandbox that ended = %v, want ErrNotFound saying it ended, why, and that its log is readable", err)
+	}
+	if _, err := h.m.Get(bob, s.ID()); !errors.Is(err, ErrNotFound) || strings.Contains(fmt.Sprint(err), "ended") {
+		t.Errorf("Get of another principal's ended sandbox = %v, want ErrNotFound saying nothing of it", err)
+	}
 	h.create(t, CreateParams{}) // the principal's only place is free again
 }
 

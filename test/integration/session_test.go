@@ -474,6 +474,9 @@ func TestSessionExpiry(t *testing.T) {
 	if err != nil || got.GetState() != execfarmv1.SandboxState_SANDBOX_STATE_NOT_FOUND {
 		t.Fatalf("GetSandbox after expiry: %v, %v", got, err)
 	}
+	if m := got.GetMessage(); !strings.Contains(m, "ended at") || !strings.Contains(m, "(expired: ") {
+		t.Errorf("GetSandbox after expiry says %q, want when and why it ended", m)
+	}
 	if gone > testbin.Scaled(3*time.Second) {
 		t.Fatalf("the sandbox ended %v after its creation, want within %v", gone, testbin.Scaled(3*time.Second))
 	}
@@ -615,8 +618,9 @@ func TestSessionDeleteEndsEverything(t *testing.T) {
 	if procs := hostscan.InUIDWindow(uid, uid+rangeSize); len(procs) > 0 {
 		t.Fatalf("processes left: %v", procs)
 	}
-	if sb, err := alice.GetSandbox(ctx, &execfarmv1.GetSandboxRequest{SandboxId: id}); err != nil || sb.GetState() != execfarmv1.SandboxState_SANDBOX_STATE_NOT_FOUND {
-		t.Fatalf("GetSandbox after delete: %v, %v", sb, err)
+	if sb, err := alice.GetSandbox(ctx, &execfarmv1.GetSandboxRequest{SandboxId: id}); err != nil || sb.GetState() != execfarmv1.SandboxState_SANDBOX_STATE_NOT_FOUND ||
+		!strings.Contains(sb.GetMessage(), "(deleted: ") {
+		t.Fatalf("GetSandbox after delete: %v, %v; want NOT_FOUND saying it was deleted", sb, err)
 	}
 	if _, err := alice.DeleteSandbox(ctx, &execfarmv1.DeleteSandboxRequest{SandboxId: id}); status.Code(err) != codes.NotFound {
 		t.Fatalf("second delete: %v", err)
