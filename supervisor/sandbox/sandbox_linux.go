@@ -307,6 +307,10 @@ func (s *Sandbox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent fun
 		return nil, ErrNotSession
 	}
 	s.uses.Add(1)
+	// Until this run's exit names it, no process is known idle: a run
+	// that fails mid-way leaves none that Quiet may accept (the kept
+	// process may still be running this run's program).
+	s.keptPid.Store(0)
 	stream, err := s.worker.Run(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: run: %w", err)
