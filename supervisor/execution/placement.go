@@ -120,7 +120,7 @@ func (f fresh) Release(id string, s Sandbox, reusable bool, publish func()) {
 		once()
 	}
 	p := r.pool.Load()
-	if reusable && p != nil && p.Reusable(sb) {
+	if reusable && p != nil && p.BeginReset(sb) {
 		err := sb.Reset(r.runCtx, once)
 		if err == nil {
 			p.Recycle(sb)

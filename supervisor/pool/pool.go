@@ -41,12 +41,26 @@ type Pool struct {
 	starting int // starts and recycles in progress
 	failures int
 	// taken are the sandboxes out for an execution, until Recycle or
-	// Discard; the value says whether it is lent: it may come back
-	// (Recycle) rather than be replaced, so the pool counts it as its own.
-	taken      map[*sandbox.Sandbox]bool
+	// Discard, and whether each is lent: it may come back (Recycle)
+	// rather than be replaced, so the pool counts it as its own.
+	taken      map[*sandbox.Sandbox]loan
 	recycling  sync.WaitGroup
 	recyclingN int // recycles in progress
+	resettingN int // taken sandboxes being reset (BeginReset), not yet back
+	// waiting, when set (tests), is called when Take starts to wait for a
+	// sandbox being reset or recycled, for at most wait (recycleWait).
+	waiting func()
+	wait    time.Duration
 }
+
+// loan is what a taken sandbox is to the pool.
+type loan int
+
+const (
+	single    loan = iota // replaced, never back
+	lent                  // may come back after a reset
+	resetting             // lent, its execution over, being reset (BeginReset)
+)
 
 // Stats is the pool's state, for HealthCheck and logs.
 type Stats struct {
@@ -69,7 +83,8 @@ func New(size, reuse int, spec sandbox.Spec, start StartFunc, prepare PrepareFun
 		log = hclog.NewNullLogger()
 	}
 	p := &Pool{spec: spec, size: size, reuse: max(1, reuse), start: start, prepare: prepare, log: log, parallel: min(size, runtime.NumCPU()),
-		taken: map[*sandbox.Sandbox]bool{},
+		wait:  recycleWait,
+		taken: map[*sandbox.Sandbox]loan{},
 		ready: make(chan *sandbox.Sandbox, size), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.fill()
@@ -101,14 +116,19 @@ func (p *Pool) Take(spec sandbox.Spec) *sandbox.Sandbox {
 			return sb
 		}
 	}
-	// None ready. A sandbox being recycled is ready sooner than a new one
-	// starts (~25 ms): wait for it a little.
+	// None ready. A sandbox being reset or recycled is ready sooner than
+	// a new one starts (~25 ms of CPU): wait for it a little. Its
+	// execution's result is published before its reset, so a client's
+	// next request often arrives meanwhile.
 	p.mu.Lock()
-	recycling := p.recyclingN > 0
+	recycling := p.recyclingN > 0 || p.resettingN > 0
 	p.mu.Unlock()
 	if recycling {
-		t := time.NewTimer(recycleWait)
+		t := time.NewTimer(p.wait)
 		defer t.Stop()
+		if p.waiting != nil {
+			p.waiting()
+		}
 		select {
 		case sb := <-p.ready:
 			if sb = p.live(p.took(sb)); sb != nil {
@@ -158,7 +178,10 @@ func (p *Pool) took(sb *sandbox.Sandbox) *sandbox.Sandbox {
 	// Lent when it may come back: then it is not replaced yet.
 	lend := sb.Uses()+1 < p.reuse
 	p.mu.Lock()
-	p.taken[sb] = lend
+	p.taken[sb] = single
+	if lend {
+		p.taken[sb] = lent
+	}
 	p.mu.Unlock()
 	if !lend {
 		// The replacement starts when the execution that took sb ends
@@ -176,30 +199,43 @@ func (p *Pool) took(sb *sandbox.Sandbox) *sandbox.Sandbox {
 
 // release forgets a taken sandbox and reports whether it was lent. The
 // caller holds p.mu.
-func (p *Pool) release(sb *sandbox.Sandbox) (lent bool) {
-	lent = p.taken[sb]
+func (p *Pool) release(sb *sandbox.Sandbox) (wasLent bool) {
+	l, ok := p.taken[sb]
+	if l == resetting {
+		p.resettingN--
+	}
 	delete(p.taken, sb)
-	return lent
+	return ok && l != single
 }
 
 // lent counts the taken sandboxes that may come back. The caller holds
 // p.mu.
 func (p *Pool) lent() int {
 	n := 0
-	for _, lent := range p.taken {
-		if lent {
+	for _, l := range p.taken {
+		if l != single {
 			n++
 		}
 	}
 	return n
 }
 
-// Reusable reports whether sb, taken from the pool, may serve another
-// execution after a Reset.
-func (p *Pool) Reusable(sb *sandbox.Sandbox) bool {
+// BeginReset reports whether sb, taken from the pool, may serve another
+// execution after a Reset. If so, the pool counts it as being reset until
+// Recycle or Discard: a Take that finds no sandbox ready meanwhile waits
+// for it (at most recycleWait) rather than have a new one started.
+func (p *Pool) BeginReset(sb *sandbox.Sandbox) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.taken[sb]
+	switch p.taken[sb] {
+	case lent:
+		p.taken[sb] = resetting
+		p.resettingN++
+		return true
+	case resetting:
+		return true
+	}
+	return false
 }
 
 // Recycle takes back a sandbox of the pool that has been Reset: it is
