@@ -104,8 +104,9 @@ func readProcsTree(dir string) ([]int, error) {
 // until its last killed process has exited, which takes a moment for most
 // and seconds for one that held tens of thousands of mapped files (the
 // file-table hostile test measured over 2 s on a host; under the cgroup
-// v2 VM's emulated CPU, seven processes of 5000 files each took minutes,
-// and a shorter bound, Kill's 5 s, left their cgroup behind for good). The
+// v2 VM's emulated CPU, seven processes of 5000 files each took over
+// 10 s, and a shorter bound, Kill's 5 s, left their cgroup behind for
+// good). The
 // retries back off from 10 ms to 250 ms; whoever removes waits, holding
 // what the sandbox holds (its uid range, its slot), which is what must
 // happen until its processes are gone. Past the bound the removal fails,

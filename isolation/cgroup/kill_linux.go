@@ -90,7 +90,7 @@ func (m *Manager) Others(pid int) ([]int, error) {
 // killBy is Kill, waiting until deadline for the cgroup to empty. A
 // killed process stays listed in cgroup.procs until it has released its
 // memory and files, which takes seconds for one that holds tens of
-// thousands of mapped files (minutes under the cgroup v2 VM's emulated
+// thousands of mapped files (over 10 s under the cgroup v2 VM's emulated
 // CPU): Delete waits for it up to its removal deadline, not killTimeout.
 func (m *Manager) killBy(deadline time.Time) error {
 	resignal := false

@@ -111,6 +111,10 @@ func (f fresh) Release(id string, s Sandbox, reusable bool, publish func()) {
 			publish()
 		}
 	}
+	// Counted as being reset before the result is out: the client's next
+	// request may then wait for this sandbox (Pool.Take).
+	p := r.pool.Load()
+	reuse := reusable && p != nil && p.BeginReset(sb)
 	quiet, err := sb.Quiet()
 	if err != nil {
 		r.log.Warn("list sandbox processes", "execution", id, "sandbox", sb.ID(), "error", err)
@@ -119,8 +123,7 @@ func (f fresh) Release(id string, s Sandbox, reusable bool, publish func()) {
 	if quiet {
 		once()
 	}
-	p := r.pool.Load()
-	if reusable && p != nil && p.BeginReset(sb) {
+	if reuse {
 		err := sb.Reset(r.runCtx, once)
 		if err == nil {
 			p.Recycle(sb)

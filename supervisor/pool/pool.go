@@ -47,6 +47,7 @@ type Pool struct {
 	recycling  sync.WaitGroup
 	recyclingN int // recycles in progress
 	resettingN int // taken sandboxes being reset (BeginReset), not yet back
+	waitersN   int // Takes waiting for one of those
 	// waiting, when set (tests), is called when Take starts to wait for a
 	// sandbox being reset or recycled, for at most wait (recycleWait).
 	waiting func()
@@ -117,13 +118,22 @@ func (p *Pool) Take(spec sandbox.Spec) *sandbox.Sandbox {
 		}
 	}
 	// None ready. A sandbox being reset or recycled is ready sooner than
-	// a new one starts (~25 ms of CPU): wait for it a little. Its
+	// a new one starts (~25 ms of CPU): wait for it a little, one waiter
+	// per such sandbox (the others would wait for nothing). Its
 	// execution's result is published before its reset, so a client's
 	// next request often arrives meanwhile.
 	p.mu.Lock()
-	recycling := p.recyclingN > 0 || p.resettingN > 0
+	recycling := p.waitersN < p.recyclingN+p.resettingN
+	if recycling {
+		p.waitersN++
+	}
 	p.mu.Unlock()
 	if recycling {
+		defer func() {
+			p.mu.Lock()
+			p.waitersN--
+			p.mu.Unlock()
+		}()
 		t := time.NewTimer(p.wait)
 		defer t.Stop()
 		if p.waiting != nil {
@@ -170,7 +180,8 @@ func (p *Pool) live(sb *sandbox.Sandbox) *sandbox.Sandbox {
 // execution that took it to end (Discard starts it then).
 const refillDelay = 100 * time.Millisecond
 
-// recycleWait bounds how long Take waits for a sandbox being recycled.
+// recycleWait bounds how long Take waits for a sandbox being reset or
+// recycled.
 const recycleWait = 20 * time.Millisecond
 
 // took records that sb left the ready ones for an execution.
@@ -240,7 +251,7 @@ func (p *Pool) BeginReset(sb *sandbox.Sandbox) bool {
 
 // Recycle takes back a sandbox of the pool that has been Reset: it is
 // prepared again in the background and rejoins the ready ones; it is
-// closed instead when it was not lent (Reusable), the preparation fails,
+// closed instead when it was not lent (BeginReset), the preparation fails,
 // or the pool is closing.
 func (p *Pool) Recycle(sb *sandbox.Sandbox) {
 	p.mu.Lock()

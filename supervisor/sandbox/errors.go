@@ -87,7 +87,7 @@ func (e *FileError) Unwrap() error { return e.Err }
 const (
 	CgroupCreate = "create" // make it and write its limits (Start)
 	CgroupRead   = "read"   // read its usage (Usage)
-	CgroupWrite  = "write"  // change its CPU weight (Foreground, SetBackground)
+	CgroupWrite  = "write"  // change a session sandbox's CPU weight (SetBackground)
 	CgroupRemove = "remove" // delete it (Close)
 )
 

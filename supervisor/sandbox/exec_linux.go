@@ -359,7 +359,6 @@ func (ss *session) fileTurn(ctx context.Context) (func(), error) {
 	}
 }
 
-// close refuses new execs and closes the descriptor channel.
 // isClosed reports whether close has begun.
 func (ss *session) isClosed() bool {
 	ss.mu.Lock()
@@ -367,6 +366,7 @@ func (ss *session) isClosed() bool {
 	return ss.closed
 }
 
+// close refuses new execs and closes the descriptor channel.
 func (ss *session) close() {
 	ss.mu.Lock()
 	ss.closed = true

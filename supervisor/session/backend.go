@@ -142,13 +142,16 @@ func (b SandboxBackend) Start(ctx context.Context, spec sandbox.Spec) (Box, erro
 		}
 		return nil, err
 	}
-	b.Metrics.SandboxStarted(metrics.PathSession, time.Since(t), sb.StartPhases(), nil)
 	// No exec runs yet: the sandbox waits at the background CPU weight.
 	if err := sb.SetBackground(true); err != nil {
 		b.Metrics.CgroupFailed(err)
-		_ = sb.Close()
+		b.Metrics.SandboxStarted(metrics.PathSession, time.Since(t), nil, err)
+		if cerr := sb.Close(); cerr != nil {
+			b.Metrics.SandboxClosed(cerr)
+		}
 		return nil, err
 	}
+	b.Metrics.SandboxStarted(metrics.PathSession, time.Since(t), sb.StartPhases(), nil)
 	return &sandboxBox{Sandbox: sb, metrics: b.Metrics, execs: map[string]*sandbox.Exec{}}, nil
 }
 

@@ -108,11 +108,11 @@ type EndedError struct {
 	At       time.Time // when it ended
 	Reason   EndReason
 	Message  string    // why, as its last event says
-	LogUntil time.Time // its event log stays readable until then
+	LogUntil time.Time // its event log is kept until then at the latest
 }
 
 func (e *EndedError) Error() string {
-	return fmt.Sprintf("sandbox %q ended at %s (%s: %s); its event log stays readable until %s",
+	return fmt.Sprintf("sandbox %q ended at %s (%s: %s); its event log is kept until %s at the latest",
 		e.ID, e.At.UTC().Format(time.RFC3339), e.Reason, e.Message, e.LogUntil.UTC().Format(time.RFC3339))
 }
 

@@ -343,6 +343,24 @@ func TestWarmPoolDropsSandboxesWhoseWorkerDied(t *testing.T) {
 	if fs == 0 {
 		t.Fatal("no fork server among this process's children")
 	}
+	// Its workers, which die with it and are reparented to the host's
+	// init: the test ends once they are reaped, so that a later test's
+	// check for leftovers does not find them as zombies.
+	workers, _ := os.ReadFile("/proc/" + strconv.Itoa(fs) + "/task/" + strconv.Itoa(fs) + "/children")
+	defer func() {
+		for _, w := range strings.Fields(string(workers)) {
+			for deadline := time.Now().Add(testbin.Scaled(30 * time.Second)); ; {
+				if _, err := os.Stat("/proc/" + w); err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("worker %s of the killed fork server still exists after 30 s", w)
+					break
+				}
+				time.Sleep(5 * time.Millisecond) // polling interval
+			}
+		}
+	}()
 	if err := syscall.Kill(fs, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -201,8 +201,8 @@ func TestSessionSandboxIdlesAtBackgroundCPUWeight(t *testing.T) {
 	if w := only(); w != low {
 		t.Errorf("new session sandbox: CPU weight %s, want %s (no exec runs)", w, low)
 	}
-	// The first exec waits for a file that a second exec creates, then
-	// leaves a daemon: the weight is the default while either runs.
+	// The first exec waits for a file that a third exec creates, then
+	// leaves a daemon: the weight is the default while any runs.
 	ctx, cancel := context.WithCancel(callCtx(t))
 	defer cancel()
 	st, err := si.sessions["alice"].Exec(ctx, &execfarmv1.ExecRequest{SandboxId: id,
@@ -221,10 +221,11 @@ func TestSessionSandboxIdlesAtBackgroundCPUWeight(t *testing.T) {
 	if w := only(); w != normal {
 		t.Errorf("while an exec runs: CPU weight %s, want %s", w, normal)
 	}
-	si.mustExec(t, "alice", id, "touch go")
+	si.mustExec(t, "alice", id, "true") // the first still waits: no file go yet
 	if w := only(); w != normal {
-		t.Errorf("after the second exec, while the first still runs: CPU weight %s, want %s", w, normal)
+		t.Errorf("after a second exec, while the first still runs: CPU weight %s, want %s", w, normal)
 	}
+	si.mustExec(t, "alice", id, "touch go")
 	for {
 		c, err := st.Recv()
 		if err != nil {
