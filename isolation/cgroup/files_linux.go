@@ -106,13 +106,13 @@ func readProcsTree(dir string) ([]int, error) {
 // file-table hostile test measured over 2 s on a host; under the cgroup
 // v2 VM's emulated CPU, seven processes of 5000 files each took over
 // 10 s, and a shorter bound, Kill's 5 s, left their cgroup behind for
-// good). The
-// retries back off from 10 ms to 250 ms; whoever removes waits, holding
-// what the sandbox holds (its uid range, its slot), which is what must
-// happen until its processes are gone. Past the bound the removal fails,
-// is logged and counted, and the next start's Cleanup removes the rest.
-// Cleanup itself waits at most cleanupTimeout for all the leftovers it
-// finds: a start must stay within its startup probe's 2 minutes.
+// good). The retries back off from 10 ms to 250 ms; whoever removes
+// waits, holding what the sandbox holds (its uid range, its slot), which
+// is what must happen until its processes are gone. Past the bound the
+// removal fails, is logged and counted, and the next start's Cleanup
+// removes the rest. Cleanup itself waits at most cleanupTimeout for all
+// the leftovers it finds: a start must stay within its startup probe's
+// 2 minutes.
 const (
 	removeTimeout  = 5 * time.Minute
 	cleanupTimeout = 30 * time.Second

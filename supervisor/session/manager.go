@@ -338,13 +338,11 @@ func (m *Manager) Get(owner principal.Principal, id string) (*Sandbox, error) {
 // endedLocked is Get's error for id, not live: an *EndedError for
 // owner's sandbox that ended within the retention, notFound's otherwise.
 func (m *Manager) endedLocked(owner principal.Principal, id string) error {
-	m.pruneEndedLocked()
-	i := slices.IndexFunc(m.ended, func(s *Sandbox) bool { return s.id == id && s.owner == owner.String() })
-	if i < 0 {
+	s := m.findEndedLocked(id)
+	if s == nil || s.owner != owner.String() {
 		return m.notFound(id)
 	}
 	// Set before endedSandbox put s in m.ended, under m.mu; never again.
-	s := m.ended[i]
 	return &EndedError{ID: id, At: s.endedAt, Reason: s.endReason, Message: s.endMsg, LogUntil: s.endedAt.Add(m.cfg.EndedRetention)}
 }
 
@@ -367,17 +365,24 @@ func (m *Manager) notFound(id string) error {
 func (m *Manager) logOf(owner principal.Principal, id string) (*Sandbox, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.pruneEndedLocked()
 	s, ok := m.live[id]
 	if !ok {
-		if i := slices.IndexFunc(m.ended, func(s *Sandbox) bool { return s.id == id }); i >= 0 {
-			s, ok = m.ended[i], true
-		}
+		s = m.findEndedLocked(id)
 	}
-	if !ok || s.owner != owner.String() {
+	if s == nil || s.owner != owner.String() {
 		return nil, m.notFound(id)
 	}
 	return s, nil
+}
+
+// findEndedLocked returns the ended sandbox id whose log is still kept
+// (after pruning past the retention), or nil. The caller holds m.mu.
+func (m *Manager) findEndedLocked(id string) *Sandbox {
+	m.pruneEndedLocked()
+	if i := slices.IndexFunc(m.ended, func(s *Sandbox) bool { return s.id == id }); i >= 0 {
+		return m.ended[i]
+	}
+	return nil
 }
 
 // List returns owner's live sandboxes that carry every label of labels,
