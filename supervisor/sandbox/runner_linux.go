@@ -47,8 +47,9 @@ type workerRunner struct {
 // workerGOMAXPROCS is in every worker's environment. The worker is glue
 // (the plugin's gRPC server, output pumps, file calls) that blocks in
 // system calls, not a computation, so one P serves it: a second costs
-// every sandbox start a thread, its page faults and the Go runtime's
-// reading of the cgroup files for its default (Go 1.25+). Measured with
+// every sandbox start a thread and its page faults, and a set GOMAXPROCS
+// also stops the runtime's periodic re-reading of the cgroup's CPU limit
+// (sysmon, Go 1.25+) for the sandbox's life. Measured with
 // BenchmarkSandboxStart on the 2-core dev VM, two runs each: 63 and 60 ms
 // of host CPU per sandbox against 67 and 70, one thread fewer (7).
 // Programs the worker starts do not inherit it (their environment is the
