@@ -2,17 +2,11 @@ package mcpbridge
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/execfarm/execfarm/supervisor/transport"
+	"github.com/execfarm/execfarm/test/testcert"
 )
 
 // TestListenHTTPNeedsTokensAndTLSOffLoopback: a non-loopback address is
@@ -89,31 +84,10 @@ func TestListenHTTPNeedsTokensAndTLSOffLoopback(t *testing.T) {
 // rename, as a secret volume swaps files), and returns the certificate.
 func selfSigned(t *testing.T, dir string, serial int64) *x509.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "execfarm mcp test"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replace(t, filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
-	replace(t, filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
+	c := testcert.Loopback(t, serial, "execfarm mcp test")
+	replace(t, filepath.Join(dir, "tls.key"), c.KeyPEM)
+	replace(t, filepath.Join(dir, "tls.crt"), c.CertPEM)
+	return c.Cert
 }
 
 // replace writes b to path through a temporary file and a rename: a

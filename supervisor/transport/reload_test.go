@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/test/testcert"
 )
 
 // rotationServer serves whoAmI over mutual TLS with the files in dir
@@ -92,20 +93,20 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // of the old CA.
 func TestCertificateRotation(t *testing.T) {
 	dir, cliDir := t.TempDir(), t.TempDir()
-	ca1 := newTestCA(t, "CA one")
+	ca1 := testcert.CA(t, "CA one")
 	hour, twoHours := time.Now().Add(time.Hour).Truncate(time.Second), time.Now().Add(2*time.Hour).Truncate(time.Second)
-	writeServer := func(ca *testCA, serial int64, notAfter time.Time) []byte {
-		crt, key := ca.leaf(t, serial, "server", x509.ExtKeyUsageServerAuth, []string{"execfarm.test"}, notAfter)
+	writeServer := func(ca *testcert.Issued, serial int64, notAfter time.Time) []byte {
+		crt, key := leafPEM(ca.Leaf(t, serial, "server", x509.ExtKeyUsageServerAuth, []string{"execfarm.test"}, notAfter))
 		writeFile(t, dir, "server.key", key)
 		writeFile(t, dir, "server.crt", crt)
-		writeFile(t, dir, "ca.crt", ca.pem())
+		writeFile(t, dir, "ca.crt", ca.CertPEM)
 		return crt
 	}
-	writeClient := func(ca *testCA, serial int64, cn string) {
-		crt, key := ca.leaf(t, serial, cn, x509.ExtKeyUsageClientAuth, nil, time.Now().Add(time.Hour))
+	writeClient := func(ca *testcert.Issued, serial int64, cn string) {
+		crt, key := leafPEM(ca.Leaf(t, serial, cn, x509.ExtKeyUsageClientAuth, nil, time.Now().Add(time.Hour)))
 		writeFile(t, cliDir, "client.key", key)
 		writeFile(t, cliDir, "client.crt", crt)
-		writeFile(t, cliDir, "ca.crt", ca.pem())
+		writeFile(t, cliDir, "ca.crt", ca.CertPEM)
 	}
 	writeServer(ca1, 10, hour)
 	writeClient(ca1, 20, "client-one")
@@ -153,7 +154,7 @@ func TestCertificateRotation(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(cliDir, f))
 		writeFile(t, oldCli, f, b)
 	}
-	ca2 := newTestCA(t, "CA two")
+	ca2 := testcert.CA(t, "CA two")
 	served, _ := pem.Decode(writeServer(ca2, 30, hour))
 	writeClient(ca2, 40, "client-three")
 	eventually(t, "the new CA's certificates", func() bool {
@@ -188,9 +189,9 @@ func TestReloadNeedsOneDirectory(t *testing.T) {
 // TLS config refuses TLS 1.1, and bad files are refused at start.
 func TestReloadingCertificate(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t, "CA")
+	ca := testcert.CA(t, "CA")
 	write := func(serial int64) (crt, key string) {
-		c, k := ca.leaf(t, serial, "server", x509.ExtKeyUsageServerAuth, []string{"execfarm.test"}, time.Now().Add(time.Hour))
+		c, k := leafPEM(ca.Leaf(t, serial, "server", x509.ExtKeyUsageServerAuth, []string{"execfarm.test"}, time.Now().Add(time.Hour)))
 		key = writeFile(t, dir, "tls.key", k)
 		return writeFile(t, dir, "tls.crt", c), key
 	}
@@ -235,7 +236,7 @@ func TestReloadingCertificate(t *testing.T) {
 
 	other := t.TempDir()
 	b, _ := os.ReadFile(key)
-	_, otherKey := ca.leaf(t, 12, "other", x509.ExtKeyUsageServerAuth, nil, time.Now().Add(time.Hour))
+	_, otherKey := leafPEM(ca.Leaf(t, 12, "other", x509.ExtKeyUsageServerAuth, nil, time.Now().Add(time.Hour)))
 	for name, files := range map[string][2]string{
 		"key in another directory": {crt, writeFile(t, other, "tls.key", b)},
 		"no key":                   {crt, ""},

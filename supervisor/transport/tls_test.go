@@ -2,13 +2,7 @@ package transport
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,53 +13,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/execfarm/execfarm/test/testcert"
 )
 
-// testCA is a certificate authority for tests.
-type testCA struct {
-	cert *x509.Certificate
-	der  []byte
-	key  *ecdsa.PrivateKey
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, der: der, key: key}
-}
-
-// pem returns the CA's certificate as PEM.
-func (ca *testCA) pem() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.der})
-}
-
-// leaf issues a certificate for cn (with dns names) valid until notAfter,
-// and returns it and its key as PEM.
-func (ca *testCA) leaf(t *testing.T, serial int64, cn string, usage x509.ExtKeyUsage, dns []string, notAfter time.Time) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-}
+// leafPEM returns a leaf's certificate and key as PEM.
+func leafPEM(l *testcert.Issued) (certPEM, keyPEM []byte) { return l.CertPEM, l.KeyPEM }
 
 // writeFile writes b to dir/name by a rename, as the kubelet and
 // cert-manager replace files: a reader sees the old or the new content.
@@ -92,11 +45,11 @@ func writeFile(t *testing.T, dir, name string, b []byte) string {
 // certificate (CN=client) into dir, as PEM files; it returns their paths.
 func pki(t *testing.T, dir string) (ca, srvCert, srvKey, cliCert, cliKey string) {
 	t.Helper()
-	c := newTestCA(t, "execfarm test CA")
+	c := testcert.CA(t, "execfarm test CA")
 	in := time.Now().Add(time.Hour)
-	sc, sk := c.leaf(t, 2, "server", x509.ExtKeyUsageServerAuth, []string{"execfarm.test"}, in)
-	cc, ck := c.leaf(t, 3, "client", x509.ExtKeyUsageClientAuth, nil, in)
-	return writeFile(t, dir, "ca.crt", c.pem()), writeFile(t, dir, "server.crt", sc), writeFile(t, dir, "server.key", sk),
+	sc, sk := leafPEM(c.Leaf(t, 2, "server", x509.ExtKeyUsageServerAuth, []string{"execfarm.test"}, in))
+	cc, ck := leafPEM(c.Leaf(t, 3, "client", x509.ExtKeyUsageClientAuth, nil, in))
+	return writeFile(t, dir, "ca.crt", c.CertPEM), writeFile(t, dir, "server.crt", sc), writeFile(t, dir, "server.key", sk),
 		writeFile(t, dir, "client.crt", cc), writeFile(t, dir, "client.key", ck)
 }
 
