@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/execfarm/execfarm/isolation"
+	"github.com/execfarm/execfarm/isolation/rootfs"
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
@@ -48,8 +49,9 @@ type Server struct {
 
 // New returns a Server ready to Register: cfg checked and completed with
 // its defaults, the host's fs.file-max raised when it could not hold the
-// files of every sandbox slot at the ceilings (host.ReserveFileTable), the
-// scheduler, registry and execution runner built, and, last, once nothing
+// files of every sandbox slot at the ceilings (host.ReserveFileTable) and
+// its kernel.pty.max when it could not hold their pseudo-terminals
+// (host.ReservePtys), the scheduler, registry and execution runner built, and, last, once nothing
 // can fail any more, its goroutines started (the registry's retention
 // sweeper, the warm pool's refill). Shutdown stops them. On error nothing
 // is left running.
@@ -126,6 +128,18 @@ func (c *Config) complete() error {
 		c.Logger.Info("raised fs.file-max: every sandbox's open files are bounded by its memory, and the host keeps its own budget",
 			"from", before.Max, "to", now, "host_budget", before.HostBudget, "slots", c.Sandbox.IDs.Slots(),
 			"files_per_sandbox", before.SandboxFiles(c.Ceilings.MemoryBytes, int64(c.Ceilings.Processes), int64(c.Ceilings.FileDescriptors)))
+	}
+	// Nor the host's pseudo-terminals: each sandbox's devpts holds at most
+	// rootfs.PtysPerSandbox, and kernel.pty.max is raised to hold them all
+	// beside the kernel's default share for the host's containers.
+	ptys, ptyMax, err := host.ReservePtys(c.Sandbox.IDs.Slots())
+	switch {
+	case errors.Is(err, isolation.ErrNotSupported):
+	case err != nil:
+		return fmt.Errorf("supervisor: %w", err)
+	case ptyMax > ptys.Max:
+		c.Logger.Info("raised kernel.pty.max: every sandbox's pseudo-terminals are bounded, and the host's containers keep the kernel's default share",
+			"from", ptys.Max, "to", ptyMax, "slots", c.Sandbox.IDs.Slots(), "ptys_per_sandbox", rootfs.PtysPerSandbox)
 	}
 	return nil
 }

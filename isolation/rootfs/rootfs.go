@@ -48,6 +48,15 @@ const MqueueDir = "/dev/mqueue"
 // message queue filesystem): a reused sandbox's reset empties them.
 var ScratchDirs = []string{WorkspaceDir, "/tmp", "/dev/shm", MqueueDir}
 
+// PtysPerSandbox is the most pseudo-terminals a sandbox may hold at once:
+// the `max` of its private devpts instance; one more openpty fails with
+// ENOSPC. Every devpts instance but the host's initial one draws from one
+// host-wide pool (kernel.pty.max less kernel.pty.reserve, 3072 by
+// default), which a sandbox with no bound emptied in a second for every
+// other sandbox and container (red-team pass); the supervisor makes room
+// in that pool for PtysPerSandbox per sandbox (supervisor/host.ReservePtys).
+const PtysPerSandbox = 16
+
 // GojaPath is where the goja runtime binary is visible inside the sandbox.
 const GojaPath = "/.execfarm/goja"
 

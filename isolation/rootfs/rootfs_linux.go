@@ -235,7 +235,8 @@ func setupProc(r string) error {
 }
 
 // setupDev makes a minimal /dev: null, zero, full, random and urandom
-// bound from the host, a private devpts instance, /dev/shm and the usual
+// bound from the host, a private devpts instance of at most
+// PtysPerSandbox pseudo-terminals, /dev/shm and the usual
 // symlinks. Device nodes cannot be created in a user namespace, so they
 // are bind mounts of the host's nodes.
 func setupDev(r string, shmBytes int64) error {
@@ -259,7 +260,8 @@ func setupDev(r string, shmBytes int64) error {
 	if err := os.MkdirAll(pts, 0o755); err != nil {
 		return fmt.Errorf("rootfs: %w", err)
 	}
-	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+	opts := "newinstance,ptmxmode=0666,mode=0620,max=" + strconv.Itoa(PtysPerSandbox)
+	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, opts); err != nil {
 		return &os.PathError{Op: "mount devpts", Path: pts, Err: err}
 	}
 	links := map[string]string{

@@ -137,15 +137,15 @@ func readFileTable(root string) (FileTable, error) {
 func readInt(root, rel string, i int) (int64, error) {
 	b, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {
-		return 0, fmt.Errorf("host: file table: %w", err)
+		return 0, fmt.Errorf("host: %w", err)
 	}
 	f := strings.Fields(string(b))
 	if len(f) <= i {
-		return 0, fmt.Errorf("host: file table: %s: %q has no field %d", rel, b, i)
+		return 0, fmt.Errorf("host: %s: %q has no field %d", rel, b, i)
 	}
 	n, err := strconv.ParseInt(f[i], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("host: file table: %s: %w", rel, err)
+		return 0, fmt.Errorf("host: %s: %w", rel, err)
 	}
 	return n, nil
 }
