@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/limits"
 )
 
 // limitFlags are the resource-limit flags of the commands that start
@@ -55,8 +56,8 @@ func (l *limitFlags) proto() (*sandboxv1.ResourceLimits, error) {
 	if l.cpus.set {
 		// 1 core = 1000m = 100 percent.
 		pct := l.cpus.q.MilliValue() / 10
-		if l.cpus.q.Sign() <= 0 || pct < 1 || pct > math.MaxInt32 {
-			return nil, fmt.Errorf("--cpus %s: want a positive number of cores, at least 0.01", l.cpus.q.String())
+		if l.cpus.q.Sign() <= 0 || pct < limits.MinCPUPercent || pct > math.MaxInt32 {
+			return nil, fmt.Errorf("--cpus %s: want a number of cores, at least %g", l.cpus.q.String(), float64(limits.MinCPUPercent)/100)
 		}
 		out.MaxCpuPercent = int32(pct)
 	}

@@ -61,6 +61,24 @@ func serveCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run the supervisor: serve the gRPC API and run executions in sandboxes",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// cobra parses any integer or duration; these count or last.
+			for _, bad := range []struct {
+				flag string
+				bad  bool
+				want string
+			}{
+				{"--warm-pool", cfg.WarmPool < 0, "0 or more"},
+				{"--max-concurrent", cfg.MaxConcurrent < 0, "0 (the number of CPUs) or more"},
+				{"--queue-size", cfg.QueueSize < 0, "0 or more"},
+				{"--default-timeout-ms", defaultTimeout < 0, "0 (30000) or more"},
+				{"--grace", grace < 0, "0 or more"},
+				{"--retention", retention <= 0, "more than 0"},
+			} {
+				if bad.bad {
+					v := cmd.Flags().Lookup(strings.TrimPrefix(bad.flag, "--")).Value.String()
+					return fmt.Errorf("%s %s: want %s", bad.flag, v, bad.want)
+				}
+			}
 			// The Go runtime's soft memory limit, unless GOMEMLIMIT sets
 			// one: freed output buffers go back to the kernel instead of
 			// waiting for the heap to double (supervisor.DefaultMemoryLimit).

@@ -88,12 +88,20 @@ func TestLimitFlags(t *testing.T) {
 		t.Fatalf("plain numbers: %v, %v", got, err)
 	}
 	for _, bad := range [][]string{
-		{"--memory", "lots"}, {"--memory", "-1Mi"}, {"--memory", "0"}, {"--cpus", "0"}, {"--cpus", "0.001"},
+		{"--memory", "lots"}, {"--memory", "-1Mi"}, {"--memory", "0"}, {"--cpus", "0"}, {"--cpus", "0.001"}, {"--cpus", "0.05"},
 		{"--pids", "-1"}, {"--timeout", "-1s"}, {"--timeout", "10us"}, {"--workspace", "10E"},
 	} {
 		if got, err := parse(bad...); err == nil {
 			t.Errorf("%v accepted: %v", bad, got)
 		}
+	}
+	// The server's minimum, said by the CLI (it once said 0.01, and the
+	// server then refused 0.01).
+	if _, err := parse("--cpus", "0.05"); err == nil || !strings.Contains(err.Error(), "at least 0.1") {
+		t.Errorf("--cpus 0.05: %v; want the minimum 0.1 named", err)
+	}
+	if got, err := parse("--cpus", "0.1"); err != nil || got.GetMaxCpuPercent() != 10 {
+		t.Errorf("--cpus 0.1: %v, %v; want 10 percent", got, err)
 	}
 }
 

@@ -41,6 +41,10 @@ const CPUTimeCheckInterval = 20 * time.Millisecond
 // exact.
 const MinCPUTimeMs = 100
 
+// MinCPUPercent is the smallest CPU bandwidth limit, in percent of one
+// core: the worker's own start-up runs under the sandbox's CPU quota.
+const MinCPUPercent = 10
+
 // Default returns the server defaults when no flag changes them.
 func Default() Set {
 	return Set{
@@ -132,8 +136,7 @@ func (l Set) checkMinimums() error {
 		min   int64
 	}{
 		{"limits.max_memory_bytes", l.MemoryBytes, 16 << 20},
-		// The worker's own start-up runs under the sandbox's CPU quota.
-		{"limits.max_cpu_percent", int64(l.CPUPercent), 10},
+		{"limits.max_cpu_percent", int64(l.CPUPercent), MinCPUPercent},
 		{"limits.max_file_descriptors", int64(l.FileDescriptors), 16},
 		{"limits.max_processes", int64(l.Processes), 8},
 		{"limits.workspace_bytes", l.WorkspaceBytes, 1 << 20},
