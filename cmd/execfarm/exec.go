@@ -34,9 +34,12 @@ With the shell runtime (the sandbox's default) a single COMMAND runs as
 /bin/sh -c COMMAND, and several words are quoted and joined into one
 command line; other runtimes get the words joined by spaces as their
 program. The working directory (default /workspace) and its files
-persist between execs. The exit status is the command's: its exit code,
-128+N when signal N ended it, 1 when the supervisor stopped it for
-another reason (timeout, cancel) or the call failed.`,
+persist between execs. The exit status is the command's exit code,
+128+N when signal N ended it, and otherwise run's: 124 timeout, 130
+cancelled, 137 stopped by a limit or output truncated (the command
+exited 0 but wrote more than the output limit).
+
+` + exitCodesHelp,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash != 1 {
@@ -170,12 +173,12 @@ func feedStdin(ctx context.Context, c execfarmv1.SessionServiceClient, id string
 
 // execExit is the exit status of an exec's result, as run's
 // (exitForResult): 0 on success, its exit code, 128+N for signal N, 124 for
-// a timeout, 130 for a cancel, 137 for a limit; a reason other than the
-// program's own exit is said on stderr.
+// a timeout, 130 for a cancel, 137 for a limit (output past its limit
+// included: the server's success is false then, whatever the exit code);
+// a reason other than the program's own exit is said on stderr.
 func execExit(res *sandboxv1.ExecuteResult) error {
 	o := res.GetOutcome()
-	success := res.GetState() == sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED && o.GetExitCode() == 0 && o.GetSignal() == 0
-	if success {
+	if res.GetSuccess() {
 		return nil
 	}
 	if o.GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && res.GetError() != "" {

@@ -36,8 +36,10 @@ const (
 	// this command interrupted by Ctrl-C or SIGTERM): 128 + SIGINT.
 	exitCancelled = 130
 	// exitLimit: a limit stopped the program: memory (OOM kill),
-	// processes, CPU time, output. 128 + SIGKILL, as docker reports an
-	// OOM kill.
+	// processes, CPU time, output; or the program exited 0 but its output
+	// passed max_output_bytes and was truncated (the server's success is
+	// false: DESIGN.md, "success true only for a normal end without a
+	// limit hit"). 128 + SIGKILL, as docker reports an OOM kill.
 	exitLimit = 137
 	// exitPipe: whoever read this command's output went away (| head).
 	exitPipe = 141
@@ -46,7 +48,7 @@ const (
 // exitCodesHelp is the table of exit statuses, for --help and README.
 const exitCodesHelp = `Exit status (run, exec, test, status --wait, and where it applies the others):
   0        success (the execution succeeded; every test passed)
-  1-255    run, status: the program's own exit code when it exited with one
+  1-255    run, exec, status: the program's own exit code when it exited with one
   1        test: a test failed; sandbox status: not ready; sandbox rm: one
            of them was not removed
   124      the execution timed out (wall clock)
@@ -56,7 +58,10 @@ const exitCodesHelp = `Exit status (run, exec, test, status --wait, and where it
            (invalid argument, not found, queue full, not authenticated...)
   127      no supervisor reachable, or it is shutting down (health)
   130      cancelled (cancel, Ctrl-C)
-  137      stopped by a limit: memory (OOM kill), processes, CPU time, output
+  137      stopped by a limit: memory (OOM kill), processes, CPU time, output;
+           or output truncated: the program exited 0 but a stream passed
+           max_output_bytes (--output-limit), its middle dropped and marked
+           on stderr (a nonzero exit code of the program's wins)
   128+N    killed by signal N
   141      the reader of this command's output went away`
 
@@ -81,7 +86,8 @@ func (f failure) Error() string { return f.err.Error() }
 func (f failure) Unwrap() error { return f.err }
 
 // exitForResult is the exit status of a finished execution: 0 when it
-// succeeded, else by why it ended.
+// succeeded, else by why it ended; a program that exited with a nonzero
+// code gets that code even when its output was also truncated.
 func exitForResult(success bool, state sandboxv1.ExecutionState, o *sandboxv1.ExecutionOutcome) int {
 	if success {
 		return 0
@@ -91,7 +97,9 @@ func exitForResult(success bool, state sandboxv1.ExecutionState, o *sandboxv1.Ex
 		if c := int(o.GetExitCode()); c > 0 && c <= 255 {
 			return c
 		}
-		return 1 // succeeded by its exit code, yet a limit was hit (output truncated)
+		if o.GetStdoutTruncated() || o.GetStderrTruncated() {
+			return exitLimit // exited 0, yet its output passed the limit
+		}
 	case sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT:
 		return exitTimeout
 	case sandboxv1.TerminationReason_TERMINATION_REASON_CANCELLED:

@@ -20,6 +20,10 @@ func TestExitForResult(t *testing.T) {
 	o := func(r sandboxv1.TerminationReason, code, sig int32) *sandboxv1.ExecutionOutcome {
 		return &sandboxv1.ExecutionOutcome{TerminationReason: r, ExitCode: code, Signal: sig}
 	}
+	truncated := func(code int32, stdout, stderr bool) *sandboxv1.ExecutionOutcome {
+		return &sandboxv1.ExecutionOutcome{TerminationReason: sandboxv1.TerminationReason_TERMINATION_REASON_EXITED,
+			ExitCode: code, StdoutTruncated: stdout, StderrTruncated: stderr}
+	}
 	tests := []struct {
 		success bool
 		outcome *sandboxv1.ExecutionOutcome
@@ -27,7 +31,15 @@ func TestExitForResult(t *testing.T) {
 	}{
 		{true, o(sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 0, 0), 0},
 		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 3, 0), 3},
-		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 0, 0), 1}, // output truncated
+		// Exited 0 past the output limit: a limit was hit (137), not the
+		// program's "1".
+		{false, truncated(0, true, false), exitLimit},
+		{false, truncated(0, false, true), exitLimit},
+		// The program's own failure wins over the truncation.
+		{false, truncated(3, true, true), 3},
+		// Exited 0, not a success, and no limit named: the server's
+		// answer is unexplained (execfarm's failure, not the program's).
+		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, 0, 0), exitFailed},
 		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT, -1, 9), exitTimeout},
 		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_CANCELLED, -1, 9), exitCancelled},
 		{false, o(sandboxv1.TerminationReason_TERMINATION_REASON_MEMORY, -1, 9), exitLimit},

@@ -107,8 +107,13 @@ func TestLimitFlags(t *testing.T) {
 
 func TestExecExit(t *testing.T) {
 	res := func(st sandboxv1.ExecutionState, r sandboxv1.TerminationReason, code, sig int32) *sandboxv1.ExecuteResult {
-		return &sandboxv1.ExecuteResult{State: st, Outcome: &sandboxv1.ExecutionOutcome{TerminationReason: r, ExitCode: code, Signal: sig}}
+		return &sandboxv1.ExecuteResult{State: st, Outcome: &sandboxv1.ExecutionOutcome{TerminationReason: r, ExitCode: code, Signal: sig},
+			Success: st == sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED && code == 0 && sig == 0}
 	}
+	// What the server answers for `seq 1 400000` past a 1 MiB limit:
+	// completed, exit code 0, success false.
+	truncated := &sandboxv1.ExecuteResult{State: sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED,
+		Outcome: &sandboxv1.ExecutionOutcome{TerminationReason: sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, StdoutTruncated: true}}
 	for _, tt := range []struct {
 		name string
 		res  *sandboxv1.ExecuteResult
@@ -119,6 +124,7 @@ func TestExecExit(t *testing.T) {
 		{"SIGSEGV", res(sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, sandboxv1.TerminationReason_TERMINATION_REASON_SIGNAL, -1, 11), 139},
 		{"timeout", res(sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT, sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT, -1, 9), exitTimeout},
 		{"OOM kill", res(sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, sandboxv1.TerminationReason_TERMINATION_REASON_MEMORY, -1, 9), exitLimit},
+		{"output truncated", truncated, exitLimit},
 	} {
 		err := execExit(tt.res)
 		var ee exitError
