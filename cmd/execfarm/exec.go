@@ -34,10 +34,11 @@ With the shell runtime (the sandbox's default) a single COMMAND runs as
 /bin/sh -c COMMAND, and several words are quoted and joined into one
 command line; other runtimes get the words joined by spaces as their
 program. The working directory (default /workspace) and its files
-persist between execs. The exit status is the command's exit code,
-128+N when signal N ended it, and otherwise run's: 124 timeout, 130
-cancelled, 137 stopped by a limit or output truncated (the command
-exited 0 but wrote more than the output limit).
+persist between execs. Bytes the output limit dropped from the middle of
+a stream are marked on stderr where they are missing. The exit status
+is the command's exit code, 128+N when signal N ended it, and otherwise
+run's: 124 timeout, 130 cancelled, 137 stopped by a limit or output
+truncated (the command exited 0 but wrote more than the output limit).
 
 ` + exitCodesHelp,
 		Args: cobra.MinimumNArgs(2),
@@ -109,6 +110,8 @@ func execStream(ctx context.Context, c execfarmv1.SessionServiceClient, req *exe
 		return err
 	}
 	stdinErr := make(chan error, 1)
+	out := &chunkWriter{name: "stdout", w: os.Stdout, note: os.Stderr}
+	errOut := &chunkWriter{name: "stderr", w: os.Stderr, note: os.Stderr}
 	for {
 		chunk, err := st.Recv()
 		if err != nil {
@@ -124,13 +127,17 @@ func execStream(ctx context.Context, c execfarmv1.SessionServiceClient, req *exe
 				go func() { stdinErr <- feedStdin(ctx, c, chunk.GetExecutionId()) }()
 			}
 		case *execfarmv1.ExecChunk_Stdout:
-			_, werr = os.Stdout.Write(x.Stdout)
+			werr = out.writeBytes(chunk.GetStreamOffset(), x.Stdout)
 		case *execfarmv1.ExecChunk_Stderr:
-			_, werr = os.Stderr.Write(x.Stderr)
+			werr = errOut.writeBytes(chunk.GetStreamOffset(), x.Stderr)
 		case *execfarmv1.ExecChunk_Result:
 			res := x.Result
+			out.finish(res.GetOutcome().GetStdoutBytes())
+			errOut.finish(res.GetOutcome().GetStderrBytes())
 			if verbose {
-				printOutcome(res.GetState(), res.GetOutcome())
+				printOutcome(os.Stderr, res.GetState(), res.GetOutcome())
+			} else {
+				printTruncation(os.Stderr, res.GetOutcome())
 			}
 			select {
 			case err := <-stdinErr:

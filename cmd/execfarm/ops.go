@@ -64,7 +64,7 @@ runs.
 					}
 					fmt.Fprintln(os.Stderr)
 				} else {
-					printOutcome(r.GetState(), r.GetOutcome())
+					printOutcome(os.Stderr, r.GetState(), r.GetOutcome())
 				}
 			}
 			if r == nil {

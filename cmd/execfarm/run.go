@@ -34,7 +34,11 @@ func runCmd(cf *clientFlags) *cobra.Command {
 		Short: "Run a program in a fresh sandbox and print its output",
 		Long: `Run a program in a fresh sandbox. Its stdout and stderr are printed as they
 arrive (with -o json or yaml: once it has ended, the result with both
-streams, how it ended and the limits it ran with). The limits take units:
+streams, how it ended and the limits it ran with). A stream past its
+output limit keeps head and tail: each kept byte is printed once, in
+order, a line on stderr marks where bytes are missing and how many, and
+the end says the stream was truncated (exit status 137 if the program
+exited 0). The limits take units:
 --memory 256Mi, --timeout 2s, --cpus 0.5. With no supervisor configured
 (flags or SANDBOX_* variables) and none at the default socket, run starts
 an embedded supervisor for the one execution; --async needs a running one.
@@ -225,12 +229,31 @@ func readSource(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
-// stream runs req with ExecuteStream and copies output as it arrives.
+// stream runs req with ExecuteStream and copies output as it arrives
+// (copyExecuteChunks) to this command's stdout and stderr.
 func stream(ctx context.Context, client sandboxv1.SandboxServiceClient, req *sandboxv1.ExecuteRequest, verbose bool) error {
 	st, err := client.ExecuteStream(ctx, req)
 	if err != nil {
 		return err
 	}
+	return copyExecuteChunks(st, os.Stdout, os.Stderr, verbose)
+}
+
+// executeChunks is the receiving side of an ExecuteStream call.
+type executeChunks interface {
+	Recv() (*sandboxv1.ExecuteChunk, error)
+}
+
+// copyExecuteChunks copies the raw output chunks of st to stdout and
+// stderr by their stream offsets (chunkWriter: bytes the server dropped
+// are marked on stderr, none written twice), then says on stderr what the
+// result calls for (printOutcome with verbose, else any truncation, and
+// the error of an end other than the program's exit) and returns
+// resultExit's error. A write to a closed stdout or stderr is
+// exitError{exitPipe}; a stream that ends without a result is a failure.
+func copyExecuteChunks(st executeChunks, stdout, stderr io.Writer, verbose bool) error {
+	out := &chunkWriter{name: "stdout", w: stdout, note: stderr}
+	errOut := &chunkWriter{name: "stderr", w: stderr, note: stderr}
 	for {
 		chunk, err := st.Recv()
 		if err != nil {
@@ -242,18 +265,23 @@ func stream(ctx context.Context, client sandboxv1.SandboxServiceClient, req *san
 		var werr error
 		switch c := chunk.GetChunk().(type) {
 		case *sandboxv1.ExecuteChunk_Output:
-			_, werr = os.Stdout.WriteString(c.Output)
+			werr = out.writeText(chunk.GetStreamOffset(), c.Output)
 		case *sandboxv1.ExecuteChunk_ErrorOutput:
-			_, werr = os.Stderr.WriteString(c.ErrorOutput)
+			werr = errOut.writeText(chunk.GetStreamOffset(), c.ErrorOutput)
 		case *sandboxv1.ExecuteChunk_Result:
 			res := c.Result
+			o := res.GetOutcome()
+			out.finish(o.GetStdoutBytes())
+			errOut.finish(o.GetStderrBytes())
 			if verbose {
-				printOutcome(res.GetState(), res.GetOutcome())
+				printOutcome(stderr, res.GetState(), o)
+			} else {
+				printTruncation(stderr, o)
 			}
-			if !res.GetSuccess() && res.GetOutcome().GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && res.GetError() != "" {
-				fmt.Fprintln(os.Stderr, "execfarm:", res.GetError())
+			if !res.GetSuccess() && o.GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && res.GetError() != "" {
+				fmt.Fprintln(stderr, "execfarm:", res.GetError())
 			}
-			return resultExit(res.GetSuccess(), res.GetState(), res.GetOutcome())
+			return resultExit(res.GetSuccess(), res.GetState(), o)
 		}
 		if errors.Is(werr, syscall.EPIPE) {
 			// Whoever reads our output has gone (| head): stop, and let
@@ -273,15 +301,19 @@ func resultExit(success bool, state sandboxv1.ExecutionState, o *sandboxv1.Execu
 	return exitError{code: exitForResult(success, state, o)}
 }
 
-func printOutcome(state sandboxv1.ExecutionState, o *sandboxv1.ExecutionOutcome) {
+// printOutcome writes to w how an execution ended (state, termination
+// reason, exit code, signal), its resource usage, its seed when it was
+// deterministic, and any truncation of its output (printTruncation).
+func printOutcome(w io.Writer, state sandboxv1.ExecutionState, o *sandboxv1.ExecutionOutcome) {
 	u := o.GetUsage()
-	fmt.Fprintf(os.Stderr, "execfarm: execution %s %s (reason %s, exit code %d, signal %d)\n",
+	fmt.Fprintf(w, "execfarm: execution %s %s (reason %s, exit code %d, signal %d)\n",
 		o.GetExecutionId(), state.Name(), o.GetTerminationReason().Name(), o.GetExitCode(), o.GetSignal())
-	fmt.Fprintf(os.Stderr, "execfarm: wall %s, cpu user %s system %s, peak memory %d bytes (%s), pids peak %d, oom kills %d, queued %d ms, sandbox %s\n",
+	fmt.Fprintf(w, "execfarm: wall %s, cpu user %s system %s, peak memory %d bytes (%s), pids peak %d, oom kills %d, queued %d ms, sandbox %s\n",
 		time.Duration(u.GetWallMs())*time.Millisecond, time.Duration(u.GetCpuUserUs())*time.Microsecond,
 		time.Duration(u.GetCpuSystemUs())*time.Microsecond, u.GetPeakMemoryBytes(), u.GetPeakMemorySource(),
 		u.GetPidsPeak(), u.GetOomKills(), o.GetQueueWaitMs(), o.GetSandboxId())
 	if o.GetDeterministic() {
-		fmt.Fprintf(os.Stderr, "execfarm: deterministic, seed %d\n", o.GetSeed())
+		fmt.Fprintf(w, "execfarm: deterministic, seed %d\n", o.GetSeed())
 	}
+	printTruncation(w, o)
 }

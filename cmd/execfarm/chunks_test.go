@@ -1,0 +1,168 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+)
+
+// chunk is one stream chunk of a test: data at stream offset off.
+type chunk struct {
+	off  int64
+	data string
+}
+
+// TestChunkWriter: the writer puts each byte of the stream out once and in
+// order whatever offsets the chunks carry, and marks every gap with its
+// size and offsets on note, and nothing else.
+func TestChunkWriter(t *testing.T) {
+	tests := []struct {
+		name    string
+		chunks  []chunk
+		total   int64 // the outcome's stream bytes, given to finish
+		want    string
+		markers []string // lines on note, in order
+	}{
+		{"contiguous", []chunk{{0, "abc"}, {3, "def"}}, 6, "abcdef", nil},
+		{"gap", []chunk{{0, "1\n2\n"}, {10, "6\n7\n"}}, 14, "1\n2\n6\n7\n",
+			[]string{"execfarm: stdout: 6 bytes dropped here (offsets 4 to 10; the output limit keeps head and tail)"}},
+		{"overlap", []chunk{{0, "abcd"}, {2, "cdef"}}, 6, "abcdef", nil},
+		{"repeat", []chunk{{0, "abcd"}, {1, "bc"}, {4, "e"}}, 5, "abcde", nil},
+		{"gap then overlap", []chunk{{0, "ab"}, {5, "fgh"}, {6, "ghij"}}, 10, "abfghij",
+			[]string{"execfarm: stdout: 3 bytes dropped here (offsets 2 to 5; the output limit keeps head and tail)"}},
+		{"gap at the end", []chunk{{0, "ab"}}, 7, "ab",
+			[]string{"execfarm: stdout: 5 bytes dropped here (offsets 2 to 7; the output limit keeps head and tail)"}},
+		{"first chunk past 0", []chunk{{4, "ef"}}, 6, "ef",
+			[]string{"execfarm: stdout: 4 bytes dropped here (offsets 0 to 4; the output limit keeps head and tail)"}},
+		// The server turned 2 invalid bytes into one U+FFFD (3 bytes): the
+		// next chunk starts at raw offset 4, 1 byte below what the text
+		// counts. That is neither a repeat nor a gap.
+		{"U+FFFD then contiguous", []chunk{{0, "a\uFFFDb"}, {4, "cd"}}, 6, "a\uFFFDbcd", nil},
+		// After U+FFFD a gap cannot be measured; a certain repeat (below
+		// the lower bound) is still cut.
+		{"U+FFFD then gap", []chunk{{0, "a\uFFFD"}, {9, "xy"}}, 11, "a\uFFFDxy", nil},
+		{"U+FFFD then repeat", []chunk{{0, "ab\uFFFD"}, {1, "b"}, {3, "cd"}}, 5, "ab\uFFFDcd", nil},
+		// Exact again after a chunk without U+FFFD.
+		{"U+FFFD, exact, gap", []chunk{{0, "\uFFFD"}, {2, "cd"}, {6, "gh"}}, 8, "\uFFFDcdgh",
+			[]string{"execfarm: stdout: 2 bytes dropped here (offsets 4 to 6; the output limit keeps head and tail)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, note strings.Builder
+			c := &chunkWriter{name: "stdout", w: &out, note: &note}
+			for _, ch := range tt.chunks {
+				if err := c.writeText(ch.off, ch.data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.finish(tt.total)
+			if out.String() != tt.want {
+				t.Errorf("wrote %q, want %q", out.String(), tt.want)
+			}
+			var lines []string
+			if note.Len() > 0 {
+				lines = strings.Split(strings.TrimSuffix(note.String(), "\n"), "\n")
+			}
+			if strings.Join(lines, "|") != strings.Join(tt.markers, "|") {
+				t.Errorf("note %q, want %q", lines, tt.markers)
+			}
+		})
+	}
+}
+
+// TestChunkWriterBytes: byte chunks (exec's) have exact lengths, U+FFFD
+// or not: a gap after one is marked.
+func TestChunkWriterBytes(t *testing.T) {
+	var out, note strings.Builder
+	c := &chunkWriter{name: "stderr", w: &out, note: &note}
+	for _, ch := range []chunk{{0, "\uFFFD"}, {3, "x"}, {7, "y"}} {
+		if err := c.writeBytes(ch.off, []byte(ch.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, wantNote := "\uFFFDxy", "execfarm: stderr: 3 bytes dropped here (offsets 4 to 7; the output limit keeps head and tail)\n"
+	if out.String() != want || note.String() != wantNote {
+		t.Errorf("wrote %q and noted %q, want %q and %q", out.String(), note.String(), want, wantNote)
+	}
+}
+
+// fakeChunks is an ExecuteStream that returns its chunks, then io.EOF.
+type fakeChunks []*sandboxv1.ExecuteChunk
+
+func (f *fakeChunks) Recv() (*sandboxv1.ExecuteChunk, error) {
+	if len(*f) == 0 {
+		return nil, io.EOF
+	}
+	c := (*f)[0]
+	*f = (*f)[1:]
+	return c, nil
+}
+
+// TestCopyExecuteChunksTruncated: run's copy of a stream whose stdout
+// passed its limit, with a gap and an overlap, writes each byte once in
+// order, marks the gap, says the stream was truncated even without
+// --verbose, and exits 137 (the program exited 0); the same stream
+// without truncation exits 0 and says nothing.
+func TestCopyExecuteChunksTruncated(t *testing.T) {
+	out := func(off int64, s string) *sandboxv1.ExecuteChunk {
+		return &sandboxv1.ExecuteChunk{Chunk: &sandboxv1.ExecuteChunk_Output{Output: s}, StreamOffset: off}
+	}
+	errOut := func(off int64, s string) *sandboxv1.ExecuteChunk {
+		return &sandboxv1.ExecuteChunk{Chunk: &sandboxv1.ExecuteChunk_ErrorOutput{ErrorOutput: s}, StreamOffset: off}
+	}
+	result := func(success, truncated bool, stdoutBytes int64) *sandboxv1.ExecuteChunk {
+		return &sandboxv1.ExecuteChunk{Chunk: &sandboxv1.ExecuteChunk_Result{Result: &sandboxv1.ExecuteResult{
+			Success: success,
+			State:   sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED,
+			Outcome: &sandboxv1.ExecutionOutcome{
+				TerminationReason: sandboxv1.TerminationReason_TERMINATION_REASON_EXITED,
+				StdoutTruncated:   truncated, StdoutBytes: stdoutBytes, StderrBytes: 2,
+				EffectiveLimits: &sandboxv1.ResourceLimits{MaxOutputBytes: 16},
+			},
+		}}}
+	}
+	t.Run("truncated", func(t *testing.T) {
+		st := fakeChunks{out(0, "1\n2\n3\n4\n"), errOut(0, "e\n"), out(32, "17\n18\n"), out(35, "18\n19\n20\n"), result(false, true, 44)}
+		var stdout, stderr strings.Builder
+		err := copyExecuteChunks(&st, &stdout, &stderr, false)
+		var ee exitError
+		if !errors.As(err, &ee) || ee.code != exitLimit {
+			t.Errorf("copyExecuteChunks = %v, want exit %d", err, exitLimit)
+		}
+		if want := "1\n2\n3\n4\n17\n18\n19\n20\n"; stdout.String() != want {
+			t.Errorf("stdout %q, want %q", stdout.String(), want)
+		}
+		wantErr := "e\n" +
+			"execfarm: stdout: 24 bytes dropped here (offsets 8 to 32; the output limit keeps head and tail)\n" +
+			"execfarm: stdout truncated: of the 44 bytes the program wrote, the middle was dropped (head and tail kept; max_output_bytes 16)\n"
+		if stderr.String() != wantErr {
+			t.Errorf("stderr %q, want %q", stderr.String(), wantErr)
+		}
+	})
+	t.Run("whole", func(t *testing.T) {
+		st := fakeChunks{out(0, "1\n"), errOut(0, "e\n"), result(true, false, 2)}
+		var stdout, stderr strings.Builder
+		if err := copyExecuteChunks(&st, &stdout, &stderr, false); err != nil || stdout.String() != "1\n" || stderr.String() != "e\n" {
+			t.Errorf("copyExecuteChunks = %v, stdout %q, stderr %q; want nil, %q, %q", err, stdout.String(), stderr.String(), "1\n", "e\n")
+		}
+	})
+	t.Run("verbose", func(t *testing.T) {
+		st := fakeChunks{out(0, "1\n"), result(false, true, 2)}
+		var stdout, stderr strings.Builder
+		_ = copyExecuteChunks(&st, &stdout, &stderr, true)
+		if strings.Count(stderr.String(), "stdout truncated") != 1 || !strings.Contains(stderr.String(), "reason exited") {
+			t.Errorf("--verbose stderr %q: want the outcome and one truncation line", stderr.String())
+		}
+	})
+	t.Run("no result", func(t *testing.T) {
+		st := fakeChunks{out(0, "1\n")}
+		var stdout, stderr strings.Builder
+		var f failure
+		if err := copyExecuteChunks(&st, &stdout, &stderr, false); !errors.As(err, &f) {
+			t.Errorf("copyExecuteChunks = %v, want a failure", err)
+		}
+	})
+}
