@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -368,6 +369,55 @@ func TestOutputBeyondOnePage(t *testing.T) {
 		strings.Trim(out, "o") != "" || strings.Trim(errOut, "e") != "" || field(m, "outputPartial") != false {
 		t.Errorf("run -o json: exit %d, stdout %d bytes, stderr %d bytes (want %d and %d), outputPartial %v",
 			r.code, len(out), len(errOut), outBytes, errBytes, field(m, "outputPartial"))
+	}
+}
+
+// TestTruncatedOutput: run of a program whose stdout passes
+// --output-limit (seq 1 3000, 13893 bytes, past 1 KiB) prints each kept
+// byte once and in order, marks on stderr every run of bytes it never
+// got, with its offsets, so that the marked gaps and the printed bytes
+// rebuild the program's output exactly; it says the stream was
+// truncated and exits 137 (the program exited 0). status of the same
+// execution says so too, with the same exit status.
+func TestTruncatedOutput(t *testing.T) {
+	requireServe(t)
+	var want strings.Builder
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	r := execfarm(t, "run", "--verbose", "--runtime", "shell", "--output-limit", "1Ki", "-e", "seq 1 3000")
+	if r.code != 137 || !strings.Contains(r.stderr, "stdout truncated: of the 13893 bytes") {
+		t.Fatalf("exit %d, stderr %q; want 137 and the truncation said", r.code, r.stderr)
+	}
+	marker := regexp.MustCompile(`execfarm: stdout: (\d+) bytes dropped here \(offsets (\d+) to (\d+);`)
+	var rebuilt strings.Builder
+	printed, at := r.stdout, int64(0)
+	for _, m := range marker.FindAllStringSubmatch(r.stderr, -1) {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		from, _ := strconv.ParseInt(m[2], 10, 64)
+		to, _ := strconv.ParseInt(m[3], 10, 64)
+		if n != to-from || from < at || from-at > int64(len(printed)) {
+			t.Fatalf("marker %q after offset %d (%d bytes printed)", m[0], at, len(r.stdout))
+		}
+		// The bytes printed before this gap, then the gap.
+		rebuilt.WriteString(printed[:from-at])
+		printed = printed[from-at:]
+		rebuilt.WriteString(want.String()[from:to])
+		at = to
+	}
+	rebuilt.WriteString(printed)
+	if at == 0 {
+		t.Errorf("no gap marked; stderr %q", r.stderr)
+	}
+	if rebuilt.String() != want.String() || !strings.HasPrefix(r.stdout, want.String()[:512]) || !strings.HasSuffix(r.stdout, "2999\n3000\n") {
+		t.Errorf("stdout %q with the marked gaps is not seq's output (stderr %q)", r.stdout, r.stderr)
+	}
+	id := regexp.MustCompile(`execution (\S+) completed`).FindStringSubmatch(r.stderr)
+	if id == nil {
+		t.Fatalf("no execution id in --verbose's %q", r.stderr)
+	}
+	if st := execfarm(t, "status", id[1]); st.code != 137 || !strings.Contains(st.stderr, "stdout truncated") {
+		t.Errorf("status %s: exit %d, stderr %q; want 137 and the truncation said", id[1], st.code, st.stderr)
 	}
 }
 

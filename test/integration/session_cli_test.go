@@ -46,11 +46,13 @@ func (si *sessionInstance) cli(t *testing.T, who string, args ...string) (stdout
 
 // TestSessionCLI drives session sandboxes through the CLI, as a user
 // would: create (the id on its own line), exec (its output, its exit
-// status), ls of sandboxes by label, status, events, rm; then status of
-// the removed sandbox says SandboxNotFound with exit status 1.
+// status, 137 with the dropped bytes marked past the output limit), ls of
+// sandboxes by label, status, events, rm; then status of the removed
+// sandbox says SandboxNotFound with exit status 1.
 func TestSessionCLI(t *testing.T) {
 	si := startSessionInstance(t, "sess-cli", 4)
-	out, errOut, code := si.cli(t, "alice", "sandbox", "create", "--ttl", "10m", "--label", "team=a", "--memory", "256Mi", "--timeout", "20s")
+	out, errOut, code := si.cli(t, "alice", "sandbox", "create", "--ttl", "10m", "--label", "team=a", "--memory", "256Mi", "--timeout", "20s",
+		"--output-limit", "1Ki")
 	if code != 0 || strings.Count(out, "\n") != 1 {
 		t.Fatalf("sandbox create: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -79,6 +81,12 @@ func TestSessionCLI(t *testing.T) {
 	}
 	if out, _, code = si.cli(t, "alice", "events", id, "--from", "3"); code != 0 || !strings.HasPrefix(out, "3\t") {
 		t.Fatalf("events --from 3: exit %d\n%s", code, out)
+	}
+	// Past the sandbox's output limit (13893 bytes, 1 KiB kept) exec exits
+	// as run does: 137, with the gap marked and the truncation said.
+	if out, errOut, code = si.cli(t, "alice", "exec", id, "--", "seq 1 3000"); code != 137 || !strings.HasPrefix(out, "1\n2\n3\n") ||
+		!strings.HasSuffix(out, "2999\n3000\n") || !strings.Contains(errOut, "bytes dropped here") || !strings.Contains(errOut, "stdout truncated") {
+		t.Fatalf("exec past the output limit: exit %d, stdout %d bytes, stderr %q", code, len(out), errOut)
 	}
 	if _, errOut, code = si.cli(t, "bob", "sandbox", "rm", id); code != 1 || !strings.Contains(errOut, "NOT_FOUND") {
 		t.Fatalf("bob's rm of alice's sandbox: exit %d, %q", code, errOut)
