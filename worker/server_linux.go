@@ -256,7 +256,7 @@ func (s *server) Run(req *workerv1.RunRequest, stream workerv1.Worker_RunServer)
 	if p == nil {
 		var err error
 		if p, err = s.start(req, startOpts{target: s.payloadTarget()}); err != nil {
-			return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: err.Error()}))
+			return stream.Send(exitEvent(startFailed(err)))
 		}
 	}
 	p.release(req.GetProgram(), req.GetStdin())
@@ -335,6 +335,17 @@ func (s *server) collect(p *process, send func(*workerv1.RunEvent) error, done <
 	}
 	p.closePipes()
 	return st, nil
+}
+
+// startFailed is the Exit of a process that could not be started: err's
+// message, and its errno when a system call failed (Exit.start_errno).
+func startFailed(err error) *workerv1.Exit {
+	e := &workerv1.Exit{ExitCode: -1, StartError: err.Error()}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		e.StartErrno = int32(errno)
+	}
+	return e
 }
 
 func exitEvent(e *workerv1.Exit) *workerv1.RunEvent {

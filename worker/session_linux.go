@@ -235,7 +235,7 @@ func (s *server) Exec(stream workerv1.Worker_ExecServer) error {
 	}
 	p, err := s.start(req, startOpts{stdinPipe: true, target: t})
 	if err != nil {
-		return stream.Send(exitEvent(&workerv1.Exit{ExitCode: -1, StartError: err.Error()}))
+		return stream.Send(exitEvent(startFailed(err)))
 	}
 	stdin := p.stdin
 	p.stdin = nil

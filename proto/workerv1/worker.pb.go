@@ -1716,7 +1716,13 @@ type Exit struct {
 	Usage *Rusage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
 	// The run was served by a kept process that stays, idle since its reply,
 	// for the next run: its pid in the sandbox's pid namespace; 0 otherwise.
-	KeptPid       int32 `protobuf:"varint,5,opt,name=kept_pid,json=keptPid,proto3" json:"kept_pid,omitempty"`
+	KeptPid int32 `protobuf:"varint,5,opt,name=kept_pid,json=keptPid,proto3" json:"kept_pid,omitempty"`
+	// With start_error: the errno the start failed with (fork, chdir to the
+	// directory, exec of the program), 0 when the failure was not a system
+	// call's. Lets the supervisor tell the caller's mistake (a missing or
+	// unreadable directory or program: ENOENT, ENOTDIR, EACCES, ...) and the
+	// sandbox's pids limit (EAGAIN) from execfarm's own failure.
+	StartErrno    int32 `protobuf:"varint,6,opt,name=start_errno,json=startErrno,proto3" json:"start_errno,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1782,6 +1788,13 @@ func (x *Exit) GetUsage() *Rusage {
 func (x *Exit) GetKeptPid() int32 {
 	if x != nil {
 		return x.KeptPid
+	}
+	return 0
+}
+
+func (x *Exit) GetStartErrno() int32 {
+	if x != nil {
+		return x.StartErrno
 	}
 	return 0
 }
@@ -2384,14 +2397,16 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\rsignals_ready\x18\t \x01(\bR\fsignalsReady\x12\x18\n" +
 	"\aconsole\x18\n" +
 	" \x01(\bR\aconsole\x12\x12\n" +
-	"\x04keep\x18\v \x01(\bR\x04keep\"\xa9\x01\n" +
+	"\x04keep\x18\v \x01(\bR\x04keep\"\xca\x01\n" +
 	"\x04Exit\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1f\n" +
 	"\vstart_error\x18\x03 \x01(\tR\n" +
 	"startError\x120\n" +
 	"\x05usage\x18\x04 \x01(\v2\x1a.execfarm.worker.v1.RusageR\x05usage\x12\x19\n" +
-	"\bkept_pid\x18\x05 \x01(\x05R\akeptPid\"\xec\x01\n" +
+	"\bkept_pid\x18\x05 \x01(\x05R\akeptPid\x12\x1f\n" +
+	"\vstart_errno\x18\x06 \x01(\x05R\n" +
+	"startErrno\"\xec\x01\n" +
 	"\bRunEvent\x12\x18\n" +
 	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x12.\n" +

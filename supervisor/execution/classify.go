@@ -47,7 +47,7 @@ func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.
 		return registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal, Error: msg}
 	}
 	if se := exit.GetStartError(); se != "" {
-		return registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal, Error: "start program: " + se}
+		return startFailed(se, syscall.Errno(exit.GetStartErrno()))
 	}
 	if sig := syscall.Signal(exit.GetSignal()); sig != 0 {
 		res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonSignal, Signal: int(sig), ExitCode: -1,
@@ -64,6 +64,27 @@ func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.
 	}
 	return registry.Result{State: registry.StateFailed, Reason: registry.ReasonExited, ExitCode: code,
 		Error: fmt.Sprintf("exited with code %d", code)}
+}
+
+// startFailed classifies a program that could not be started, by the
+// errno of the failed call (workerv1.Exit.start_errno): EAGAIN from fork
+// is the sandbox's process limit, full of what the caller's earlier execs
+// left running (ReasonPids); EACCES, ENOTDIR and ELOOP come from the
+// caller's working directory (a directory the sandbox user may not
+// enter, such as /proc/1/root), as a shell reports a command it cannot
+// run: exit code 126, ReasonExited. Anything else, ENOENT included (a
+// missing runtime binary; a missing working directory is refused before
+// the start), is execfarm's failure (ReasonInternal).
+func startFailed(msg string, errno syscall.Errno) registry.Result {
+	res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal, Error: "start program: " + msg}
+	switch errno {
+	case syscall.EAGAIN:
+		res.Reason = registry.ReasonPids
+		res.Error += " (the sandbox's process limit is reached)"
+	case syscall.EACCES, syscall.ENOTDIR, syscall.ELOOP:
+		res.Reason, res.ExitCode = registry.ReasonExited, 126
+	}
+	return res
 }
 
 func sigName(s syscall.Signal) string {

@@ -297,6 +297,17 @@ func TestSessionExecsShareTheSandbox(t *testing.T) {
 		sb.GetExpiresAtMs()-sb.GetCreatedAtMs() != 300_000 || sb.GetLabels()["case"] != "share" {
 		t.Fatalf("GetSandbox: %v, %v", sb, err)
 	}
+	// A workdir the sandbox user may not enter (the worker's root, through
+	// /proc) is the caller's mistake too, found only at the start: the
+	// exec fails as a shell's command that cannot run (126), not as
+	// execfarm's failure (it ended FAILED internal; red-team pass).
+	r, err := si.execRequest(t, "alice", &execfarmv1.ExecRequest{SandboxId: id, Code: "pwd", Workdir: "/proc/1/root"})
+	o := r.result.GetOutcome()
+	if err != nil || r.result.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_FAILED ||
+		o.GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED || o.GetExitCode() != 126 ||
+		!strings.Contains(r.result.GetError(), "permission denied") {
+		t.Errorf("exec in workdir /proc/1/root: %v, %v; want FAILED, exited 126, permission denied", r.result, err)
+	}
 }
 
 // TestSessionPrincipalsAreIsolated: two principals' sandboxes see neither
