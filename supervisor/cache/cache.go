@@ -66,10 +66,16 @@ type Cache struct {
 	dir        string
 	maxScripts int
 	maxBytes   int64
+	// holder is nil for a principal's cache; for a client's (Store.For
+	// with Owner.Client), the cache of the principal it is a client of,
+	// whose directory holds the client's and whose bounds count the
+	// scripts of both (see bound).
+	holder *Cache
 	// mu serialises Save and Clear in this process, so that one script is
-	// never written twice by two goroutines; readers need no lock since files
-	// appear whole.
-	mu sync.Mutex
+	// never written twice by two goroutines and one bound runs at a time
+	// over a holder's scripts; it is the holder's for a client's cache.
+	// Readers need no lock since files appear whole.
+	mu *sync.Mutex
 }
 
 // Open is OpenConfig with dir and the default bounds.
@@ -91,7 +97,7 @@ func OpenConfig(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open script cache: %w", err)
 	}
-	c := &Cache{dir: dir, maxScripts: cfg.MaxScripts, maxBytes: cfg.MaxBytes}
+	c := &Cache{dir: dir, maxScripts: cfg.MaxScripts, maxBytes: cfg.MaxBytes, mu: new(sync.Mutex)}
 	if c.maxScripts == 0 {
 		c.maxScripts = DefaultMaxScripts
 	}
@@ -165,50 +171,102 @@ func (c *Cache) Save(code string, now time.Time) (e Entry, created bool, err err
 
 // bound removes the oldest scripts (by the time their files were written) while
 // more than maxScripts are held or their files take more than maxBytes;
-// keep, the script just saved, is never removed.
+// keep, the script just saved in c, is never removed. The bounds count a
+// principal's scripts and its clients' (the client-* subdirectories of
+// its directory) together, so that its clients hold no more on disk than
+// it may alone, and a client's save may remove another client's oldest
+// script as it may the principal's. Client directories left empty are
+// removed.
 func (c *Cache) bound(keep string) error {
+	h := c
+	if c.holder != nil {
+		h = c.holder
+	}
+	keep = filepath.Join(c.dir, keep)
+	files, clients, err := h.scriptFiles()
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, f := range files {
+		total += f.size
+	}
+	// Oldest first: by the time the file was written (the name has only
+	// the second), then by name.
+	slices.SortFunc(files, func(a, b scriptFile) int {
+		if c := a.mod.Compare(b.mod); c != 0 {
+			return c
+		}
+		if c := strings.Compare(filepath.Base(a.path), filepath.Base(b.path)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	var errs []error
+	for i := 0; i < len(files) && (len(files)-i > h.maxScripts || total > h.maxBytes); i++ {
+		if files[i].path == keep {
+			continue
+		}
+		if err := os.Remove(files[i].path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		total -= files[i].size
+	}
+	for _, d := range clients {
+		if d != c.dir {
+			_ = os.Remove(d) // only when empty
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// scriptFile is a script's file as bound sees it.
+type scriptFile struct {
+	path string
+	size int64
+	mod  time.Time
+}
+
+// scriptFiles returns the scripts this uid wrote (trusted) in c's
+// directory and in its clients' subdirectories, and the paths of those
+// subdirectories. A client directory that cannot be read is skipped.
+func (c *Cache) scriptFiles() ([]scriptFile, []string, error) {
 	des, err := os.ReadDir(c.dir)
 	if err != nil {
-		return fmt.Errorf("read cache directory: %w", err)
+		return nil, nil, fmt.Errorf("read cache directory: %w", err)
 	}
-	type file struct {
-		name string
-		size int64
-		mod  time.Time
-	}
-	var files []file
-	var total int64
+	files := scriptsIn(c.dir, des)
+	var clients []string
 	for _, de := range des {
-		if _, _, ok := parseName(de.Name()); !ok {
+		if !de.IsDir() || !strings.HasPrefix(de.Name(), clientPrefix) {
+			continue // a symlink is no directory here
+		}
+		d := filepath.Join(c.dir, de.Name())
+		sub, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		files = append(files, scriptsIn(d, sub)...)
+		clients = append(clients, d)
+	}
+	return files, clients, nil
+}
+
+// scriptsIn returns the trusted scripts among des, the entries of dir.
+func scriptsIn(dir string, des []fs.DirEntry) []scriptFile {
+	var files []scriptFile
+	for _, de := range des {
+		if _, _, ok := parseName(de.Name()); !ok || !de.Type().IsRegular() {
 			continue
 		}
 		fi, err := de.Info()
 		if err != nil || trusted(fi) != nil {
 			continue
 		}
-		files = append(files, file{de.Name(), fi.Size(), fi.ModTime()})
-		total += fi.Size()
+		files = append(files, scriptFile{filepath.Join(dir, de.Name()), fi.Size(), fi.ModTime()})
 	}
-	// Oldest first: by the time the file was written (the name has only
-	// the second), then by name.
-	slices.SortFunc(files, func(a, b file) int {
-		if c := a.mod.Compare(b.mod); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	var errs []error
-	for i := 0; i < len(files) && (len(files)-i > c.maxScripts || total > c.maxBytes); i++ {
-		if files[i].name == keep {
-			continue
-		}
-		if err := os.Remove(filepath.Join(c.dir, files[i].name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-			continue
-		}
-		total -= files[i].size
-	}
-	return errors.Join(errs...)
+	return files
 }
 
 // writeNew writes content to a new file name in the cache directory. It
@@ -401,11 +459,14 @@ func (c *Cache) Clear() (int, error) {
 
 // names returns the names of the files in the directory that have the
 // cache's name form and were written by this uid (trusted), sorted (oldest
-// first). A missing directory is
-// recreated and holds no scripts.
+// first). A missing directory holds no scripts; a principal's is
+// recreated, a client's left for its next Save to make.
 func (c *Cache) names() ([]string, error) {
 	des, err := os.ReadDir(c.dir)
 	if errors.Is(err, fs.ErrNotExist) {
+		if c.holder != nil {
+			return nil, nil
+		}
 		return nil, c.ensureDir()
 	}
 	if err != nil {

@@ -27,16 +27,39 @@ var ErrTooManyPrincipals = errors.New("script cache: too many principals have sc
 // servers can share it: the unauthenticated caller of a unix socket.
 const LocalPrincipal = "local"
 
-// principalPrefix starts the name of a principal's subdirectory.
-const principalPrefix = "principal-"
+// principalPrefix starts the name of a principal's subdirectory;
+// clientPrefix that of a client's, inside its principal's directory.
+const (
+	principalPrefix = "principal-"
+	clientPrefix    = "client-"
+)
 
-// Store is a script cache per principal: a principal's scripts are listed,
-// found, run and cleared by that principal only (a cache shared by all of
-// them let one principal read another's code and descriptions, run it and
-// delete it). The local principal's cache is Config.Dir itself; any
-// other's is its subdirectory principal-<16 hex digits of the SHA-256 of
-// its key>, made 0700, with the same trust rules and bounds. A Store is
-// safe for concurrent use.
+// Owner names whose scripts a cache holds: a principal, or one client of
+// it. The zero value is the local principal.
+type Owner struct {
+	// Principal is the key of the principal the transport authenticated,
+	// without a client (principal.Principal.Unscoped().String()); "" or
+	// LocalPrincipal is the local one.
+	Principal string
+	// Client is the id of one client of Principal
+	// (principal.Principal.Client, 32 hex digits), whose scripts are its
+	// own; "" is Principal itself.
+	Client string
+}
+
+// Store is a script cache per principal and per client: an owner's
+// scripts are listed, found, run and cleared by that owner only (a cache
+// shared by all principals let one principal read another's code and
+// descriptions, run it and delete it; one shared by a principal's clients
+// let one MCP client do so to another, and to the principal). The local
+// principal's cache is Config.Dir itself; any other principal's is its
+// subdirectory principal-<16 hex digits of the SHA-256 of its key>, made
+// 0700; a client's is the subdirectory client-<16 hex digits of the
+// SHA-256 of its id> of its principal's, also 0700. All have the same
+// trust rules; the bounds (Config.MaxScripts, Config.MaxBytes) count a
+// principal's scripts and all its clients' together, so that clients,
+// which any caller may make up, add nothing to the directory's size nor
+// to the number of principals. A Store is safe for concurrent use.
 type Store struct {
 	cfg  Config
 	root *Cache
@@ -59,21 +82,50 @@ func OpenStore(cfg Config) (*Store, error) {
 // Dir returns the store's directory.
 func (s *Store) Dir() string { return s.root.Dir() }
 
-// For returns the cache of principal (a principal's key, as
-// principal.Principal.String gives it; "" or LocalPrincipal for the local
-// one), creating its directory: for a Save. Errors: ErrTooManyPrincipals
-// when the directory is missing and MaxPrincipals others have one;
+// For returns the cache of o, creating its directory (and its
+// principal's): for a Save. Errors: ErrTooManyPrincipals when the
+// principal's directory is missing and MaxPrincipals others have one;
 // OpenConfig's.
-func (s *Store) For(principal string) (*Cache, error) {
-	return s.open(principal, true)
+func (s *Store) For(o Owner) (*Cache, error) {
+	h, err := s.open(o.Principal, true)
+	if err != nil || o.Client == "" {
+		return h, err
+	}
+	c := h.client(o.Client)
+	if err := c.ensureDir(); err != nil {
+		return nil, fmt.Errorf("open script cache: %w", err)
+	}
+	return c, nil
 }
 
-// Lookup returns the cache of principal as For does, but nil (and no
-// error) when the principal has no directory: reading or clearing the
-// cache of a principal that never saved a script creates nothing, and
-// so takes none of the MaxPrincipals places.
-func (s *Store) Lookup(principal string) (*Cache, error) {
-	return s.open(principal, false)
+// Lookup returns the cache of o as For does, but nil (and no error) when
+// o has no directory: reading or clearing the cache of an owner that
+// never saved a script creates nothing, and so takes none of the
+// MaxPrincipals places. A client's cache never holds its principal's
+// scripts nor another client's.
+func (s *Store) Lookup(o Owner) (*Cache, error) {
+	h, err := s.open(o.Principal, false)
+	if err != nil || h == nil || o.Client == "" {
+		return h, err
+	}
+	c := h.client(o.Client)
+	if !exists(c.dir) {
+		return nil, nil
+	}
+	if err := checkDir(c.dir); err != nil {
+		return nil, fmt.Errorf("open script cache: %w", err)
+	}
+	return c, nil
+}
+
+// client returns the cache of h's client id, in h's directory, with h's
+// bounds and lock; its directory is not made.
+func (h *Cache) client(id string) *Cache {
+	sum := sha256.Sum256([]byte(id))
+	return &Cache{
+		dir:        filepath.Join(h.dir, clientPrefix+hex.EncodeToString(sum[:8])),
+		maxScripts: h.maxScripts, maxBytes: h.maxBytes, holder: h, mu: h.mu,
+	}
 }
 
 func (s *Store) open(principal string, create bool) (*Cache, error) {
@@ -119,11 +171,13 @@ func (s *Store) open(principal string, create bool) (*Cache, error) {
 	return c, nil
 }
 
-// Clear removes every script of principal's cache and returns how many;
-// a principal's emptied subdirectory goes too, freeing its place among
-// MaxPrincipals. A principal without a cache has none to clear.
-func (s *Store) Clear(principal string) (int, error) {
-	c, err := s.Lookup(principal)
+// Clear removes every script of o's cache and returns how many: a
+// principal's own, not its clients', and a client's own only. An emptied
+// subdirectory goes too: a client's, and a principal's once its clients'
+// are gone, freeing its place among MaxPrincipals. An owner without a
+// cache has none to clear.
+func (s *Store) Clear(o Owner) (int, error) {
+	c, err := s.Lookup(o)
 	if err != nil || c == nil {
 		return 0, err
 	}
@@ -133,7 +187,14 @@ func (s *Store) Clear(principal string) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_ = os.Remove(c.Dir()) // only when empty; its Cache stays, for a Save to come
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Only when empty; the Caches stay, and a Save to come makes their
+	// directories again.
+	_ = os.Remove(c.Dir())
+	if h := c.holder; h != nil && h != s.root {
+		_ = os.Remove(h.Dir())
+	}
 	return n, nil
 }
 
