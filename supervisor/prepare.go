@@ -44,7 +44,9 @@ func (s *Server) prepare(ctx context.Context, req *sandboxv1.ExecuteRequest, tes
 		return nil, err
 	}
 	in := execution.Input{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), Env: req.GetEnv(), Tests: tests, Limits: l,
-		Deterministic: req.GetDeterministic(), Seed: req.GetSeed(), Account: cacheOwner(ctx)}
+		Deterministic: req.GetDeterministic(), Seed: req.GetSeed()}
+	o := cacheOwner(ctx)
+	in.Account, in.Client = o.Principal, o.Client
 	if c, ok := req.GetSource().(*sandboxv1.ExecuteRequest_Cached); ok {
 		in.Cached = &c.Cached
 	}

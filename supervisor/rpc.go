@@ -11,6 +11,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
@@ -460,7 +461,11 @@ func streamLines(e *registry.Execution, stream sandboxv1.SandboxService_ExecuteS
 	return rpcError(errors.New("console subscription ended without a result"))
 }
 
-// cacheOwner is the key of the script cache of the call's principal: the
-// unscoped principal (the clients of one token or certificate share their
-// holder's scripts, as they share its quotas).
-func cacheOwner(ctx context.Context) string { return caller(ctx).Unscoped().String() }
+// cacheOwner names the script cache of the call's principal: a client's
+// own (its scripts, like its executions and sandboxes, are no one
+// else's: not its holder's nor its holder's other clients'), else the
+// principal's.
+func cacheOwner(ctx context.Context) cache.Owner {
+	p := caller(ctx)
+	return cache.Owner{Principal: p.Unscoped().String(), Client: p.Client}
+}

@@ -20,9 +20,10 @@ type Job struct {
 	Limits limits.Set
 	// Code is the source as submitted (for the preview and the cache).
 	Code string
-	// Account is Input.Account: among others, whose script cache the code came
-	// from or goes to.
-	Account string
+	// Account and Client are Input's: whose script cache
+	// (cache.Owner) the code came from or goes to, and Account among
+	// others whose transform share it used.
+	Account, Client string
 	// CachedName is the cache entry the code came from, "" for new code.
 	CachedName string
 	// Cacheable marks new TypeScript/JavaScript code, saved in the cache

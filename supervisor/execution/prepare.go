@@ -31,11 +31,16 @@ type Input struct {
 	Limits limits.Set
 	// Account is the unscoped principal's key
 	// (principal.Principal.Unscoped().String(): the clients of one holder
-	// share it) that the request is charged to: its script cache, where
-	// Cached names a script and a successful run's new code is saved, and
-	// its share of the transform helpers (transformer.WithOwner); "" is
-	// the local principal.
+	// share it) that the request is charged to: its share of the
+	// transform helpers (transformer.WithOwner); "" is the local
+	// principal.
 	Account string
+	// Client is the client of Account the request comes from
+	// (principal.Principal.Client; "" = Account itself). Account and
+	// Client name the script cache (cache.Owner) where Cached names a
+	// script and a successful run's new code is saved: a client's
+	// scripts are its own, as its executions and sandboxes are.
+	Client string
 	// Deterministic runs goja and node with a fixed clock and Math.random
 	// seeded with Seed (runtime/deterministic); other runtimes ignore it.
 	Deterministic bool
@@ -55,7 +60,7 @@ func (r *Runner) Prepare(ctx context.Context, in Input) (*Job, error) {
 	code, cachedName := in.Code, ""
 	if in.Cached != nil {
 		var err error
-		if code, cachedName, err = r.cached(in.Account, *in.Cached); err != nil {
+		if code, cachedName, err = r.cached(cache.Owner{Principal: in.Account, Client: in.Client}, *in.Cached); err != nil {
 			return nil, err
 		}
 	}
@@ -68,13 +73,14 @@ func (r *Runner) Prepare(ctx context.Context, in Input) (*Job, error) {
 	req.Rlimits = in.Limits.Rlimits()
 	deterministic := in.Deterministic && (in.Runtime == program.Goja || in.Runtime == program.Node)
 	return &Job{Runtime: in.Runtime, Request: req, Limits: in.Limits, Code: code, CachedName: cachedName,
-		Deterministic: deterministic, Seed: in.Seed, Account: in.Account,
+		Deterministic: deterministic, Seed: in.Seed, Account: in.Account, Client: in.Client,
 		Cacheable: !in.Tests && cachedName == "" && r.cfg.Cache != nil && (in.Runtime == program.Goja || in.Runtime == program.Node)}, nil
 }
 
 // cached returns the code of owner's cached script name and its full
-// name.
-func (r *Runner) cached(owner, name string) (code, fullName string, err error) {
+// name. Another owner's script is not found, with the error of a name no
+// one saved.
+func (r *Runner) cached(owner cache.Owner, name string) (code, fullName string, err error) {
 	if r.cfg.Cache == nil {
 		return "", "", &CachedError{Name: name, Err: errCacheDisabled}
 	}

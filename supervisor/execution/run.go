@@ -343,7 +343,7 @@ func (r *run) finish(res registry.Result) {
 			entry   cache.Entry
 			created bool
 		)
-		c, err := r.runner.cfg.Cache.For(r.j.Account)
+		c, err := r.runner.cfg.Cache.For(cache.Owner{Principal: r.j.Account, Client: r.j.Client})
 		if err == nil {
 			entry, created, err = c.Save(r.j.Code, time.Now())
 		}

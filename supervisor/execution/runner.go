@@ -42,8 +42,8 @@ type Config struct {
 	// Scheduler admits them.
 	Scheduler *scheduler.Scheduler
 	// Cache serves Input.Cached and receives successful new scripts of
-	// Jobs marked Cacheable, in the cache of the Job's Account; nil = no
-	// cache.
+	// Jobs marked Cacheable, in the cache of the Job's Account and
+	// Client; nil = no cache.
 	Cache *cache.Store
 	// Node configures the node runtime; nil = none (Prepare refuses node
 	// with program.ErrUnavailable).

@@ -102,7 +102,7 @@ func (m *Manager) Exec(ctx context.Context, owner principal.Principal, id string
 	if rt == "" {
 		rt = s.runtime
 	}
-	j, err := m.cfg.Runner.Prepare(ctx, execution.Input{Runtime: rt, Code: p.Code, Stdin: p.Stdin, Env: p.Env, Limits: l, Account: s.account})
+	j, err := m.cfg.Runner.Prepare(ctx, execution.Input{Runtime: rt, Code: p.Code, Stdin: p.Stdin, Env: p.Env, Limits: l, Account: s.account, Client: s.client})
 	if err != nil {
 		return nil, err
 	}

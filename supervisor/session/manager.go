@@ -224,7 +224,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 	}
 	now := m.cfg.Now()
 	s := &Sandbox{
-		m: m, id: m.cfg.IDs.New(), owner: owner, account: account, box: box,
+		m: m, id: m.cfg.IDs.New(), owner: owner, account: account, client: p.Owner.Client, box: box,
 		runtime: cmp.Or(p.Runtime, m.cfg.DefaultRuntime), limits: p.Limits, labels: cloneLabels(p.Labels), profile: p.Profile,
 		created: now, idle: p.IdleTimeout, lastActivity: now,
 		log:   eventlog.New[*Event](m.cfg.Events),
