@@ -49,10 +49,20 @@ func buildWorker(t *testing.T) string {
 // worker and returns its unix socket path; it is stopped at cleanup.
 func startSupervisor(t *testing.T) string {
 	t.Helper()
+	return startSupervisorWith(t, nil)
+}
+
+// startSupervisorWith is startSupervisor with cfg changed by configure
+// (nil = not changed) before the supervisor starts.
+func startSupervisorWith(t *testing.T, configure func(cfg *supervisor.Config)) string {
+	t.Helper()
 	var cfg supervisor.Config
 	cfg.Sandbox.WorkerBinary = buildWorker(t)
 	cfg.Version = "compat-test"
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Warn, Output: os.Stderr})
+	if configure != nil {
+		configure(&cfg)
+	}
 	tc, stop, err := supervisor.Embedded(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatalf("start embedded supervisor: %v", err)

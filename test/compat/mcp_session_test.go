@@ -27,6 +27,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/mcpbridge"
 	"github.com/execfarm/execfarm/test/testcert"
 )
@@ -429,12 +431,19 @@ func httpSessionOver(endpoint, token string, rt http.RoundTripper) (*mcp.ClientS
 
 // TestMCPOverHTTP: `execfarm mcp --http` with a token file refuses a
 // client without a token (or with a wrong one) and serves the same tools
-// to one with a token; each token is its own client; sessions past
-// --max-sessions and requests over the message bound are refused; a
-// non-loopback address without tokens does not start.
+// to one with a token; each token is its own client, with its own
+// sandboxes and cached scripts; sessions past --max-sessions and requests
+// over the message bound are refused; a non-loopback address without
+// tokens does not start.
 func TestMCPOverHTTP(t *testing.T) {
 	requireRoot(t)
-	socket := startSupervisor(t)
+	socket := startSupervisorWith(t, func(cfg *supervisor.Config) {
+		store, err := cache.OpenStore(cache.Config{Dir: filepath.Join(t.TempDir(), "scripts")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Cache = store
+	})
 	bin := buildExecfarm(t)
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
@@ -536,6 +545,51 @@ func TestMCPOverHTTP(t *testing.T) {
 		t.Errorf("a message over %d bytes: HTTP %d, want 413", mcpbridge.MaxMessageBytes, code)
 	}
 	mustTool(t, a, "delete_sandbox", map[string]any{"sandbox_claim_name": id}, nil)
+
+	// Nor are alice's cached scripts bob's: an ambiguous partial name does
+	// not list hers, and her script's name is not found, as a name no one
+	// saved. (The red-team report: bob listed alice's script names through
+	// "script-", then ran one and read the secret in its code.) After the
+	// count of sandboxes above: the runs' single-use sandboxes are
+	// destroyed after their results are published.
+	b, err = httpSession(endpoint, bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const secret = "// alice private\nconsole.log('alice secret','ALICE-KEY-42')"
+	var ran mcpbridge.Output
+	mustTool(t, a, "runSandbox", map[string]any{"code": secret}, &ran)
+	if ran.Cached == "" || ran.Output != "alice secret ALICE-KEY-42\n" {
+		t.Fatalf("alice's runSandbox = %+v; want her output and a cached name", ran)
+	}
+	mustTool(t, b, "runSandbox", map[string]any{"code": "// bob's\nconsole.log(1)"}, nil)
+	mustTool(t, b, "runSandbox", map[string]any{"code": "// bob's too\nconsole.log(2)"}, nil)
+	never := "script-2000-01-01T00-00-00-0123456789ab.ts"
+	unknown, _ := tool(t, b, "runSandbox", map[string]any{"cached": never}, nil)
+	if !strings.HasPrefix(unknown, "NOT_FOUND") {
+		t.Fatalf("bob's runSandbox of a name never saved: %q; want NOT_FOUND", unknown)
+	}
+	for _, name := range []string{ran.Cached, strings.TrimSuffix(ran.Cached, ".ts")[len("script-2000-01-01T00-00-00-"):]} {
+		if toolErr, _ := tool(t, b, "runSandbox", map[string]any{"cached": name}, nil); toolErr != strings.ReplaceAll(unknown, never, name) {
+			t.Errorf("bob's runSandbox of alice's %q: %q; want %q", name, toolErr, strings.ReplaceAll(unknown, never, name))
+		}
+	}
+	if toolErr, _ := tool(t, b, "runSandbox", map[string]any{"cached": "script-"}, nil); !strings.Contains(toolErr, "several") || strings.Contains(toolErr, ran.Cached) {
+		t.Errorf("bob's ambiguous runSandbox: %q; want his two names alone", toolErr)
+	}
+	// A second session of alice's token is the same client: her script
+	// is hers there too.
+	a2, err = httpSession(endpoint, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	var again mcpbridge.Output
+	mustTool(t, a2, "runSandbox", map[string]any{"cached": ran.Cached}, &again)
+	if again.Output != ran.Output {
+		t.Errorf("alice's second session runs her cached script: %+v", again)
+	}
 
 	// Off loopback, tokens and TLS are required.
 	out, err := exec.Command(bin, "mcp", "--http", "0.0.0.0:0").CombinedOutput()
