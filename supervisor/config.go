@@ -85,8 +85,8 @@ type Config struct {
 	Kube       *hostproxy.Kube
 	Prometheus *hostproxy.Prometheus
 	// Cache stores successful new TypeScript/JavaScript scripts and serves
-	// ExecuteRequest.cached, ListCache and ClearCache, each principal its
-	// own scripts (clients of one holder share them); nil disables it.
+	// ExecuteRequest.cached, ListCache and ClearCache, each principal and
+	// each client of one its own scripts; nil disables it.
 	Cache *cache.Store
 	// Layers are the isolation layers reported by HealthCheck.
 	Layers []*sandboxv1.IsolationLayer

@@ -42,8 +42,9 @@
 //
 // A Store keeps a Cache per principal (the local principal's is the
 // directory itself, the reference server's layout; another's a
-// subdirectory of its own), so that no principal lists, runs or clears
-// another's scripts.
+// subdirectory of its own) and per client of a principal (a subdirectory
+// of the principal's, within its bounds), so that no principal or client
+// lists, runs or clears another's scripts.
 //
 // Callers save only after a successful run: the package cannot tell, so the
 // rule "failed runs are never cached" is the caller's. A Cache is safe for
