@@ -146,7 +146,8 @@ func (e *SizeError) Error() string {
 // for one). TypeScript syntax errors come back as *transform.SyntaxError;
 // code past a helper's bounds as *transformer.LimitError; empty code as
 // transform.ErrEmptyCode (whitespace alone is code, which runs and does
-// nothing); a request over MaxRequestBytes as *SizeError.
+// nothing); a request over MaxRequestBytes as *SizeError; env for a goja
+// or node program (their process.env is always empty) as ErrBadEnv.
 func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
 	if in.Code == "" {
 		return nil, transform.ErrEmptyCode
@@ -154,6 +155,11 @@ func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
 	env, err := environ(in.Env)
 	if err != nil {
 		return nil, err
+	}
+	if len(in.Env) > 0 && (in.Runtime == Goja || in.Runtime == Node) {
+		// Their process.env is empty whatever the process's environment
+		// holds (SECURITY.md); a caller's variables would vanish unseen.
+		return nil, fmt.Errorf("%w: env reaches shell and python programs only; a %s program's process.env is empty", ErrBadEnv, in.Runtime)
 	}
 	req := &workerv1.RunRequest{Env: env, Dir: rootfs.WorkspaceDir, Stdin: in.Stdin}
 	if in.Tests && in.Runtime != Goja && in.Runtime != Node {

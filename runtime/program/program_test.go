@@ -103,3 +103,15 @@ func TestRequestOverWhatTheWorkerTakes(t *testing.T) {
 		t.Errorf("%d bytes of stdin: %v", MaxRequestBytes-1024, err)
 	}
 }
+
+// TestEnvOnlyWhereItArrives: a goja or node program's process.env is
+// empty, so env given for one is refused rather than dropped unseen
+// (red-team pass: run --env REGION=eu with goja ran with process.env {}).
+func TestEnvOnlyWhereItArrives(t *testing.T) {
+	for _, rt := range []string{Goja, Node} {
+		_, err := Build(context.Background(), Input{Runtime: rt, Code: "console.log(1)", Env: map[string]string{"REGION": "eu"}})
+		if !errors.Is(err, ErrBadEnv) || !strings.Contains(err.Error(), "process.env is empty") {
+			t.Errorf("%s with env: %v; want ErrBadEnv saying process.env is empty", rt, err)
+		}
+	}
+}
