@@ -51,10 +51,10 @@ type Server struct {
 // its defaults, the host's fs.file-max raised when it could not hold the
 // files of every sandbox slot at the ceilings (host.ReserveFileTable) and
 // its kernel.pty.max when it could not hold their pseudo-terminals
-// (host.ReservePtys), the scheduler, registry and execution runner built, and, last, once nothing
-// can fail any more, its goroutines started (the registry's retention
-// sweeper, the warm pool's refill). Shutdown stops them. On error nothing
-// is left running.
+// (host.ReservePtys), the scheduler, registry and execution runner built,
+// and, last, once nothing can fail any more, its goroutines started (the
+// registry's retention sweeper, the warm pool's refill). Shutdown stops
+// them. On error nothing is left running.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
