@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
@@ -149,5 +150,36 @@ func TestCachedScriptsBelongToTheirClient(t *testing.T) {
 	}
 	if got := list(alice); len(got) != 1 {
 		t.Errorf("alice lists %v after the others' clears; want her script", got)
+	}
+
+	// A client that asks for its holder's scripts (the MCP bridge's
+	// clients of one stdio process or tokenless session) saves to and runs
+	// from the holder's cache: what it saved outlives it, for the holder
+	// and the next such client; alice's own stay hers.
+	shared := func(ctx context.Context) context.Context {
+		return metadata.NewIncomingContext(ctx, metadata.Pairs(principal.SharedScriptsHeader, principal.SharedScripts))
+	}
+	j, err = s.prepare(shared(bob), &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: "console.log('kept for the next session')"}}, false)
+	if err != nil || j.Client != "" || j.Account != principal.Local().String() {
+		t.Fatalf("a sharing client's job: %+v, %v; want the holder's cache", j, err)
+	}
+	c, err = store.For(cache.Owner{Principal: j.Account, Client: j.Client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _, err := c.Save(j.Code, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for who, ctx := range map[string]context.Context{"the local principal": local, "another sharing client": shared(client(strings.Repeat("c", 40)))} {
+		if got := list(ctx); len(got) != 1 || got[0] != kept.Name {
+			t.Errorf("%s lists %v; want [%s]", who, got, kept.Name)
+		}
+	}
+	if got := list(alice); len(got) != 1 || got[0] != saved.Name {
+		t.Errorf("alice lists %v; want only her own [%s]", got, saved.Name)
+	}
+	if got := list(bob); len(got) != 0 {
+		t.Errorf("bob without the header lists %v; want nothing", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
+	"github.com/execfarm/execfarm/supervisor/principal"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/transport"
@@ -464,8 +465,13 @@ func streamLines(e *registry.Execution, stream sandboxv1.SandboxService_ExecuteS
 // cacheOwner names the script cache of the call's principal: a client's
 // own (its scripts, like its executions and sandboxes, are no one
 // else's: not its holder's nor its holder's other clients'), else the
-// principal's.
+// principal's; and the principal's too for a client that asks for its
+// holder's scripts (principal.SharedScriptsHeader: the MCP bridge's
+// clients of one stdio process or tokenless session, all the local user).
 func cacheOwner(ctx context.Context) cache.Owner {
 	p := caller(ctx)
+	if principal.SharedScriptsFromIncoming(ctx) {
+		return cache.Owner{Principal: p.Unscoped().String()}
+	}
 	return cache.Owner{Principal: p.Unscoped().String(), Client: p.Client}
 }

@@ -78,6 +78,7 @@ func (ss sessions) CreateSandbox(ctx context.Context, req *execfarmv1.CreateSand
 		return nil, rpcError(err)
 	}
 	p.Owner = caller(ctx)
+	p.ScriptsClient = cacheOwner(ctx).Client
 	sb, err := s.sessions.Create(ctx, p)
 	if err != nil {
 		return nil, rpcError(err)

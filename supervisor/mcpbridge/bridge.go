@@ -128,6 +128,12 @@ func (b *Bridge) scope(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if sc.Key != "" {
 			ctx = principal.WithClientKey(ctx, sc.Key)
+			if sc.Ephemeral {
+				// Its scripts outlive it: the holder's, shared by every
+				// ephemeral client (the same user), as cached scripts are
+				// reused across sessions.
+				ctx = principal.WithSharedScripts(ctx)
+			}
 		}
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && sc.Ephemeral && sc.Key != "" {
 			defer b.track(ss, sc.Key)()

@@ -224,6 +224,37 @@ func ClientKeyFromIncoming(ctx context.Context) (string, error) {
 	return "", ErrClientKey
 }
 
+// SharedScriptsHeader is the gRPC metadata key by which a client's call
+// asks that scripts it saves and runs by name be its holder's, shared by
+// every client of the holder that asks so, rather than its own: what the
+// MCP bridge asks for a client that lives as long as one stdio process or
+// one tokenless session, all of them the same user, whose scripts must
+// outlive the session (cached scripts are reused across sessions). It
+// narrows nothing and widens nothing the caller could not do without a
+// client key; its executions and sandboxes stay its own. The value is
+// SharedScripts.
+const (
+	SharedScriptsHeader = "execfarm-client-scripts"
+	SharedScripts       = "shared"
+)
+
+// WithSharedScripts returns ctx whose outgoing gRPC calls carry
+// SharedScriptsHeader.
+func WithSharedScripts(ctx context.Context) context.Context {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	md = md.Copy()
+	md.Set(SharedScriptsHeader, SharedScripts)
+	return metadata.NewOutgoingContext(ctx, md)
+}
+
+// SharedScriptsFromIncoming reports whether a call's incoming metadata
+// asks for its holder's scripts (SharedScriptsHeader is SharedScripts).
+func SharedScriptsFromIncoming(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	v := md.Get(SharedScriptsHeader)
+	return len(v) == 1 && v[0] == SharedScripts
+}
+
 // WithClientKey returns ctx whose outgoing gRPC calls carry key as their
 // client key (what a client such as the MCP bridge does).
 func WithClientKey(ctx context.Context, key string) context.Context {

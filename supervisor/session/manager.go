@@ -193,6 +193,11 @@ type CreateParams struct {
 	// Profile names the sandbox profile its defaults came from, for its
 	// status (package profile resolves it).
 	Profile string
+	// ScriptsClient is the client of Owner's holder whose script cache
+	// the sandbox's execs run cached scripts from and save new code to
+	// (cache.Owner.Client): Owner.Client, or "" for the holder's own
+	// (a client that asked to share its holder's scripts).
+	ScriptsClient string
 }
 
 // Create starts a sandbox for p.Owner and returns it once it is ready.
@@ -224,7 +229,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 	}
 	now := m.cfg.Now()
 	s := &Sandbox{
-		m: m, id: m.cfg.IDs.New(), owner: owner, account: account, client: p.Owner.Client, box: box,
+		m: m, id: m.cfg.IDs.New(), owner: owner, account: account, client: p.ScriptsClient, box: box,
 		runtime: cmp.Or(p.Runtime, m.cfg.DefaultRuntime), limits: p.Limits, labels: cloneLabels(p.Labels), profile: p.Profile,
 		created: now, idle: p.IdleTimeout, lastActivity: now,
 		log:   eventlog.New[*Event](m.cfg.Events),

@@ -30,7 +30,7 @@ type Sandbox struct {
 	id      string
 	owner   string // principal.Principal.String()
 	account string // the owner's principal.Principal.Unscoped().String(): its quota's key
-	client  string // the owner's principal.Principal.Client: with account, its script cache (cache.Owner)
+	client  string // CreateParams.ScriptsClient: with account, the execs' script cache (cache.Owner)
 	box     Box
 	runtime string
 	limits  limits.Set

@@ -706,3 +706,35 @@ func TestMCPOverHTTPSessionsWithoutTokens(t *testing.T) {
 		t.Errorf("b's sandboxes after a's session closed: %v", got)
 	}
 }
+
+// TestMCPStdioScriptsOutliveTheSession: a stdio client of `execfarm mcp`
+// (a process per agent session, each a client of its own for sandboxes
+// and executions) saves its new scripts as the local user's, so that the
+// next session runs them by name, as with ProDisco's own server; a
+// client's sandboxes stay its own.
+func TestMCPStdioScriptsOutliveTheSession(t *testing.T) {
+	requireRoot(t)
+	socket := startSupervisorWith(t, func(cfg *supervisor.Config) {
+		store, err := cache.OpenStore(cache.Config{Dir: filepath.Join(t.TempDir(), "scripts")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Cache = store
+	})
+	bin := buildExecfarm(t)
+	env := []string{"SANDBOX_SOCKET_PATH=" + socket}
+	first, _ := mcpSession(t, bin, env, make(chan string, 1))
+	ran := callTool(t, first, map[string]any{"code": "console.log('kept between sessions')"}, nil)
+	if ran.Cached == "" {
+		t.Fatalf("first session's runSandbox = %+v; want a cached name", ran)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := mcpSession(t, bin, env, make(chan string, 1))
+	defer second.Close()
+	again := callTool(t, second, map[string]any{"cached": ran.Cached}, nil)
+	if again.Output != "kept between sessions\n" {
+		t.Errorf("the next session runs the cached script %s: %+v", ran.Cached, again)
+	}
+}
