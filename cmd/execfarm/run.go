@@ -135,7 +135,7 @@ an embedded supervisor for the one execution; --async needs a running one.
 	f.StringVar(&rt, "runtime", "", "goja (TypeScript/JavaScript), node, shell, python (default: the server's)")
 	f.StringVarP(&code, "eval", "e", "", "run CODE instead of a file")
 	f.StringVar(&cached, "cached", "", "run the cached script NAME (exact, without .ts, or a unique part of it: cache list)")
-	f.StringArrayVar(&env, "env", nil, "set the program's environment variable K to V (K=V; repeatable)")
+	f.StringArrayVar(&env, "env", nil, "set the program's environment variable K to V (K=V; repeatable; shell and python: a goja or node program's process.env is empty)")
 	lim.register(f, "the execution")
 	det.register(f)
 	f.BoolVar(&async, "async", false, "submit and print the execution id (needs a running supervisor)")

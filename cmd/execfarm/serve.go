@@ -72,7 +72,7 @@ func serveCmd() *cobra.Command {
 				{"--queue-size", cfg.QueueSize < 0, "0 or more"},
 				{"--default-timeout-ms", defaultTimeout < 0, "0 (30000) or more"},
 				{"--grace", grace < 0, "0 or more"},
-				{"--retention", retention <= 0, "more than 0"},
+				{"--retention", retention < time.Millisecond, "1ms or more"},
 			} {
 				if bad.bad {
 					v := cmd.Flags().Lookup(strings.TrimPrefix(bad.flag, "--")).Value.String()

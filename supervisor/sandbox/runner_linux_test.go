@@ -8,7 +8,7 @@ import (
 )
 
 // TestWorkerRunsOnOneP checks that the worker starts with GOMAXPROCS=1
-// (workerEnv): a second P costs every sandbox start threads, page faults
+// (workerGOMAXPROCS): a second P costs every sandbox start threads, page faults
 // and CPU for work one P does.
 func TestWorkerRunsOnOneP(t *testing.T) {
 	sb := startSession(t)
