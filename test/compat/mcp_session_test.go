@@ -437,13 +437,7 @@ func httpSessionOver(endpoint, token string, rt http.RoundTripper) (*mcp.ClientS
 // tokens does not start.
 func TestMCPOverHTTP(t *testing.T) {
 	requireRoot(t)
-	socket := startSupervisorWith(t, func(cfg *supervisor.Config) {
-		store, err := cache.OpenStore(cache.Config{Dir: filepath.Join(t.TempDir(), "scripts")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Cache = store
-	})
+	socket := startSupervisorWithCache(t)
 	bin := buildExecfarm(t)
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
@@ -710,17 +704,11 @@ func TestMCPOverHTTPSessionsWithoutTokens(t *testing.T) {
 // TestMCPStdioScriptsOutliveTheSession: a stdio client of `execfarm mcp`
 // (a process per agent session, each a client of its own for sandboxes
 // and executions) saves its new scripts as the local user's, so that the
-// next session runs them by name, as with ProDisco's own server; a
-// client's sandboxes stay its own.
+// next session runs them by name, as with ProDisco's own server
+// (TestMCPClientsAreIsolated: its sandboxes stay its own).
 func TestMCPStdioScriptsOutliveTheSession(t *testing.T) {
 	requireRoot(t)
-	socket := startSupervisorWith(t, func(cfg *supervisor.Config) {
-		store, err := cache.OpenStore(cache.Config{Dir: filepath.Join(t.TempDir(), "scripts")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Cache = store
-	})
+	socket := startSupervisorWithCache(t)
 	bin := buildExecfarm(t)
 	env := []string{"SANDBOX_SOCKET_PATH=" + socket}
 	first, _ := mcpSession(t, bin, env, make(chan string, 1))
@@ -737,4 +725,17 @@ func TestMCPStdioScriptsOutliveTheSession(t *testing.T) {
 	if again.Output != "kept between sessions\n" {
 		t.Errorf("the next session runs the cached script %s: %+v", ran.Cached, again)
 	}
+}
+
+// startSupervisorWithCache is startSupervisor with a script cache in a
+// temporary directory.
+func startSupervisorWithCache(t *testing.T) string {
+	t.Helper()
+	return startSupervisorWith(t, func(cfg *supervisor.Config) {
+		store, err := cache.OpenStore(cache.Config{Dir: filepath.Join(t.TempDir(), "scripts")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Cache = store
+	})
 }
