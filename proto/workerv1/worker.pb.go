@@ -1719,9 +1719,9 @@ type Exit struct {
 	KeptPid int32 `protobuf:"varint,5,opt,name=kept_pid,json=keptPid,proto3" json:"kept_pid,omitempty"`
 	// With start_error: the errno the start failed with (fork, chdir to the
 	// directory, exec of the program), 0 when the failure was not a system
-	// call's. Lets the supervisor tell the caller's mistake (a missing or
-	// unreadable directory or program: ENOENT, ENOTDIR, EACCES, ...) and the
-	// sandbox's pids limit (EAGAIN) from execfarm's own failure.
+	// call's. Lets the supervisor tell the caller's mistake (a working
+	// directory it may not enter: EACCES, ENOTDIR, ELOOP) and the sandbox's
+	// pids limit (EAGAIN) from execfarm's own failure (ENOENT and the rest).
 	StartErrno    int32 `protobuf:"varint,6,opt,name=start_errno,json=startErrno,proto3" json:"start_errno,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
