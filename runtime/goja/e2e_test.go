@@ -63,6 +63,25 @@ fail("at line five");`,
 			errSub:   []string{"Uncaught TypeError: Cannot read property 'x'", "main.ts:1:"},
 			exitCode: ExitUncaught,
 		},
+		{
+			// A program is one script: exports are dropped, not a syntax
+			// error on a line of main.js.
+			name:   "exports dropped",
+			code:   "export function f(): number { return 1 }\nexport const x: number = 2;\nexport default f;\nconsole.log(f() + x);",
+			stdout: "3\n",
+		},
+		{
+			// An import is a require, refused like one, on the user's line.
+			name:     "import is a require",
+			code:     "const a = 1;\nimport * as k8s from \"@kubernetes/client-node\";\nconsole.log(typeof k8s);",
+			errSub:   []string{"Module '@kubernetes/client-node' not available in sandbox", "main.ts:2:"},
+			exitCode: ExitUncaught,
+		},
+		{
+			name:   "type-only import with top-level await",
+			code:   "import type { V1Pod } from \"@kubernetes/client-node\";\nconst p: V1Pod | null = await Promise.resolve(null);\nconsole.log(p);",
+			stdout: "null\n",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

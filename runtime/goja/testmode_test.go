@@ -282,6 +282,14 @@ test.run();`,
 			code:    1,
 		},
 		{
+			// uvu's own import form: the transform makes it a require.
+			name:       "uvu imported as an ES module",
+			typescript: true,
+			program:    "import { test } from \"uvu\";\nimport * as assert from \"uvu/assert\";\ntest(\"adds\", () => { assert.is(1 + 1, 2) });\ntest.run();",
+			results:    []testresult.Result{pass("adds")},
+			summary:    testresult.Summary{Total: 1, Passed: 1, Complete: true},
+		},
+		{
 			name:    "replacing Promise does not break the runner",
 			program: `test("a", async () => { await 1 }); globalThis.Promise = function () { throw new Error("no") };`,
 			results: []testresult.Result{pass("a")},

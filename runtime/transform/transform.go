@@ -1,6 +1,8 @@
 package transform
 
 import (
+	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/evanw/esbuild/pkg/api"
@@ -55,9 +57,13 @@ func transform(code string, loader api.Loader, sourceFile string) (string, error
 	return esbuild(code, loader, sourceFile)
 }
 
-// esbuild runs esbuild's Transform.
+// esbuild runs esbuild's Transform, as an ES module: that is the one
+// output format that keeps top-level await. goja runs the output as one
+// script inside an async function, where import and export statements are
+// syntax errors, so a program that has any is transformed again as an IIFE
+// (see module).
 func esbuild(code string, loader api.Loader, sourceFile string) (string, error) {
-	res := api.Transform(code, api.TransformOptions{
+	opts := api.TransformOptions{
 		Loader:         loader,
 		Format:         api.FormatESModule,
 		Target:         api.ES2022,
@@ -67,11 +73,74 @@ func esbuild(code string, loader api.Loader, sourceFile string) (string, error) 
 		Sourcefile:     sourceFile,
 		Charset:        api.CharsetUTF8,
 		LogLevel:       api.LogLevelSilent,
-	})
+	}
+	res := api.Transform(code, opts)
 	if len(res.Errors) > 0 {
 		return "", newSyntaxError(res.Errors)
 	}
-	return string(res.Code), nil
+	out := string(res.Code)
+	keyword := moduleStatement(out)
+	if keyword == "" {
+		return out, nil
+	}
+	return module(code, opts, keyword)
+}
+
+// module transforms a program with import or export statements (keyword
+// names the first) as an IIFE: esbuild drops the exports, which nothing
+// could import (a program is one script), and turns each import into a
+// require call, which the goja runtime answers (MODULE_NOT_FOUND for
+// every module but uvu's in test mode) like a require in the code. An
+// IIFE cannot hold top-level await, so a program with both is refused
+// with a *SyntaxError that says so, before a sandbox is spent.
+func module(code string, opts api.TransformOptions, keyword string) (string, error) {
+	opts.Format = api.FormatIIFE
+	res := api.Transform(code, opts)
+	if len(res.Errors) == 0 {
+		return string(res.Code), nil
+	}
+	e := newSyntaxError(res.Errors)
+	if strings.HasPrefix(e.Message, "Top-level await is currently not supported") {
+		e.Message = fmt.Sprintf("top-level await cannot be used in a program with %s statements: goja runs a program as one script (use require() instead of import, drop export, or run it with the node runtime)", keyword)
+	}
+	return "", e
+}
+
+// moduleStatement returns "import" or "export" when out, esbuild's ES
+// module output, has such a statement at its top level, and "" when it
+// has none. esbuild prints its output with top-level statements at column
+// 0, but a line of a multi-line string can also start with those words:
+// such candidates are parsed again inside a function, where a module
+// statement is a syntax error (on its own line, which starts with the
+// keyword) and a string is not.
+func moduleStatement(out string) string {
+	body, _ := splitSourceMapComment(out)
+	if !strings.HasPrefix(body, "import") && !strings.HasPrefix(body, "export") &&
+		!strings.Contains(body, "\nimport") && !strings.Contains(body, "\nexport") {
+		return ""
+	}
+	res := api.Transform("(async () => {\n"+body+"\n})();", api.TransformOptions{
+		Loader: api.LoaderJS, Target: api.ESNext, LogLevel: api.LogLevelSilent,
+	})
+	for _, m := range res.Errors {
+		if loc := m.Location; loc != nil {
+			for _, w := range []string{"import", "export"} {
+				if strings.HasPrefix(loc.LineText, w) {
+					return w
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// splitSourceMapComment cuts the inline source-map comment esbuild ends
+// its output with, whose base64 could hold any word.
+func splitSourceMapComment(out string) (body, comment string) {
+	if i := strings.LastIndex(out, "\n//# sourceMappingURL="); i >= 0 {
+		return out[:i+1], out[i+1:]
+	}
+	return out, ""
 }
 
 func newSyntaxError(msgs []api.Message) *SyntaxError {

@@ -170,6 +170,56 @@ func TestSyntaxErrors(t *testing.T) {
 	}
 }
 
+// TestModules: goja runs a program as one script, where import and export
+// statements are syntax errors; the transform drops exports and turns
+// imports into require calls, and refuses them beside top-level await,
+// which only an ES module can hold.
+func TestModules(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		code      string
+		want, not []string
+	}{
+		{name: "exports dropped", code: "export function f() { return 1 }\nexport const x = 2;\nconsole.log(f() + x)",
+			want: []string{"function f()", "const x = 2;"}, not: []string{"export"}},
+		{name: "import is a require", code: "import { a } from \"m\";\nconsole.log(a)",
+			want: []string{`require("m")`}, not: []string{"import {"}},
+		{name: "type-only import with top-level await stays a module", code: "import type { T } from \"m\";\nconst v: T = await Promise.resolve(1);\nconsole.log(v)",
+			want: []string{"await Promise.resolve(1)"}, not: []string{"import", "require"}},
+		{name: "a string line starting with export", code: "const s = `\nexport const q = 1`;\nawait null;\nconsole.log(s)",
+			want: []string{"\nexport const q = 1`", "await null"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := TypeScript(tt.code)
+			if err != nil {
+				t.Fatalf("TypeScript: %v", err)
+			}
+			// The inline source map's base64 could hold any word.
+			body := out[:strings.LastIndex(out, "//# sourceMappingURL=")]
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("output lacks %q:\n%s", w, body)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(body, n) {
+					t.Errorf("output still has %q:\n%s", n, body)
+				}
+			}
+			compileWrapped(t, out)
+		})
+	}
+
+	_, err := TypeScript("const a = 1;\nexport const x = await Promise.resolve(1);\nconsole.log(x)")
+	var se *SyntaxError
+	if !errors.As(err, &se) {
+		t.Fatalf("export beside top-level await: got %v, want *SyntaxError", err)
+	}
+	if !strings.Contains(se.Message, "top-level await cannot be used in a program with export statements") || se.Line != 2 {
+		t.Errorf("got %q at line %d, want the reason at line 2", se.Message, se.Line)
+	}
+}
+
 // TestEmptyCode: only empty code is refused; code of only whitespace is a
 // program that does nothing, as in ProDisco, and transforms.
 func TestEmptyCode(t *testing.T) {
