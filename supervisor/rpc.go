@@ -133,28 +133,38 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 	// Take the result before the output: once terminal, nothing more is
 	// written, so the output read next is complete.
 	res, terminal := e.Result()
-	out, outNext, _, outMore, err := e.ReadPage(registry.Stdout, req.GetOutputOffset(), MaxOutputBytesPerCall)
+	outPage, err := e.ReadPage(registry.Stdout, req.GetOutputOffset(), MaxOutputBytesPerCall)
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	errOut, errNext, _, _, err := e.ReadPage(registry.Stderr, req.GetErrorOutputOffset(), MaxOutputBytesPerCall)
+	errPage, err := e.ReadPage(registry.Stderr, req.GetErrorOutputOffset(), MaxOutputBytesPerCall)
 	if err != nil {
 		return nil, rpcError(err)
 	}
+	out, outGap := pageText(outPage)
+	errOut, errGap := pageText(errPage)
 	if err := transport.ReserveSend(ctx, int64(len(out)+len(errOut))); err != nil {
 		return nil, rpcError(err)
 	}
 	resp := &sandboxv1.GetExecutionResponse{
-		ExecutionId:       e.ID(),
-		State:             stateToProto(e.State()),
-		Output:            validUTF8(out),
-		ErrorOutput:       validUTF8(errOut),
-		OutputLength:      outNext,
-		ErrorOutputLength: errNext,
-		QueuePosition:     int32(s.runner.QueuePosition(e.ID())),
+		ExecutionId:             e.ID(),
+		State:                   stateToProto(e.State()),
+		Output:                  out,
+		ErrorOutput:             errOut,
+		OutputLength:            outPage.Next,
+		ErrorOutputLength:       errPage.Next,
+		QueuePosition:           int32(s.runner.QueuePosition(e.ID())),
+		OutputDroppedBytes:      outPage.Dropped,
+		ErrorOutputDroppedBytes: errPage.Dropped,
+	}
+	if outPage.Dropped > 0 {
+		resp.OutputGapIndex = int64(outGap)
+	}
+	if errPage.Dropped > 0 {
+		resp.ErrorOutputGapIndex = int64(errGap)
 	}
 	switch {
-	case terminal && !outMore:
+	case terminal && !outPage.More:
 		resp.State = stateToProto(res.State)
 		resp.Result = resultToProto(e.ID(), res)
 	case terminal:
@@ -405,18 +415,29 @@ func readHeads(ctx context.Context, e *registry.Execution, proDisco bool) (heads
 	if proDisco {
 		h.out, h.outMore = textHead(jsconsole.Join(e.Lines()), MaxOutputBytesPerCall)
 	} else {
-		out, _, _, more, err := e.ReadPage(registry.Stdout, 0, MaxOutputBytesPerCall)
+		p, err := e.ReadPage(registry.Stdout, 0, MaxOutputBytesPerCall)
 		if err != nil {
 			return heads{}, err
 		}
-		h.out, h.outMore = validUTF8(out), more
+		h.out, _ = pageText(p)
+		h.outMore = p.More
 	}
-	errOut, _, _, errMore, err := e.ReadPage(registry.Stderr, 0, MaxOutputBytesPerCall)
+	p, err := e.ReadPage(registry.Stderr, 0, MaxOutputBytesPerCall)
 	if err != nil {
 		return heads{}, err
 	}
-	h.errOut, h.errMore = validUTF8(errOut), errMore
+	h.errOut, _ = pageText(p)
+	h.errMore = p.More
 	return h, transport.ReserveSend(ctx, int64(len(h.out)+len(h.errOut)))
+}
+
+// pageText returns a page's kept bytes as valid UTF-8 (validUTF8), and
+// the index in it where the bytes dropped between the page's head and
+// tail lie: head and tail are made valid apart, so that no rune is made
+// of bytes from both sides of the gap.
+func pageText(p registry.Page) (string, int) {
+	head := validUTF8(p.Head)
+	return head + validUTF8(p.Tail), len(head)
 }
 
 // textHead returns s cut to at most n bytes on a rune boundary, and

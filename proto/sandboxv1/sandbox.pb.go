@@ -1315,8 +1315,19 @@ type GetExecutionResponse struct {
 	Result            *ExecuteResult         `protobuf:"bytes,7,opt,name=result,proto3,oneof" json:"result,omitempty"`                                             // Set when in terminal state
 	// execfarm extension: 1 = next to run, 0 = not queued.
 	QueuePosition int32 `protobuf:"varint,100,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// execfarm extensions: where this page of stdout (stderr) crosses the
+	// bytes an execution dropped from the middle of a stream past its
+	// output limit (its head and tail are kept). output_dropped_bytes > 0:
+	// that many bytes of the stream lie between output[:output_gap_index]
+	// and output[output_gap_index:] (the index is in bytes of output; 0 and
+	// len(output) when the page starts or ends among the dropped bytes).
+	// output_dropped_bytes 0: the page crosses no gap.
+	OutputDroppedBytes      int64 `protobuf:"varint,101,opt,name=output_dropped_bytes,json=outputDroppedBytes,proto3" json:"output_dropped_bytes,omitempty"`
+	OutputGapIndex          int64 `protobuf:"varint,102,opt,name=output_gap_index,json=outputGapIndex,proto3" json:"output_gap_index,omitempty"`
+	ErrorOutputDroppedBytes int64 `protobuf:"varint,103,opt,name=error_output_dropped_bytes,json=errorOutputDroppedBytes,proto3" json:"error_output_dropped_bytes,omitempty"`
+	ErrorOutputGapIndex     int64 `protobuf:"varint,104,opt,name=error_output_gap_index,json=errorOutputGapIndex,proto3" json:"error_output_gap_index,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *GetExecutionResponse) Reset() {
@@ -1401,6 +1412,34 @@ func (x *GetExecutionResponse) GetResult() *ExecuteResult {
 func (x *GetExecutionResponse) GetQueuePosition() int32 {
 	if x != nil {
 		return x.QueuePosition
+	}
+	return 0
+}
+
+func (x *GetExecutionResponse) GetOutputDroppedBytes() int64 {
+	if x != nil {
+		return x.OutputDroppedBytes
+	}
+	return 0
+}
+
+func (x *GetExecutionResponse) GetOutputGapIndex() int64 {
+	if x != nil {
+		return x.OutputGapIndex
+	}
+	return 0
+}
+
+func (x *GetExecutionResponse) GetErrorOutputDroppedBytes() int64 {
+	if x != nil {
+		return x.ErrorOutputDroppedBytes
+	}
+	return 0
+}
+
+func (x *GetExecutionResponse) GetErrorOutputGapIndex() int64 {
+	if x != nil {
+		return x.ErrorOutputGapIndex
 	}
 	return 0
 }
@@ -2633,7 +2672,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x12\n" +
 	"\x04wait\x18\x02 \x01(\bR\x04wait\x12#\n" +
 	"\routput_offset\x18\x03 \x01(\x03R\foutputOffset\x12.\n" +
-	"\x13error_output_offset\x18d \x01(\x03R\x11errorOutputOffset\"\xf7\x02\n" +
+	"\x13error_output_offset\x18d \x01(\x03R\x11errorOutputOffset\"\xc5\x04\n" +
 	"\x14GetExecutionResponse\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x129\n" +
 	"\x05state\x18\x02 \x01(\x0e2#.prodisco.sandbox.v1.ExecutionStateR\x05state\x12\x16\n" +
@@ -2642,7 +2681,11 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\routput_length\x18\x05 \x01(\x03R\foutputLength\x12.\n" +
 	"\x13error_output_length\x18\x06 \x01(\x03R\x11errorOutputLength\x12?\n" +
 	"\x06result\x18\a \x01(\v2\".prodisco.sandbox.v1.ExecuteResultH\x00R\x06result\x88\x01\x01\x12%\n" +
-	"\x0equeue_position\x18d \x01(\x05R\rqueuePositionB\t\n" +
+	"\x0equeue_position\x18d \x01(\x05R\rqueuePosition\x120\n" +
+	"\x14output_dropped_bytes\x18e \x01(\x03R\x12outputDroppedBytes\x12(\n" +
+	"\x10output_gap_index\x18f \x01(\x03R\x0eoutputGapIndex\x12;\n" +
+	"\x1aerror_output_dropped_bytes\x18g \x01(\x03R\x17errorOutputDroppedBytes\x123\n" +
+	"\x16error_output_gap_index\x18h \x01(\x03R\x13errorOutputGapIndexB\t\n" +
 	"\a_result\";\n" +
 	"\x16CancelExecutionRequest\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\"\x99\x01\n" +

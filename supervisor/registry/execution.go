@@ -234,18 +234,42 @@ func (e *Execution) Read(stream Stream, offset int64) (data []byte, next int64, 
 	return data, end, gap, nil
 }
 
+// Page is one page of a stream (ReadPage). A page of a truncated stream
+// may cross the bytes dropped from its middle: Head is then what was kept
+// before them and Tail what follows, Dropped how many bytes were dropped
+// in between (between the requested offset and Tail when the page starts
+// among them; between Head and the page's end when it ends among them).
+type Page struct {
+	// Head is the kept bytes from the requested offset on, up to the
+	// dropped bytes if the page crosses them; all of the page otherwise.
+	Head []byte
+	// Tail is the kept bytes after the dropped ones; empty when Dropped is 0.
+	Tail []byte
+	// Dropped is the number of bytes of the page's range that were
+	// dropped, between Head and Tail; 0 when the page crosses no gap.
+	Dropped int64
+	// Next is the offset of the next page.
+	Next int64
+	// More reports that kept or unwritten bytes lie beyond Next: bytes
+	// already written, or, while the execution runs, bytes still to come.
+	More bool
+}
+
+// Data returns Head and Tail joined: the kept bytes of the page, the
+// dropped ones left out.
+func (p Page) Data() []byte { return append(p.Head[:len(p.Head):len(p.Head)], p.Tail...) }
+
 // ReadPage is Read cut to a page: at most maxBytes of kept bytes from
-// offset on (maxBytes > 0), ending on a UTF-8 boundary, with next the
-// offset of the next page. more reports that kept or unwritten bytes lie
-// beyond next: bytes already written, or, while the execution runs, bytes
-// still to come. A caller holds at most maxBytes of the stream however
-// much it keeps. Errors as Read.
-func (e *Execution) ReadPage(stream Stream, offset, maxBytes int64) (data []byte, next int64, gap, more bool, err error) {
+// offset on (maxBytes > 0), ending on a UTF-8 boundary, with Next the
+// offset of the next page, and the dropped bytes it crosses marked (see
+// Page). A caller holds at most maxBytes of the stream however much it
+// keeps. Errors as Read.
+func (e *Execution) ReadPage(stream Stream, offset, maxBytes int64) (Page, error) {
 	if !stream.valid() {
-		return nil, 0, false, false, fmt.Errorf("read %s of execution %s: %w", stream, e.id, ErrInvalidStream)
+		return Page{}, fmt.Errorf("read %s of execution %s: %w", stream, e.id, ErrInvalidStream)
 	}
 	if offset < 0 {
-		return nil, 0, false, false, fmt.Errorf("read %s of execution %s at %d: %w", stream, e.id, offset, ErrInvalidOffset)
+		return Page{}, fmt.Errorf("read %s of execution %s at %d: %w", stream, e.id, offset, ErrInvalidOffset)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -253,10 +277,22 @@ func (e *Execution) ReadPage(stream Stream, offset, maxBytes int64) (data []byte
 	to := b.pageEnd(offset, max(maxBytes, 4))
 	terminal := e.state.Terminal()
 	spans, end, gap := b.read(offset, to, terminal && to >= b.written)
+	p := Page{Next: end, More: !terminal || end < b.written}
+	pos := offset // where the bytes kept so far end
 	for _, sp := range spans {
-		data = append(data, sp.data...)
+		if sp.gap {
+			p.Dropped = sp.off - pos
+			p.Tail = sp.data
+			continue
+		}
+		p.Head = sp.data
+		pos = sp.off + int64(len(sp.data))
 	}
-	return data, end, gap, !terminal || end < b.written, nil
+	if gap && p.Tail == nil {
+		// The page ends among the dropped bytes.
+		p.Dropped = end - pos
+	}
+	return p, nil
 }
 
 // OutputStats describes one stream's buffer.

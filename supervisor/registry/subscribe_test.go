@@ -333,19 +333,23 @@ func TestReadPage(t *testing.T) {
 	r := New(Config{})
 	e := r.Create(Meta{MaxOutputBytes: 1000})
 	e.Write(Stdout, []byte(strings.Repeat("h", 600)+strings.Repeat("m", 5000)+strings.Repeat("t", 600)))
-	if _, _, _, more, _ := e.ReadPage(Stdout, 6200, 128); !more {
+	if p, _ := e.ReadPage(Stdout, 6200, 128); !p.More {
 		t.Fatal("a running execution's page at the end says no more may come")
 	}
 	e.Finish(completed())
 	var paged []byte
-	var off int64
+	var off, dropped int64
 	for pages := 0; ; pages++ {
-		d, next, _, more, err := e.ReadPage(Stdout, off, 128)
+		p, err := e.ReadPage(Stdout, off, 128)
+		d, next, more := p.Data(), p.Next, p.More
 		if err != nil || len(d) > 128 || pages > 20 {
 			t.Fatalf("ReadPage(%d): %d bytes, %v, page %d", off, len(d), err, pages)
 		}
+		if p.Dropped == 0 && len(p.Tail) > 0 {
+			t.Fatalf("ReadPage(%d): a tail without dropped bytes", off)
+		}
 		paged = append(paged, d...)
-		off = next
+		off, dropped = next, dropped+p.Dropped
 		if !more {
 			break
 		}
@@ -353,5 +357,24 @@ func TestReadPage(t *testing.T) {
 	whole, _, _, _ := e.Read(Stdout, 0)
 	if string(paged) != string(whole) || off != 6200 {
 		t.Fatalf("pages joined = %d bytes ending at %d, Read = %d bytes", len(paged), off, len(whole))
+	}
+	if st := e.Output(Stdout); dropped != st.DroppedBytes || dropped == 0 {
+		t.Errorf("pages report %d dropped bytes, the stream %d", dropped, st.DroppedBytes)
+	}
+
+	// One page across the gap: the head's bytes, then the tail's, and the
+	// count between them.
+	p, err := e.ReadPage(Stdout, 0, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Trim(string(p.Head), "h") != "" || strings.Trim(string(p.Tail), "t") != "" ||
+		int64(len(p.Head)+len(p.Tail))+p.Dropped != 6200 || p.Dropped != e.Output(Stdout).DroppedBytes {
+		t.Errorf("page from 0: head %d bytes, %d dropped, tail %d bytes (%q...)", len(p.Head), p.Dropped, len(p.Tail), p.Data()[:8])
+	}
+	// A page that starts among the dropped bytes: no head, the count from
+	// the offset to the tail.
+	if p, _ := e.ReadPage(Stdout, 3000, 4096); len(p.Head) != 0 || p.Dropped != 6200-int64(len(p.Tail))-3000 {
+		t.Errorf("page from 3000: head %d bytes, %d dropped, tail %d bytes", len(p.Head), p.Dropped, len(p.Tail))
 	}
 }

@@ -348,3 +348,31 @@ func TestOutputOverFourMiBReachesTheClient(t *testing.T) {
 		t.Fatalf("GetExecution pages: %d bytes; want %d", got, size)
 	}
 }
+
+// TestGetExecutionMarksDroppedOutput: past max_output_bytes the middle of
+// a stream is dropped; a GetExecution page that crosses it says where in
+// output and how many bytes (execfarm's extension fields), so a client
+// need not print the head and the tail as one text.
+func TestGetExecutionMarksDroppedOutput(t *testing.T) {
+	in := requireSandbox(t)
+	const run = 100_000
+	req := shellReq(fmt.Sprintf("for c in a b c; do head -c %d /dev/zero | tr '\\0' $c; done; head -c %d /dev/zero | tr '\\0' e >&2", run, run), 0)
+	req.Limits = &sandboxv1.ResourceLimits{MaxOutputBytes: 64 << 10}
+	resp := execute(t, in.client, req)
+	g, err := in.client.GetExecution(callCtx(t), &sandboxv1.GetExecutionRequest{ExecutionId: resp.GetOutcome().GetExecutionId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, i := g.GetOutput(), g.GetOutputGapIndex()
+	if g.GetOutputDroppedBytes() == 0 || i <= 0 || i >= int64(len(out)) {
+		t.Fatalf("dropped %d bytes at index %d of %d bytes of output; want a gap inside it", g.GetOutputDroppedBytes(), i, len(out))
+	}
+	if strings.Trim(out[:i], "a") != "" || strings.Trim(out[i:], "c") != "" || int64(len(out))+g.GetOutputDroppedBytes() != 3*run {
+		t.Errorf("head %q... (%d bytes), %d dropped, tail ...%q (%d bytes); want a's, then c's, %d in all",
+			out[:8], i, g.GetOutputDroppedBytes(), out[len(out)-8:], int64(len(out))-i, 3*run)
+	}
+	errOut := g.GetErrorOutput()
+	if g.GetErrorOutputDroppedBytes() != run-int64(len(errOut)) || strings.Trim(errOut, "e") != "" {
+		t.Errorf("stderr: %d bytes kept, %d dropped at index %d; want %d in all", len(errOut), g.GetErrorOutputDroppedBytes(), g.GetErrorOutputGapIndex(), run)
+	}
+}
