@@ -89,30 +89,43 @@ func split(stdout, stderr text, budget int) (Budgeted, Budgeted) {
 	return fit(stdout, ao), fit(stderr, ae)
 }
 
+// partText is a stream of which the bridge received only a part: text,
+// plus unread bytes it never received (dropped from the middle by the
+// sandbox's output limit, or past the first page of a reply), which count
+// one character each in TotalChars and in the omission marker.
+type partText struct {
+	text
+	unread int
+}
+
 // fit cuts t to at most allowance code points.
 func fit(t text, allowance int) Budgeted {
 	n := t.chars()
-	if n <= allowance {
-		return Budgeted{Text: t.slice(0, n), TotalChars: n}
+	total := n
+	if p, ok := t.(partText); ok {
+		total += max(p.unread, 0)
 	}
-	// The most kept characters k with k + len(marker(n-k)) <= allowance;
-	// the marker only gets shorter as k grows.
-	if allowance < markerLen(n) {
+	if n <= allowance {
+		return Budgeted{Text: t.slice(0, n), TotalChars: total, Truncated: total > n}
+	}
+	// The most kept characters k with k + len(marker(total-k)) <=
+	// allowance; the marker only gets shorter as k grows.
+	if allowance < markerLen(total) {
 		// No room for the marker (a budget's small remainder): the
 		// beginning only; Truncated says the rest is gone.
-		return Budgeted{Text: t.slice(0, allowance), TotalChars: n, Truncated: true}
+		return Budgeted{Text: t.slice(0, allowance), TotalChars: total, Truncated: true}
 	}
-	k := allowance - markerLen(n)
-	for k+1 < n && k+1+markerLen(n-k-1) <= allowance {
+	k := allowance - markerLen(total)
+	for k+1 < n && k+1+markerLen(total-k-1) <= allowance {
 		k++
 	}
 	head := k / 2
 	tail := k - head
 	var b strings.Builder
 	b.WriteString(t.slice(0, head))
-	b.WriteString(marker(n - k))
+	b.WriteString(marker(total - k))
 	b.WriteString(t.slice(n-tail, n))
-	return Budgeted{Text: b.String(), TotalChars: n, Truncated: true}
+	return Budgeted{Text: b.String(), TotalChars: total, Truncated: true}
 }
 
 func marker(omitted int) string {

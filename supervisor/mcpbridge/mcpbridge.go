@@ -21,9 +21,13 @@
 // agent-sandbox MCP server over session sandboxes (sessiontools.go:
 // create_sandbox, delete_sandbox, execute_command, upload_file,
 // download_file, list_files, file_exists, get_sandbox_status, and the
-// get_sandboxes resource). execute_command reads each stream into a
-// Capture (its memory bounded by the budget) and cuts it by the same
-// rule as runSandbox's output (Budget, budget.go).
+// get_sandboxes resource). execute_command and runSandbox's stream mode
+// read each stream into a Capture (its memory bounded by the budget) and
+// cut it by the same rule as runSandbox's other output (Budget,
+// budget.go). A result counts a stream's bytes the bridge never received
+// (the sandbox's output limit dropped them, or they lie past a reply's
+// first page) in its total, from the outcome's byte counts, and its error
+// says when the output limit cut a stream.
 //
 // Every request acts for its MCP client (Config.Scope): its gRPC calls
 // carry the client's key (package principal), so the supervisor shows a
@@ -38,6 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -112,8 +117,14 @@ type Output struct {
 	ErrorOutputLength *int64 `json:"errorOutputLength,omitempty"`
 	// Cached names the cache entry a successful new script was saved as.
 	// OutputTotalChars and ErrorOutputTotalChars are the streams' lengths
-	// in characters before the output budget (maxOutputChars);
-	// OutputTruncated and ErrorOutputTruncated say whether it omitted any.
+	// in characters before the output budget (maxOutputChars): in execute,
+	// stream and test modes the whole stream's, bytes the bridge never
+	// received (dropped by the sandbox's output limit, or past the
+	// supervisor's 1 MiB reply page) counting one character each; in
+	// status mode the part read from the offsets. OutputTruncated and
+	// ErrorOutputTruncated say whether the result omits any of it; Error
+	// then also says when the output limit dropped some ("output
+	// truncated: ...").
 	OutputTotalChars      *int            `json:"outputTotalChars,omitempty"`
 	ErrorOutputTotalChars *int            `json:"errorOutputTotalChars,omitempty"`
 	OutputTruncated       bool            `json:"outputTruncated,omitempty"`
@@ -251,13 +262,21 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 	if mode == "" {
 		mode = "execute"
 	}
+	budget := in.MaxOutputChars
+	if budget == 0 {
+		budget = DefaultOutputChars
+	}
+	budget = min(max(budget, MinOutputChars), MaxOutputChars)
 	var out Output
+	// stdout and stderr are the streams as received, when a mode reads
+	// them otherwise than into out.Output and out.ErrorOutput.
+	var stdout, stderr text
 	var err error
 	switch mode {
 	case "execute":
-		out, err = b.execute(ctx, in)
+		out, stdout, stderr, err = b.execute(ctx, in)
 	case "stream":
-		out, err = b.stream(ctx, req, in)
+		out, stdout, stderr, err = b.stream(ctx, req, in, budget)
 	case "async":
 		out, err = b.async(ctx, in)
 	case "status":
@@ -267,7 +286,7 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 	case "list":
 		out, err = b.list(ctx, in)
 	case "test":
-		out, err = b.test(ctx, in)
+		out, stdout, stderr, err = b.test(ctx, in)
 	default:
 		err = invalid("unknown mode %q (want one of %s)", mode, strings.Join(modes, ", "))
 	}
@@ -277,11 +296,9 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 	out.Mode = mode
 	switch mode {
 	case "execute", "stream", "status", "test":
-		budget := in.MaxOutputChars
-		if budget == 0 {
-			budget = DefaultOutputChars
+		if stdout == nil {
+			stdout, stderr = &stringText{s: out.Output}, &stringText{s: out.ErrorOutput}
 		}
-		budget = min(max(budget, MinOutputChars), MaxOutputChars)
 		// Test results take up to half, failed ones first; the output
 		// gets the rest.
 		var used int
@@ -289,11 +306,51 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 		if mode != "test" {
 			out.Tests = nil
 		}
-		o, e := split(&stringText{s: out.Output}, &stringText{s: out.ErrorOutput}, budget-used)
+		o, e := split(stdout, stderr, budget-used)
 		out.Output, out.OutputTotalChars, out.OutputTruncated = o.Text, &o.TotalChars, o.Truncated
 		out.ErrorOutput, out.ErrorOutputTotalChars, out.ErrorOutputTruncated = e.Text, &e.TotalChars, e.Truncated
 	}
 	return nil, out, nil
+}
+
+// received returns the text of a stream of which a reply carried s, the
+// first bytes kept of a stream of written bytes: the bytes it did not
+// carry (dropped by the output limit, or past the reply's first page)
+// count as unread.
+func received(s string, written int64) text {
+	t := &stringText{s: s}
+	if unread := written - int64(len(s)); unread > 0 {
+		return partText{text: t, unread: int(min(unread, math.MaxInt32))}
+	}
+	return t
+}
+
+// noteTruncation says in out.Error that the sandbox's output limit cut a
+// stream of o, as execute_command's markers do: alone when the run
+// otherwise ended well (the supervisor's error then says only that, in
+// terms of its own fields), else after the run's error.
+func noteTruncation(out *Output, o *sandboxv1.ExecutionOutcome) {
+	if !o.GetStdoutTruncated() && !o.GetStderrTruncated() {
+		return
+	}
+	var cut []string
+	if o.GetStdoutTruncated() {
+		cut = append(cut, fmt.Sprintf("output (stdout) was %d bytes", o.GetStdoutBytes()))
+	}
+	if o.GetStderrTruncated() {
+		cut = append(cut, fmt.Sprintf("errorOutput (stderr) was %d bytes", o.GetStderrBytes()))
+	}
+	limit := "the sandbox's output limit"
+	if n := o.GetEffectiveLimits().GetMaxOutputBytes(); n > 0 {
+		limit = fmt.Sprintf("the sandbox's output limit of %d bytes per stream", n)
+	}
+	note := fmt.Sprintf("output truncated: %s, over %s; its beginning and end were kept and the middle dropped",
+		strings.Join(cut, ", "), limit)
+	if out.Error == "" || out.State == "completed" {
+		out.Error = note
+		return
+	}
+	out.Error += "; " + note
 }
 
 // wireError turns a gRPC error into "CODE: message", the code by its wire
@@ -366,42 +423,47 @@ func timeoutOf(in Input) int64 {
 	return min(in.Timeout, MaxTimeoutMs)
 }
 
-func (b *bridge) execute(ctx context.Context, in Input) (Output, error) {
+// execute runs the code with Execute. The reply carries the first page
+// of each stream's kept bytes; stdout and stderr count the rest, and what
+// the output limit dropped, from the outcome's byte totals.
+func (b *bridge) execute(ctx context.Context, in Input) (out Output, stdout, stderr text, err error) {
 	req, err := executeRequest(in)
 	if err != nil {
-		return Output{}, err
+		return Output{}, nil, nil, err
 	}
 	resp, err := b.client.Execute(ctx, req)
 	if err != nil {
-		return Output{}, err
+		return Output{}, nil, nil, err
 	}
-	out := Output{
-		Success: ptr(resp.GetSuccess()), Output: resp.GetOutput(), ErrorOutput: resp.GetErrorOutput(),
-		Error: resp.GetError(), ExecutionTimeMs: resp.GetExecutionTimeMs(), State: resp.GetState().Name(),
-		Cached: resp.GetCached().GetName(),
+	out = Output{
+		Success: ptr(resp.GetSuccess()), Error: resp.GetError(), ExecutionTimeMs: resp.GetExecutionTimeMs(),
+		State: resp.GetState().Name(), Cached: resp.GetCached().GetName(),
 	}
-	outcome(&out, resp.GetOutcome())
-	return out, nil
+	o := resp.GetOutcome()
+	outcome(&out, o)
+	noteTruncation(&out, o)
+	return out, received(resp.GetOutput(), o.GetStdoutBytes()), received(resp.GetErrorOutput(), o.GetStderrBytes()), nil
 }
 
 // stream runs the code with ExecuteStream. When the caller asked for
 // progress (a progress token), every output chunk is sent as a progress
 // notification, in order, prefixed "stderr: " for stderr; the result
-// carries the whole output either way.
-func (b *bridge) stream(ctx context.Context, req *mcp.CallToolRequest, in Input) (Output, error) {
+// carries the output within budget characters either way (a Capture per
+// stream: the bridge holds at most that much of any output).
+func (b *bridge) stream(ctx context.Context, req *mcp.CallToolRequest, in Input, budget int) (out Output, stdout, stderr text, err error) {
 	r, err := executeRequest(in)
 	if err != nil {
-		return Output{}, err
+		return Output{}, nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // the supervisor cancels the execution if we stop reading
 	st, err := b.client.ExecuteStream(ctx, r)
 	if err != nil {
-		return Output{}, err
+		return Output{}, nil, nil, err
 	}
 	token := req.Params.GetProgressToken()
-	var stdout, stderr strings.Builder
-	var out Output
+	capOut, capErr := NewCapture(budget), NewCapture(budget)
+	var readOut, readErr int64
 	n := 0
 	notify := func(prefix, text string) {
 		if token == nil {
@@ -418,26 +480,34 @@ func (b *bridge) stream(ctx context.Context, req *mcp.CallToolRequest, in Input)
 	for {
 		c, err := st.Recv()
 		if errors.Is(err, io.EOF) {
-			return Output{}, status.Error(codes.Unavailable, "the execution stream ended without a result")
+			return Output{}, nil, nil, status.Error(codes.Unavailable, "the execution stream ended without a result")
 		}
 		if err != nil {
-			return Output{}, err
+			return Output{}, nil, nil, err
 		}
 		out.ExecutionID = c.GetExecutionId()
 		switch x := c.GetChunk().(type) {
 		case *sandboxv1.ExecuteChunk_Output:
-			stdout.WriteString(x.Output)
+			capOut.WriteString(x.Output)
+			readOut += int64(len(x.Output))
 			notify("", x.Output)
 		case *sandboxv1.ExecuteChunk_ErrorOutput:
-			stderr.WriteString(x.ErrorOutput)
+			capErr.WriteString(x.ErrorOutput)
+			readErr += int64(len(x.ErrorOutput))
 			notify("stderr: ", x.ErrorOutput)
 		case *sandboxv1.ExecuteChunk_Result:
 			res := x.Result
-			out.Output, out.ErrorOutput = stdout.String(), stderr.String()
+			capOut.Close()
+			capErr.Close()
 			out.Success, out.Error, out.ExecutionTimeMs = ptr(res.GetSuccess()), res.GetError(), res.GetExecutionTimeMs()
 			out.State, out.Cached = res.GetState().Name(), res.GetCached().GetName()
-			outcome(&out, res.GetOutcome())
-			return out, nil
+			o := res.GetOutcome()
+			outcome(&out, o)
+			noteTruncation(&out, o)
+			// Bytes the stream skipped (dropped before this client read
+			// them) count as unread.
+			return out, partText{text: capOut, unread: int(min(max(o.GetStdoutBytes()-readOut, 0), math.MaxInt32))},
+				partText{text: capErr, unread: int(min(max(o.GetStderrBytes()-readErr, 0), math.MaxInt32))}, nil
 		}
 	}
 }
@@ -488,6 +558,7 @@ func (b *bridge) status(ctx context.Context, in Input) (Output, error) {
 		out.Success, out.Error, out.ExecutionTimeMs = ptr(res.GetSuccess()), res.GetError(), res.GetExecutionTimeMs()
 		out.Cached = res.GetCached().GetName()
 		outcome(&out, res.GetOutcome())
+		noteTruncation(&out, res.GetOutcome())
 	}
 	return out, nil
 }
@@ -535,16 +606,16 @@ func (b *bridge) list(ctx context.Context, in Input) (Output, error) {
 	return out, nil
 }
 
-func (b *bridge) test(ctx context.Context, in Input) (Output, error) {
+func (b *bridge) test(ctx context.Context, in Input) (out Output, stdout, stderr text, err error) {
 	if strings.TrimSpace(in.Tests) == "" {
-		return Output{}, invalid("tests is required")
+		return Output{}, nil, nil, invalid("tests is required")
 	}
 	if err := checkSize(in); err != nil {
-		return Output{}, err
+		return Output{}, nil, nil, err
 	}
 	rt, err := runtimeOf(in.Runtime)
 	if err != nil {
-		return Output{}, err
+		return Output{}, nil, nil, err
 	}
 	req := &sandboxv1.ExecuteTestRequest{Tests: in.Tests, TimeoutMs: ptr(int32(timeoutOf(in))), Runtime: rt, RawOutput: true}
 	if in.Code != "" {
@@ -552,11 +623,10 @@ func (b *bridge) test(ctx context.Context, in Input) (Output, error) {
 	}
 	resp, err := b.client.ExecuteTest(ctx, req)
 	if err != nil {
-		return Output{}, err
+		return Output{}, nil, nil, err
 	}
-	out := Output{
-		Success: ptr(resp.GetSuccess()), Output: resp.GetOutput(), ErrorOutput: resp.GetErrorOutput(),
-		Error: resp.GetError(), ExecutionTimeMs: resp.GetExecutionTimeMs(), Tests: []TestResult{},
+	out = Output{
+		Success: ptr(resp.GetSuccess()), Error: resp.GetError(), ExecutionTimeMs: resp.GetExecutionTimeMs(), Tests: []TestResult{},
 	}
 	if s := resp.GetSummary(); s != nil {
 		out.Summary = &TestSummary{Total: s.GetTotal(), Passed: s.GetPassed(), Failed: s.GetFailed(), Skipped: s.GetSkipped()}
@@ -564,8 +634,10 @@ func (b *bridge) test(ctx context.Context, in Input) (Output, error) {
 	for _, t := range resp.GetTests() {
 		out.Tests = append(out.Tests, TestResult{Name: t.GetName(), Passed: t.GetPassed(), Skipped: t.GetSkipped(), Error: t.GetError(), DurationMs: t.GetDurationMs()})
 	}
-	outcome(&out, resp.GetOutcome())
-	return out, nil
+	o := resp.GetOutcome()
+	outcome(&out, o)
+	noteTruncation(&out, o)
+	return out, received(resp.GetOutput(), o.GetStdoutBytes()), received(resp.GetErrorOutput(), o.GetStderrBytes()), nil
 }
 
 // outcome copies what an ExecutionOutcome adds: the id, why it ended and

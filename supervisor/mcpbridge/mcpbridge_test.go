@@ -407,6 +407,66 @@ func TestOutputBudget(t *testing.T) {
 	}
 }
 
+// TestOutputPastTheOutputLimit: when the sandbox's output limit dropped
+// the middle of a stream, the result counts the stream's real size (its
+// bytes written, from the outcome, not the bytes kept), says it was
+// truncated, and its error says so too, after the run's own error.
+func TestOutputPastTheOutputLimit(t *testing.T) {
+	kept := strings.Repeat("x", 1000)
+	cut := &sandboxv1.ExecutionOutcome{StdoutTruncated: true, StdoutBytes: 3_000_000, StderrBytes: 2,
+		TerminationReason: sandboxv1.TerminationReason_TERMINATION_REASON_EXITED, ExitCode: 3,
+		EffectiveLimits: &sandboxv1.ResourceLimits{MaxOutputBytes: 1000}}
+	f := &fakeClient{execute: &sandboxv1.ExecuteResponse{Output: kept, ErrorOutput: "e\n", Error: proto.String("exited with code 3"),
+		State: sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, Outcome: cut}}
+	cs := session(t, f, nil)
+	check := func(name string, out Output, wantErr string) {
+		t.Helper()
+		if *out.OutputTotalChars != 3_000_000 || !out.OutputTruncated || *out.ErrorOutputTotalChars != 2 || out.ErrorOutputTruncated {
+			t.Errorf("%s: totals %d/%d, truncated %v/%v; want 3000000/2, true/false", name,
+				*out.OutputTotalChars, *out.ErrorOutputTotalChars, out.OutputTruncated, out.ErrorOutputTruncated)
+		}
+		if !strings.HasPrefix(out.Error, wantErr) || !strings.Contains(out.Error, "output truncated: output (stdout) was 3000000 bytes, over the sandbox's output limit of 1000 bytes") {
+			t.Errorf("%s: error = %q, want %q and the truncation", name, out.Error, wantErr)
+		}
+	}
+	out, _ := call(t, cs, map[string]any{"code": "x", "runtime": "shell"}, nil)
+	check("execute, exit 3", out, "exited with code 3; output truncated")
+	// Within the budget, the kept bytes are all shown; the rest counted.
+	out, _ = call(t, cs, map[string]any{"code": "x", "runtime": "shell", "maxOutputChars": 5000}, nil)
+	if out.Output != kept {
+		t.Errorf("output of %d characters, want the 1000 kept", len(out.Output))
+	}
+	// Past the budget, the omission marker counts what was dropped too.
+	out, _ = call(t, cs, map[string]any{"code": "x", "runtime": "shell", "maxOutputChars": 500}, nil)
+	if n := utf8.RuneCountInString(out.Output); n+utf8.RuneCountInString(out.ErrorOutput) != 500 ||
+		!strings.Contains(out.Output, fmt.Sprintf("[... %d characters omitted ...]", 3_000_000-strings.Count(out.Output, "x"))) {
+		t.Errorf("budget 500: output %q", out.Output)
+	}
+
+	// A run that ended well: the error is the truncation alone, in the
+	// tool's own terms (the supervisor's names its proto fields).
+	f.execute.State, f.execute.Error = sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED,
+		proto.String("output truncated: a stream exceeded max_output_bytes (head and tail kept; see stdout_truncated, stderr_truncated)")
+	out, _ = call(t, cs, map[string]any{"code": "x", "runtime": "shell"}, nil)
+	check("execute, exit 0", out, "output truncated: output (stdout)")
+
+	// stream: the bytes the stream did not carry count too.
+	f.chunks = []*sandboxv1.ExecuteChunk{
+		{Chunk: &sandboxv1.ExecuteChunk_Output{Output: kept[:500]}},
+		{Chunk: &sandboxv1.ExecuteChunk_ErrorOutput{ErrorOutput: "e\n"}},
+		{Chunk: &sandboxv1.ExecuteChunk_Output{Output: kept[500:]}, StreamOffset: 2_999_500},
+		{Chunk: &sandboxv1.ExecuteChunk_Result{Result: &sandboxv1.ExecuteResult{Error: proto.String("exited with code 3"),
+			State: sandboxv1.ExecutionState_EXECUTION_STATE_FAILED, Outcome: cut}}},
+	}
+	out, _ = call(t, cs, map[string]any{"code": "x", "runtime": "shell", "mode": "stream"}, nil)
+	check("stream", out, "exited with code 3; output truncated")
+
+	// test: as execute.
+	f.test = &sandboxv1.ExecuteTestResponse{Output: kept, ErrorOutput: "e\n", Outcome: cut, Summary: &sandboxv1.TestSummary{}}
+	out, _ = call(t, cs, map[string]any{"mode": "test", "tests": "test('a', () => {})"}, nil)
+	check("test", out, "output truncated")
+}
+
 // TestNullArgumentsAreAToolError: "arguments": null (or absent) is
 // refused like any incomplete call, and the session goes on. (With a
 // schema default the SDK once panicked on it and took the bridge down.)
