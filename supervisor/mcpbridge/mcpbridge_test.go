@@ -467,14 +467,11 @@ func TestOutputPastTheOutputLimit(t *testing.T) {
 	check("test", out, "output truncated")
 }
 
-// TestNullArgumentsAreAToolError: "arguments": null (or absent) is
-// refused like any incomplete call, and the session goes on. (With a
-// schema default the SDK once panicked on it and took the bridge down.)
-func TestNullArgumentsAreAToolError(t *testing.T) {
-	srv, err := NewServer(&fakeClient{}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+// jsonLines connects srv to raw JSON-RPC lines, initialized: send
+// writes one line and, for a request (it has an "id"), returns the
+// answer decoded.
+func jsonLines(t *testing.T, srv *mcp.Server) (send func(line string) map[string]any) {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ss, err := srv.Connect(context.Background(), &mcp.IOTransport{Reader: inR, Writer: outW}, nil)
@@ -484,7 +481,7 @@ func TestNullArgumentsAreAToolError(t *testing.T) {
 	t.Cleanup(func() { inW.Close(); ss.Wait() })
 	lines := bufio.NewScanner(outR)
 	lines.Buffer(nil, 1<<20)
-	send := func(line string) map[string]any {
+	send = func(line string) map[string]any {
 		t.Helper()
 		if _, err := io.WriteString(inW, line+"\n"); err != nil {
 			t.Fatal(err)
@@ -503,6 +500,18 @@ func TestNullArgumentsAreAToolError(t *testing.T) {
 	}
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return send
+}
+
+// TestNullArgumentsAreAToolError: "arguments": null (or absent) is
+// refused like any incomplete call, and the session goes on. (With a
+// schema default the SDK once panicked on it and took the bridge down.)
+func TestNullArgumentsAreAToolError(t *testing.T) {
+	srv, err := NewServer(&fakeClient{}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := jsonLines(t, srv)
 	for i, args := range []string{`"arguments":null`, `"arguments":{}`, ``} {
 		params := `{"name":"runSandbox"` + map[bool]string{true: ",", false: ""}[args != ""] + args + `}`
 		m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, 10+i, params))

@@ -1,0 +1,82 @@
+package mcpbridge
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/execfarm/execfarm/proto/execfarmv1"
+)
+
+// fakeSessions records CreateSandbox requests; other methods panic
+// through the embedded nil interface (failing the test).
+type fakeSessions struct {
+	execfarmv1.SessionServiceClient
+	mu      sync.Mutex
+	creates []*execfarmv1.CreateSandboxRequest
+}
+
+func (f *fakeSessions) CreateSandbox(_ context.Context, r *execfarmv1.CreateSandboxRequest, _ ...grpc.CallOption) (*execfarmv1.Sandbox, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.creates = append(f.creates, proto.Clone(r).(*execfarmv1.CreateSandboxRequest))
+	return &execfarmv1.Sandbox{SandboxId: fmt.Sprintf("sb%d", len(f.creates))}, nil
+}
+
+// TestCreateSandboxNullLifetimeIsTheDefault: create_sandbox with
+// "shutdown_after_seconds": null, sent as raw JSON, asks for no lifetime
+// of its own, as an absent field does, so that the supervisor gives its
+// default (the profile's lifetime, else 300 s); it once asked for 0, no
+// expiry, which the default lifetime ceiling refuses. A number is passed
+// on.
+func TestCreateSandboxNullLifetimeIsTheDefault(t *testing.T) {
+	f := &fakeSessions{}
+	b, err := New(Config{Executions: &fakeClient{}, Sessions: f, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := jsonLines(t, b.Server)
+	cases := []struct {
+		args string
+		want *int64 // the request's shutdown_after_seconds
+	}{
+		{`{"shutdown_after_seconds":null}`, nil},
+		{`{}`, nil},
+		{`{"warmpool":"default","shutdown_after_seconds":null}`, nil},
+		{`{"shutdown_after_seconds":60}`, proto.Int64(60)},
+	}
+	for i, c := range cases {
+		m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"create_sandbox","arguments":%s}}`, 10+i, c.args))
+		res, _ := m["result"].(map[string]any)
+		if res == nil || res["isError"] == true {
+			t.Errorf("%s: answer %v, want a sandbox", c.args, m)
+			continue
+		}
+		f.mu.Lock()
+		got := f.creates[len(f.creates)-1].ShutdownAfterSeconds
+		f.mu.Unlock()
+		if (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
+			t.Errorf("%s: request's shutdown_after_seconds = %v, want %v", c.args, fmtPtr(got), fmtPtr(c.want))
+		}
+	}
+	// Below the minimum is still refused, before any call.
+	n := len(f.creates)
+	m := send(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"create_sandbox","arguments":{"shutdown_after_seconds":0}}}`)
+	if res, _ := m["result"].(map[string]any); m["error"] == nil && (res == nil || res["isError"] != true) {
+		t.Errorf("shutdown_after_seconds 0: answer %v, want a refusal", m)
+	}
+	if len(f.creates) != n {
+		t.Errorf("shutdown_after_seconds 0 reached the supervisor")
+	}
+}
+
+func fmtPtr(p *int64) string {
+	if p == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*p)
+}
