@@ -128,13 +128,14 @@ func (s *Server) createParams(req *execfarmv1.CreateSandboxRequest) (session.Cre
 	return p, nil
 }
 
-// GetSandbox reports a sandbox's status; one the caller does not have is
+// GetSandbox reports a sandbox's status; one the caller does not oversee
+// (session.Manager.Oversee: its own, and a principal's clients') is
 // SANDBOX_STATE_NOT_FOUND, not an error.
 func (ss sessions) GetSandbox(ctx context.Context, req *execfarmv1.GetSandboxRequest) (*execfarmv1.Sandbox, error) {
 	if err := sandboxID(req.GetSandboxId()); err != nil {
 		return nil, rpcError(err)
 	}
-	sb, err := ss.s.sessions.Get(caller(ctx), req.GetSandboxId())
+	sb, err := ss.s.sessions.Oversee(caller(ctx), req.GetSandboxId())
 	var other *nodeid.OtherNodeError
 	switch {
 	case err == nil:
@@ -146,7 +147,8 @@ func (ss sessions) GetSandbox(ctx context.Context, req *execfarmv1.GetSandboxReq
 	return notFoundSandbox(req.GetSandboxId(), sandboxErr(req.GetSandboxId(), err).Error()), nil
 }
 
-// ListSandboxes lists the caller's sandboxes carrying the labels.
+// ListSandboxes lists the sandboxes the caller oversees (its own, and a
+// principal's clients') carrying the labels.
 func (ss sessions) ListSandboxes(ctx context.Context, req *execfarmv1.ListSandboxesRequest) (*execfarmv1.ListSandboxesResponse, error) {
 	resp := &execfarmv1.ListSandboxesResponse{}
 	for _, sb := range ss.s.sessions.List(caller(ctx), req.GetLabels()) {
@@ -155,7 +157,8 @@ func (ss sessions) ListSandboxes(ctx context.Context, req *execfarmv1.ListSandbo
 	return resp, nil
 }
 
-// DeleteSandbox ends a sandbox and answers once nothing of it is left.
+// DeleteSandbox ends a sandbox the caller oversees (its own, or a
+// principal's client's) and answers once nothing of it is left.
 func (ss sessions) DeleteSandbox(ctx context.Context, req *execfarmv1.DeleteSandboxRequest) (*execfarmv1.DeleteSandboxResponse, error) {
 	if err := sandboxID(req.GetSandboxId()); err != nil {
 		return nil, rpcError(err)

@@ -114,7 +114,7 @@ func sandboxListCmd(cf *clientFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List your session sandboxes, oldest first",
+		Short:   "List your session sandboxes and your clients' (an MCP bridge's, OWNER client:ID@...), oldest first",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cf.sessionCall(func(c sessionClients) error {
@@ -123,10 +123,10 @@ func sandboxListCmd(cf *clientFlags) *cobra.Command {
 					return err
 				}
 				w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tSTATUS\tRUNTIME\tEXECS\tCREATED\tEXPIRES\tLABELS")
+				fmt.Fprintln(w, "ID\tSTATUS\tRUNTIME\tEXECS\tCREATED\tEXPIRES\tOWNER\tLABELS")
 				for _, sb := range resp.GetSandboxes() {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", sb.GetSandboxId(), sb.GetState().Name(), cmp.Or(sb.GetRuntime().Name(), "shell"),
-						sb.GetRunningExecs(), ago(sb.GetCreatedAtMs()), expiry(sb.GetExpiresAtMs()), labelText(sb.GetLabels()))
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", sb.GetSandboxId(), sb.GetState().Name(), cmp.Or(sb.GetRuntime().Name(), "shell"),
+						sb.GetRunningExecs(), ago(sb.GetCreatedAtMs()), expiry(sb.GetExpiresAtMs()), sb.GetOwner(), labelText(sb.GetLabels()))
 				}
 				return w.Flush()
 			})
@@ -186,7 +186,7 @@ func sandboxRemoveCmd(cf *clientFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:     "rm SANDBOX...",
 		Aliases: []string{"delete"},
-		Short:   "Delete session sandboxes: their running execs are cancelled and everything in them is destroyed",
+		Short:   "Delete session sandboxes (yours or your clients'): their running execs are cancelled and everything in them is destroyed",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cf.sessionCall(func(c sessionClients) error {

@@ -63,14 +63,17 @@ type SessionServiceClient interface {
 	CreateSandbox(ctx context.Context, in *CreateSandboxRequest, opts ...grpc.CallOption) (*Sandbox, error)
 	// GetSandbox reports a sandbox's status (seed 001's get_sandbox_status):
 	// an unknown sandbox, or another principal's, is state
-	// SANDBOX_STATE_NOT_FOUND, not an error.
+	// SANDBOX_STATE_NOT_FOUND, not an error. A principal itself (a caller
+	// without a client key) also sees its clients' sandboxes, here, in
+	// ListSandboxes and in DeleteSandbox (Sandbox.owner names the client);
+	// a client sees its own alone.
 	GetSandbox(ctx context.Context, in *GetSandboxRequest, opts ...grpc.CallOption) (*Sandbox, error)
-	// ListSandboxes lists the caller's sandboxes, oldest first, filtered by
-	// labels.
+	// ListSandboxes lists the caller's sandboxes (a principal's: also its
+	// clients'), oldest first, filtered by labels.
 	ListSandboxes(ctx context.Context, in *ListSandboxesRequest, opts ...grpc.CallOption) (*ListSandboxesResponse, error)
 	// DeleteSandbox kills everything in the sandbox (its pending and
 	// running execs end CANCELLED), destroys it, and answers once nothing
-	// of it is left.
+	// of it is left. A principal deletes its clients' sandboxes too.
 	DeleteSandbox(ctx context.Context, in *DeleteSandboxRequest, opts ...grpc.CallOption) (*DeleteSandboxResponse, error)
 	// Exec runs a command (or a program of any runtime) in the sandbox and
 	// streams its output as it is written: ExecChunk.started first, output
@@ -321,14 +324,17 @@ type SessionServiceServer interface {
 	CreateSandbox(context.Context, *CreateSandboxRequest) (*Sandbox, error)
 	// GetSandbox reports a sandbox's status (seed 001's get_sandbox_status):
 	// an unknown sandbox, or another principal's, is state
-	// SANDBOX_STATE_NOT_FOUND, not an error.
+	// SANDBOX_STATE_NOT_FOUND, not an error. A principal itself (a caller
+	// without a client key) also sees its clients' sandboxes, here, in
+	// ListSandboxes and in DeleteSandbox (Sandbox.owner names the client);
+	// a client sees its own alone.
 	GetSandbox(context.Context, *GetSandboxRequest) (*Sandbox, error)
-	// ListSandboxes lists the caller's sandboxes, oldest first, filtered by
-	// labels.
+	// ListSandboxes lists the caller's sandboxes (a principal's: also its
+	// clients'), oldest first, filtered by labels.
 	ListSandboxes(context.Context, *ListSandboxesRequest) (*ListSandboxesResponse, error)
 	// DeleteSandbox kills everything in the sandbox (its pending and
 	// running execs end CANCELLED), destroys it, and answers once nothing
-	// of it is left.
+	// of it is left. A principal deletes its clients' sandboxes too.
 	DeleteSandbox(context.Context, *DeleteSandboxRequest) (*DeleteSandboxResponse, error)
 	// Exec runs a command (or a program of any runtime) in the sandbox and
 	// streams its output as it is written: ExecChunk.started first, output

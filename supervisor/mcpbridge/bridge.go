@@ -200,10 +200,12 @@ func (b *Bridge) cleanedUp(ss *mcp.ServerSession) <-chan struct{} {
 }
 
 // DeleteSandboxesOf deletes every session sandbox of the client whose key
-// is key, and no one else's: the supervisor lists only that client's.
-// Failures are logged. It returns how many it deleted.
+// is key, and no one else's: the supervisor lists only that client's. An
+// empty key deletes nothing (the bridge's own principal would list its
+// clients' sandboxes too). Failures are logged. It returns how many it
+// deleted.
 func (b *Bridge) DeleteSandboxesOf(key string) int {
-	if b.cfg.Sessions == nil {
+	if b.cfg.Sessions == nil || key == "" {
 		return 0
 	}
 	ctx, cancel := context.WithTimeout(principal.WithClientKey(context.Background(), key), b.cfg.CleanupTimeout)

@@ -167,9 +167,11 @@ func FromPeer(ctx context.Context) Principal {
 // sending a key of its own choosing in the ScopeKeyHeader metadata of its
 // calls; the transport (supervisor/transport) makes the call's principal
 // that of the client the key names (WithClient). A client's executions
-// and session sandboxes are its own: the unscoped principal and every
-// other client of it are told they do not exist, as any other principal
-// is. A key only narrows: nothing a caller sends can make it another
+// and session sandboxes are its own: every other client of its holder is
+// told they do not exist, as any other principal is, and so is the
+// unscoped principal, except that it lists, reads the status of and
+// deletes its clients' session sandboxes (supervisor/session.Manager.
+// Oversee). A key only narrows: nothing a caller sends can make it another
 // principal or another principal's client, and the key never leaves the
 // process that received it (only a digest of it names the client), so
 // one client cannot act as another without that client's key. The MCP

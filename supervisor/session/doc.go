@@ -37,6 +37,11 @@
 //
 // Ownership: every lookup compares the caller's principal with the
 // sandbox's owner and answers ErrNotFound when they differ, exactly as
-// for an unknown id. Errors are sentinels and typed errors (errors.go);
+// for an unknown id. One exception widens it for a principal over its
+// own clients (principal.Principal.Client): a caller that is a principal
+// itself, with no client, also lists, reads the status of and deletes
+// the sandboxes of its clients (Manager.Oversee), so that a client that
+// is gone cannot leave sandboxes its holder cannot end; execs, files and
+// events stay the owner's alone, and a client sees nothing but its own. Errors are sentinels and typed errors (errors.go);
 // the supervisor maps them to gRPC statuses.
 package session

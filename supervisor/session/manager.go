@@ -320,31 +320,59 @@ func (m *Manager) unreserve(account string) {
 	}
 }
 
+// owns reports whether caller is s's owner: the principal (or the client
+// of one) that created it. Only the owner uses a sandbox: execs, stdin,
+// signals, files, events.
+func owns(caller principal.Principal, s *Sandbox) bool { return s.owner == caller.String() }
+
+// oversees reports whether caller may see s and end it: its owner, or,
+// when caller is a principal itself (no client), the holder of the
+// client that owns it (s's account), so that the sandboxes of a client
+// that is gone (an MCP bridge killed with SIGKILL, whose random client
+// key nobody holds again) do not outlive it beyond its holder's reach. A
+// client never oversees another client's sandbox, nor its holder's.
+func oversees(caller principal.Principal, s *Sandbox) bool {
+	return owns(caller, s) || (caller.Client == "" && !caller.IsZero() && s.account == caller.String())
+}
+
 // Get returns owner's live sandbox id. Errors: ErrNotFound (wrapped) for
 // an unknown sandbox, an ended one, or another principal's; for an id
 // this run of the node's supervisor did not make, what the id says
 // instead (nodeid.Issuer.Check): a *nodeid.OtherNodeError, a
 // *nodeid.EarlierRunError, or ErrNotFound and nodeid.ErrMalformed.
 func (m *Manager) Get(owner principal.Principal, id string) (*Sandbox, error) {
+	return m.get(owner, id, owns)
+}
+
+// Oversee is Get for a sandbox caller oversees: its own, or, for a
+// principal itself (no client), one of its clients' (oversees). Its
+// errors are Get's, word for word, for every sandbox caller does not
+// oversee.
+func (m *Manager) Oversee(caller principal.Principal, id string) (*Sandbox, error) {
+	return m.get(caller, id, oversees)
+}
+
+func (m *Manager) get(caller principal.Principal, id string, may func(principal.Principal, *Sandbox) bool) (*Sandbox, error) {
 	m.mu.Lock()
 	s, ok := m.live[id]
 	if !ok {
-		err := m.endedLocked(owner, id)
+		err := m.endedLocked(caller, id, may)
 		m.mu.Unlock()
 		return nil, err
 	}
 	m.mu.Unlock()
-	if s.owner != owner.String() {
+	if !may(caller, s) {
 		return nil, m.notFound(id)
 	}
 	return s, nil
 }
 
-// endedLocked is Get's error for id, not live: an *EndedError for
-// owner's sandbox that ended within the retention, notFound's otherwise.
-func (m *Manager) endedLocked(owner principal.Principal, id string) error {
+// endedLocked is get's error for id, not live: an *EndedError for a
+// sandbox caller may see (may) that ended within the retention,
+// notFound's otherwise.
+func (m *Manager) endedLocked(caller principal.Principal, id string, may func(principal.Principal, *Sandbox) bool) error {
 	s := m.findEndedLocked(id)
-	if s == nil || s.owner != owner.String() {
+	if s == nil || !may(caller, s) {
 		return m.notFound(id)
 	}
 	// Set before endedSandbox put s in m.ended, under m.mu; never again.
@@ -374,7 +402,7 @@ func (m *Manager) logOf(owner principal.Principal, id string) (*Sandbox, error) 
 	if !ok {
 		s = m.findEndedLocked(id)
 	}
-	if s == nil || s.owner != owner.String() {
+	if s == nil || !owns(owner, s) {
 		return nil, m.notFound(id)
 	}
 	return s, nil
@@ -390,14 +418,14 @@ func (m *Manager) findEndedLocked(id string) *Sandbox {
 	return nil
 }
 
-// List returns owner's live sandboxes that carry every label of labels,
-// oldest first.
-func (m *Manager) List(owner principal.Principal, labels map[string]string) []*Sandbox {
-	key := owner.String()
+// List returns the live sandboxes caller oversees (its own and, for a
+// principal itself, its clients'; Info.Owner tells them apart) that
+// carry every label of labels, oldest first.
+func (m *Manager) List(caller principal.Principal, labels map[string]string) []*Sandbox {
 	m.mu.Lock()
 	var out []*Sandbox
 	for _, s := range m.live {
-		if s.owner == key && hasLabels(s.labels, labels) {
+		if oversees(caller, s) && hasLabels(s.labels, labels) {
 			out = append(out, s)
 		}
 	}
@@ -415,12 +443,13 @@ func (m *Manager) Live() int {
 	return len(m.live)
 }
 
-// Delete ends owner's sandbox id: its pending and running execs are
-// cancelled, everything in it is killed, it is destroyed. It returns how
-// many execs ended CANCELLED. Errors: ErrNotFound (wrapped), also for a
-// sandbox another call is already ending.
-func (m *Manager) Delete(owner principal.Principal, id string) (int, error) {
-	s, err := m.Get(owner, id)
+// Delete ends the sandbox id that caller oversees (its own, or, for a
+// principal itself, one of its clients'): its pending and running execs
+// are cancelled, everything in it is killed, it is destroyed. It returns
+// how many execs ended CANCELLED. Errors: Oversee's; ErrNotFound
+// (wrapped) also for a sandbox another call is already ending.
+func (m *Manager) Delete(caller principal.Principal, id string) (int, error) {
+	s, err := m.Oversee(caller, id)
 	if err != nil {
 		return 0, err
 	}

@@ -218,6 +218,87 @@ func TestOwnership(t *testing.T) {
 	}
 }
 
+// TestPrincipalOverseesItsClients: a principal itself (no client) lists,
+// reads and deletes the sandboxes of its clients (an MCP bridge's, whose
+// random client key died with it), marked with their owner; it still
+// cannot use them (execs, files, events stay the owner's). Another client
+// of it, the principal's own clients towards its sandboxes, and another
+// principal or its client, are told "not found" exactly as for an
+// unknown id, and list nothing of them.
+func TestPrincipalOverseesItsClients(t *testing.T) {
+	h := newHarness(t, Config{})
+	client := func(p principal.Principal, key string) principal.Principal {
+		c, err := p.WithClient(strings.Repeat(key, principal.MinClientKeyLength))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c1, c2, bobs := client(alice, "1"), client(alice, "2"), client(bob, "1")
+	s1 := h.create(t, CreateParams{Owner: c1})
+	own := h.create(t, CreateParams{Owner: alice})
+	ctx := context.Background()
+
+	// An id this run could have made, but did not: the message every
+	// refusal must match.
+	never := h.m.cfg.IDs.New()
+	_, unknown := h.m.Get(bob, never)
+	notFound := func(who, what, id string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrNotFound) || err.Error() != strings.ReplaceAll(unknown.Error(), never, id) {
+			t.Errorf("%s's %s of %s: %v, want %q", who, what, id, err, strings.ReplaceAll(unknown.Error(), never, id))
+		}
+	}
+	for _, c := range []struct {
+		who    string
+		caller principal.Principal
+		id     string
+	}{{"c2", c2, s1.ID()}, {"bob", bob, s1.ID()}, {"bob's client", bobs, s1.ID()}, {"c1", c1, own.ID()}, {"c2", c2, own.ID()}} {
+		_, err := h.m.Oversee(c.caller, c.id)
+		notFound(c.who, "Oversee", c.id, err)
+		_, err = h.m.Delete(c.caller, c.id)
+		notFound(c.who, "Delete", c.id, err)
+		for _, sb := range h.m.List(c.caller, nil) {
+			if sb.ID() == c.id {
+				t.Errorf("%s lists %s (owner %s)", c.who, sb.ID(), sb.Info().Owner)
+			}
+		}
+	}
+	// c1 sees its own alone.
+	if l := h.m.List(c1, nil); len(l) != 1 || l[0].ID() != s1.ID() {
+		t.Errorf("c1's list: %v", l)
+	}
+	// alice lists both, c1's marked as c1's.
+	l := h.m.List(alice, nil)
+	owners := map[string]string{}
+	for _, sb := range l {
+		owners[sb.ID()] = sb.Info().Owner
+	}
+	if len(l) != 2 || owners[s1.ID()] != c1.String() || owners[own.ID()] != alice.String() {
+		t.Errorf("alice's list: %v, want her own and c1's (%s)", owners, c1)
+	}
+	if sb, err := h.m.Oversee(alice, s1.ID()); err != nil || sb != s1 {
+		t.Errorf("alice's Oversee of c1's: %v, %v", sb, err)
+	}
+	// Using it stays c1's.
+	_, err := h.m.Exec(ctx, alice, s1.ID(), ExecParams{Code: "echo hi"})
+	notFound("alice", "Exec", s1.ID(), err)
+	_, _, _, err = h.m.ListFiles(ctx, alice, s1.ID(), "/", 0)
+	notFound("alice", "ListFiles", s1.ID(), err)
+	_, err = h.m.ReadEvents(alice, s1.ID(), 0, 0)
+	notFound("alice", "ReadEvents", s1.ID(), err)
+	// alice deletes it; her own is untouched.
+	if _, err := h.m.Delete(alice, s1.ID()); err != nil {
+		t.Fatalf("alice's Delete of c1's: %v", err)
+	}
+	if l := h.m.List(alice, nil); len(l) != 1 || l[0].ID() != own.ID() {
+		t.Errorf("alice's list after the delete: %v", l)
+	}
+	if _, err := h.m.Get(c1, s1.ID()); !errors.As(err, new(*EndedError)) {
+		t.Errorf("c1's Get after alice's delete: %v, want ended", err)
+	}
+}
+
 // TestQuotas: the server's limit, the principal's limit and the lifetime
 // ceiling refuse a create with a *QuotaError naming the limit and its flag;
 // a deleted sandbox frees its place.

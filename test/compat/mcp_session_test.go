@@ -361,6 +361,40 @@ func TestMCPClientsAreIsolated(t *testing.T) {
 			t.Errorf("after %v the client exited with %v, want 0", sig, st)
 		}
 	}
+
+	// SIGKILL leaves the bridge no chance to delete its sandbox, whose
+	// client key died with it: the local user (the CLI, no client key)
+	// lists it, marked as a client's, and deletes it; b still does not
+	// see it.
+	k, cmdK := mcpSession(t, bin, env, make(chan string, 1))
+	k1 := create(k)
+	if err := cmdK.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = k.Close()
+	cli := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("execfarm %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if n := sandboxDirs(t, socket); n != 2 {
+		t.Errorf("after SIGKILL: %d sandboxes, want b's and the killed client's", n)
+	}
+	if got := sandboxesOf(t, b); !slices.Equal(got, []string{b1}) {
+		t.Errorf("b's get_sandboxes with the killed client's sandbox live = %v", got)
+	}
+	if out := cli("sandbox", "ls"); !regexp.MustCompile(regexp.QuoteMeta(k1) + `\s.*\sclient:[0-9a-f]{32}@local\s`).MatchString(out) {
+		t.Errorf("sandbox ls does not show the killed client's sandbox %s as a client's:\n%s", k1, out)
+	}
+	cli("sandbox", "rm", k1)
+	if n := sandboxDirs(t, socket); n != 1 {
+		t.Errorf("after sandbox rm: %d sandboxes, want b's one", n)
+	}
 }
 
 func sorted(s ...string) []string {
