@@ -34,14 +34,27 @@ var replacementChar = []byte("\uFFFD")
 // tell), and a repeat is cut at most up to the first U+FFFD, so that
 // a byte is written twice rather than lost.
 //
-// The zero value is not ready: name, w and note must be set.
+// A server that sets no offsets (ProDisco's own: stream_offset is an
+// execfarm extension, 0 in every chunk) is written in append mode: a
+// chunk at offset 0 after bytes were written cannot be a repeat from a
+// server that sends each kept byte once, so from then on every chunk is
+// written whole, in the order it came, and nothing is marked.
+//
+// A marker line starts on a line of its own: when the last byte written
+// to the terminal the streams share (line) did not end a line, a newline
+// goes to note first.
+//
+// The zero value is not ready: name, w and note must be set; line may be
+// nil (markers are then written as they are).
 type chunkWriter struct {
-	name string    // "stdout" or "stderr", in the marker lines
-	w    io.Writer // the stream's bytes
-	note io.Writer // marker lines (this command's stderr)
+	name string     // "stdout" or "stderr", in the marker lines
+	w    io.Writer  // the stream's bytes
+	note io.Writer  // marker lines (this command's stderr)
+	line *lineState // shared by an execution's two writers; nil: not tracked
 
-	next   int64 // stream offset just past the bytes written: exact, or a lower bound when approx
-	approx bool  // next is a lower bound (a text chunk with U+FFFD)
+	next      int64 // stream offset just past the bytes written: exact, or a lower bound when approx
+	approx    bool  // next is a lower bound (a text chunk with U+FFFD)
+	noOffsets bool  // the server sets no offsets: write chunks as they come
 	// dropped is the bytes the markers have reported missing so far.
 	dropped int64
 }
@@ -63,7 +76,11 @@ func (c *chunkWriter) writeBytes(off int64, p []byte) error {
 // write writes p, whose raw length in the stream is raw (exactly when
 // exact, else at least raw), starting at stream offset off.
 func (c *chunkWriter) write(off int64, p []byte, raw int64, exact bool) error {
+	if off == 0 && c.next > 0 {
+		c.noOffsets = true
+	}
 	switch {
+	case c.noOffsets:
 	case off > c.next && !c.approx:
 		c.mark(off)
 	case off < c.next:
@@ -79,21 +96,34 @@ func (c *chunkWriter) write(off int64, p []byte, raw int64, exact bool) error {
 	if len(p) == 0 {
 		return nil
 	}
+	if c.line != nil {
+		c.line.mid = p[len(p)-1] != '\n'
+	}
 	_, err := c.w.Write(p)
 	return err
 }
 
 // finish marks the bytes missing at the end of a stream of total bytes
-// (outcome.stdout_bytes, stderr_bytes), when that can be known.
+// (outcome.stdout_bytes, stderr_bytes), when that can be known (not in
+// append mode: the chunks said no offsets).
 func (c *chunkWriter) finish(total int64) {
-	if total > c.next && !c.approx {
+	if total > c.next && !c.approx && !c.noOffsets {
 		c.mark(total)
 	}
 }
 
-// mark says on note that the stream's bytes from c.next up to off never
-// came, and moves c.next to off.
+// lineState is whether the last byte written to a terminal shared by an
+// execution's stdout and stderr ended a line. Its zero value says it did
+// (nothing was written).
+type lineState struct{ mid bool }
+
+// mark says on note, on a line of its own, that the stream's bytes from
+// c.next up to off never came, and moves c.next to off.
 func (c *chunkWriter) mark(off int64) {
+	if c.line != nil && c.line.mid {
+		fmt.Fprintln(c.note)
+		c.line.mid = false
+	}
 	fmt.Fprintf(c.note, "execfarm: %s: %d bytes dropped here (offsets %d to %d; the output limit keeps head and tail)\n",
 		c.name, off-c.next, c.next, off)
 	c.dropped += off - c.next

@@ -48,6 +48,10 @@ func TestChunkWriter(t *testing.T) {
 		// Exact again after a chunk without U+FFFD.
 		{"U+FFFD, exact, gap", []chunk{{0, "\uFFFD"}, {2, "cd"}, {6, "gh"}}, 8, "\uFFFDcdgh",
 			[]string{"execfarm: stdout: 2 bytes dropped here (offsets 4 to 6; the output limit keeps head and tail)"}},
+		// A server that sets no offsets (ProDisco's: every chunk at 0):
+		// appended as they come, nothing marked, not even at the end.
+		{"no offsets", []chunk{{0, "1\n"}, {0, "2\n"}, {0, "3\n"}}, 0, "1\n2\n3\n", nil},
+		{"no offsets, outcome counts bytes", []chunk{{0, "ab"}, {0, "cd"}}, 9, "abcd", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +90,44 @@ func TestChunkWriterBytes(t *testing.T) {
 	want, wantNote := "\uFFFDxy", "execfarm: stderr: 3 bytes dropped here (offsets 4 to 7; the output limit keeps head and tail)\n"
 	if out.String() != want || note.String() != wantNote {
 		t.Errorf("wrote %q and noted %q, want %q and %q", out.String(), note.String(), want, wantNote)
+	}
+}
+
+// TestChunkWriterMarkerLine: a gap marker starts on a line of its own
+// when the last byte either stream wrote to the shared terminal did not
+// end a line, and adds no blank line when it did.
+func TestChunkWriterMarkerLine(t *testing.T) {
+	const marker = "execfarm: stdout: 2 bytes dropped here (offsets 3 to 5; the output limit keeps head and tail)\n"
+	tests := []struct {
+		name     string
+		stdout   string // written at 0 before the gap
+		stderr   string // then written to stderr at 0
+		wantNote string
+	}{
+		{"stdout mid-line", "abc", "", "\n" + marker},
+		{"stdout ended a line", "ab\n", "", marker},
+		{"stderr ended the line after it", "abc", "e\n", "e\n" + marker},
+		{"stderr mid-line after a full line", "ab\n", "e", "e\n" + marker},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, note strings.Builder
+			line := new(lineState)
+			o := &chunkWriter{name: "stdout", w: &out, note: &note, line: line}
+			e := &chunkWriter{name: "stderr", w: &note, note: &note, line: line}
+			if err := o.writeText(0, tt.stdout); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.writeText(0, tt.stderr); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.writeText(5, "fg\n"); err != nil {
+				t.Fatal(err)
+			}
+			if note.String() != tt.wantNote {
+				t.Errorf("stderr %q, want %q", note.String(), tt.wantNote)
+			}
+		})
 	}
 }
 

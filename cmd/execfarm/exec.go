@@ -110,8 +110,9 @@ func execStream(ctx context.Context, c execfarmv1.SessionServiceClient, req *exe
 		return err
 	}
 	stdinErr := make(chan error, 1)
-	out := &chunkWriter{name: "stdout", w: os.Stdout, note: os.Stderr}
-	errOut := &chunkWriter{name: "stderr", w: os.Stderr, note: os.Stderr}
+	line := new(lineState)
+	out := &chunkWriter{name: "stdout", w: os.Stdout, note: os.Stderr, line: line}
+	errOut := &chunkWriter{name: "stderr", w: os.Stderr, note: os.Stderr, line: line}
 	for {
 		chunk, err := st.Recv()
 		if err != nil {

@@ -252,8 +252,9 @@ type executeChunks interface {
 // resultExit's error. A write to a closed stdout or stderr is
 // exitError{exitPipe}; a stream that ends without a result is a failure.
 func copyExecuteChunks(st executeChunks, stdout, stderr io.Writer, verbose bool) error {
-	out := &chunkWriter{name: "stdout", w: stdout, note: stderr}
-	errOut := &chunkWriter{name: "stderr", w: stderr, note: stderr}
+	line := new(lineState)
+	out := &chunkWriter{name: "stdout", w: stdout, note: stderr, line: line}
+	errOut := &chunkWriter{name: "stderr", w: stderr, note: stderr, line: line}
 	for {
 		chunk, err := st.Recv()
 		if err != nil {
