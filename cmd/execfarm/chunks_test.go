@@ -208,3 +208,44 @@ func TestCopyExecuteChunksTruncated(t *testing.T) {
 		}
 	})
 }
+
+// TestResultError: what run and exec say on stderr at the end: the
+// server's error for an end that was not the program's own exit and for
+// a program that could not be started (exit 126, nothing on its stderr),
+// nothing for a program that exited by itself.
+func TestResultError(t *testing.T) {
+	exited := func(code int32, stderrBytes int64, msg string) *sandboxv1.ExecuteResult {
+		return &sandboxv1.ExecuteResult{Error: &msg, State: sandboxv1.ExecutionState_EXECUTION_STATE_FAILED,
+			Outcome: &sandboxv1.ExecutionOutcome{TerminationReason: sandboxv1.TerminationReason_TERMINATION_REASON_EXITED,
+				ExitCode: code, StderrBytes: stderrBytes}}
+	}
+	notStarted := "start program: start /bin/sh: permission denied"
+	timeout := exited(-1, 0, "Script execution timed out")
+	timeout.Outcome.TerminationReason = sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT
+	tests := []struct {
+		name string
+		res  *sandboxv1.ExecuteResult
+		want string
+	}{
+		{"not started", exited(126, 0, notStarted), notStarted},
+		{"exited 126 saying why", exited(126, 20, "sh: ./x: Permission denied"), ""},
+		{"exited 1 silently", exited(1, 0, "exited with code 1"), ""},
+		{"timeout", timeout, "Script execution timed out"},
+		{"success", &sandboxv1.ExecuteResult{Success: true}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := resultError(tt.res); got != tt.want {
+				t.Errorf("resultError = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// End to end through run's stream copy: the line, and exit 126.
+	st := fakeChunks{{Chunk: &sandboxv1.ExecuteChunk_Result{Result: exited(126, 0, notStarted)}}}
+	var stdout, stderr strings.Builder
+	err := copyExecuteChunks(&st, &stdout, &stderr, false)
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != exitNotStarted || stderr.String() != "execfarm: "+notStarted+"\n" {
+		t.Errorf("copyExecuteChunks = %v, stderr %q; want exit 126 and %q", err, stderr.String(), "execfarm: "+notStarted)
+	}
+}

@@ -183,14 +183,15 @@ func feedStdin(ctx context.Context, c execfarmv1.SessionServiceClient, id string
 // (exitForResult): 0 on success, its exit code, 128+N for signal N, 124 for
 // a timeout, 130 for a cancel, 137 for a limit (output past its limit
 // included: the server's success is false then, whatever the exit code);
-// a reason other than the program's own exit is said on stderr.
+// a reason other than the program's own exit, and a program that could
+// not be started, is said on stderr (resultError).
 func execExit(res *sandboxv1.ExecuteResult) error {
 	o := res.GetOutcome()
 	if res.GetSuccess() {
 		return nil
 	}
-	if o.GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && res.GetError() != "" {
-		fmt.Fprintln(os.Stderr, "execfarm:", res.GetError())
+	if msg := resultError(res); msg != "" {
+		fmt.Fprintln(os.Stderr, "execfarm:", msg)
 	}
 	return exitError{code: exitForResult(false, res.GetState(), o)}
 }

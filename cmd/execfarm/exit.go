@@ -26,6 +26,11 @@ const (
 	// NOT_FOUND, FAILED_PRECONDITION, RESOURCE_EXHAUSTED, PERMISSION_DENIED,
 	// UNAUTHENTICATED, UNIMPLEMENTED; an unknown flag, a missing file).
 	exitRefused = 126
+	// exitNotStarted: the program the execution names could not be
+	// started (the server's exit code for it, as a shell's for a command
+	// it cannot run: its working directory may not be entered). The
+	// server's error says why; the CLI prints it.
+	exitNotStarted = 126
 	// exitUnreachable: no supervisor answered (nothing listens at the
 	// address, or it is shutting down).
 	exitUnreachable = 127
@@ -55,7 +60,9 @@ const exitCodesHelp = `Exit status (run, exec, test, status --wait, and where it
   125      execfarm failed: the sandbox could not start, the worker was lost,
            the supervisor answered INTERNAL, or an embedded one could not start
   126      refused: a wrong command line, or a request the supervisor refused
-           (invalid argument, not found, queue full, not authenticated...)
+           (invalid argument, not found, queue full, not authenticated...);
+           or the program could not be started (exec --workdir a directory
+           the sandbox user may not enter), its reason on stderr
   127      no supervisor reachable, or it is shutting down (health)
   130      cancelled (cancel, Ctrl-C)
   137      stopped by a limit: memory (OOM kill), processes, CPU time, output;

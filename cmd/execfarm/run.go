@@ -279,8 +279,8 @@ func copyExecuteChunks(st executeChunks, stdout, stderr io.Writer, verbose bool)
 			} else {
 				printTruncation(stderr, o)
 			}
-			if !res.GetSuccess() && o.GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && res.GetError() != "" {
-				fmt.Fprintln(stderr, "execfarm:", res.GetError())
+			if msg := resultError(res); msg != "" {
+				fmt.Fprintln(stderr, "execfarm:", msg)
 			}
 			return resultExit(res.GetSuccess(), res.GetState(), o)
 		}
@@ -291,6 +291,26 @@ func copyExecuteChunks(st executeChunks, stdout, stderr io.Writer, verbose bool)
 			return exitError{code: exitPipe}
 		}
 	}
+}
+
+// resultError is what a run's or exec's result calls to say on stderr:
+// the server's error when the execution did not succeed and either did
+// not end by the program's own exit (a timeout, a limit, a cancel,
+// execfarm's failure), or the program could not be started: exit code
+// 126 with nothing on its stderr, where the error says why (a working
+// directory the sandbox user may not enter: "start program: ...
+// permission denied"; supervisor/execution's startFailed). A program
+// that exited by itself has its say on its own stderr: "" then.
+func resultError(res *sandboxv1.ExecuteResult) string {
+	o := res.GetOutcome()
+	if res.GetSuccess() || res.GetError() == "" {
+		return ""
+	}
+	if o.GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_EXITED ||
+		(o.GetExitCode() == exitNotStarted && o.GetStderrBytes() == 0) {
+		return res.GetError()
+	}
+	return ""
 }
 
 // resultExit is nil for a successful execution, else the exitError of
