@@ -26,7 +26,9 @@ type sessionClients struct {
 
 // sessionCall runs f with clients of the configured supervisor (the
 // default socket when nothing is configured), then closes the
-// connection.
+// connection. Its errors and f's go through reach, as run's do: no
+// supervisor at the address is an *unreachableError, which says how to
+// start one or point at one.
 func (c *clientFlags) sessionCall(f func(sessionClients) error) error {
 	tc, err := c.transport()
 	if err != nil {
@@ -34,10 +36,13 @@ func (c *clientFlags) sessionCall(f func(sessionClients) error) error {
 	}
 	conn, err := tc.Dial()
 	if err != nil {
-		return err
+		return reach(tc, err)
 	}
 	defer conn.Close()
-	return f(sessionClients{execfarmv1.NewSessionServiceClient(conn), sandboxv1.NewSandboxServiceClient(conn)})
+	if err := f(sessionClients{execfarmv1.NewSessionServiceClient(conn), sandboxv1.NewSandboxServiceClient(conn)}); err != nil {
+		return reach(tc, err)
+	}
+	return nil
 }
 
 // sandboxCmd is `execfarm sandbox`: create, ls, status, rm.

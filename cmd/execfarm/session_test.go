@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -196,5 +197,26 @@ func TestProgressOnATerminal(t *testing.T) {
 	defer pw.Close()
 	if w, _ := progress(pw, 8<<20, "upload"); w != io.Discard {
 		t.Error("a bar on a pipe")
+	}
+}
+
+// TestSessionCallUnreachable: a session command (sandbox ls, create,
+// exec...) that finds no supervisor fails as run does: an
+// *unreachableError (exit 127) whose message says how to start one or
+// point at one, not a bare UNAVAILABLE.
+func TestSessionCallUnreachable(t *testing.T) {
+	cf := &clientFlags{socket: filepath.Join(t.TempDir(), "none.sock")}
+	err := cf.sessionCall(func(c sessionClients) error {
+		_, err := c.sessions.ListSandboxes(t.Context(), &execfarmv1.ListSandboxesRequest{})
+		return err
+	})
+	var un *unreachableError
+	if !errors.As(err, &un) || exitForError(err) != exitUnreachable {
+		t.Fatalf("sessionCall without a supervisor = %v (exit %d), want an *unreachableError (exit %d)", err, exitForError(err), exitUnreachable)
+	}
+	for _, s := range []string{"execfarm serve", "--socket PATH"} {
+		if !strings.Contains(describe(err), s) {
+			t.Errorf("message %q lacks the hint %q", describe(err), s)
+		}
 	}
 }

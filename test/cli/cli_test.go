@@ -512,10 +512,16 @@ func TestVersion(t *testing.T) {
 // find one; run --async refuses rather than start an embedded one.
 func TestHints(t *testing.T) {
 	requireServe(t)
-	r := execfarmIn(t, nil, "ps", "--socket", filepath.Join(t.TempDir(), "none.sock"))
-	for _, s := range []string{"no supervisor answers", "execfarm serve", "SANDBOX_SOCKET_PATH", "--tcp"} {
-		if !strings.Contains(r.stderr, s) {
-			t.Errorf("ps without a server: stderr lacks %q:\n%s", s, r.stderr)
+	none := filepath.Join(t.TempDir(), "none.sock")
+	for _, args := range [][]string{{"ps"}, {"sandbox", "ls"}, {"sandbox", "create"}} {
+		r := execfarmIn(t, nil, append(args, "--socket", none)...)
+		if r.code != 127 {
+			t.Errorf("%q without a server: exit %d, want 127", args, r.code)
+		}
+		for _, s := range []string{"no supervisor answers", "execfarm serve", "SANDBOX_SOCKET_PATH", "--tcp"} {
+			if !strings.Contains(r.stderr, s) {
+				t.Errorf("%q without a server: stderr lacks %q:\n%s", args, s, r.stderr)
+			}
 		}
 	}
 	a := runRaw(t, nil, withoutDefaultSocket(t, "run", "--async", "-e", "1")...)
