@@ -32,12 +32,18 @@ func (s *Server) runtimeName(r sandboxv1.Runtime) (string, error) {
 
 // prepare validates req and builds its job: the runtime by name, the
 // limits resolved over the server's defaults and ceilings
-// (limits.Resolve), then execution.Runner.Prepare. Its errors are the
-// packages'; handlers map them with rpcError.
+// (limits.Resolve), then execution.Runner.Prepare. A deterministic
+// request for a runtime other than goja and node (the server's default
+// included) is refused: they have no such clock, and the flag would
+// promise a repeatable run it cannot give. Its errors are the packages'
+// and *requestError; handlers map them with rpcError.
 func (s *Server) prepare(ctx context.Context, req *sandboxv1.ExecuteRequest, tests bool) (*execution.Job, error) {
 	rt, err := s.runtimeName(req.GetRuntime())
 	if err != nil {
 		return nil, err
+	}
+	if req.GetDeterministic() && rt != program.Goja && rt != program.Node {
+		return nil, badRequest("deterministic", "deterministic runs need the goja or node runtime, not %s (it has no fixed clock or seeded random generator)", rt)
 	}
 	l, err := limits.Resolve(req.GetLimits(), req.TimeoutMs, s.cfg.Defaults, s.cfg.Ceilings)
 	if err != nil {

@@ -109,3 +109,35 @@ func TestCodeThatBreaksTheTransformIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDeterministicNeedsGojaOrNode: a deterministic request for shell or
+// python (named, or the server's default) is INVALID_ARGUMENT naming the
+// field deterministic, for Execute and ExecuteTest alike; goja and node
+// prepare.
+func TestDeterministicNeedsGojaOrNode(t *testing.T) {
+	s := preparingServer(t)
+	for _, tc := range []struct {
+		name    string
+		rt      sandboxv1.Runtime
+		def     string // the server's default runtime
+		refused bool
+	}{
+		{"shell", sandboxv1.Runtime_RUNTIME_SHELL, "goja", true},
+		{"python", sandboxv1.Runtime_RUNTIME_PYTHON, "goja", true},
+		{"the default, shell", sandboxv1.Runtime_RUNTIME_UNSPECIFIED, "shell", true},
+		{"goja", sandboxv1.Runtime_RUNTIME_GOJA, "shell", false},
+	} {
+		for _, tests := range []bool{false, true} {
+			s.cfg.DefaultRuntime = tc.def
+			req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: "1"}, Runtime: tc.rt, Deterministic: true, Seed: 7}
+			_, err := s.prepare(context.Background(), req, tests)
+			st, f := status.Convert(rpcError(err)), faultOf(err)
+			switch {
+			case tc.refused && (st.Code() != codes.InvalidArgument || f.field != "deterministic" || !strings.Contains(st.Message(), "goja or node")):
+				t.Errorf("%s (tests %v): %v (%+v); want INVALID_ARGUMENT naming deterministic", tc.name, tests, st, f)
+			case !tc.refused && err != nil:
+				t.Errorf("%s (tests %v): %v; want it prepared", tc.name, tests, err)
+			}
+		}
+	}
+}

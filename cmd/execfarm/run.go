@@ -55,7 +55,7 @@ an embedded supervisor for the one execution; --async needs a running one.
 		// Raw output: the program's stdout and stderr as it wrote them.
 		req := &sandboxv1.ExecuteRequest{Runtime: r, RawOutput: true}
 		var err error
-		if req.Deterministic, req.Seed, err = det.get(cmd.Flags()); err != nil {
+		if req.Deterministic, req.Seed, err = det.get(cmd.Flags(), r); err != nil {
 			return err
 		}
 		if cached != "" {
@@ -156,11 +156,16 @@ func (d *deterministicFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&d.seed, "seed", 0, "the seed of a --deterministic run")
 }
 
-// get returns the request's deterministic and seed; --seed alone is
-// refused (it would be ignored).
-func (d *deterministicFlags) get(fs *pflag.FlagSet) (bool, int64, error) {
+// get returns the request's deterministic and seed for runtime r; --seed
+// alone is refused (it would be ignored), and so is --deterministic with
+// a runtime named shell or python (the server refuses it too, with
+// INVALID_ARGUMENT naming the field: they have no such clock).
+func (d *deterministicFlags) get(fs *pflag.FlagSet, r sandboxv1.Runtime) (bool, int64, error) {
 	if fs.Changed("seed") && !d.on {
 		return false, 0, errors.New("--seed needs --deterministic")
+	}
+	if d.on && (r == sandboxv1.Runtime_RUNTIME_SHELL || r == sandboxv1.Runtime_RUNTIME_PYTHON) {
+		return false, 0, fmt.Errorf("--deterministic needs the goja or node runtime, not %s", r.Name())
 	}
 	return d.on, d.seed, nil
 }

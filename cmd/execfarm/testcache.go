@@ -44,7 +44,7 @@ it starts an embedded supervisor when none is configured.
 			return fmt.Errorf("unknown runtime %q (goja, node)", rt)
 		}
 		req := &sandboxv1.ExecuteTestRequest{Tests: string(tests), Runtime: r, RawOutput: true}
-		if req.Deterministic, req.Seed, err = det.get(cmd.Flags()); err != nil {
+		if req.Deterministic, req.Seed, err = det.get(cmd.Flags(), r); err != nil {
 			return err
 		}
 		if code != "" {

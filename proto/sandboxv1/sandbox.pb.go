@@ -473,7 +473,9 @@ type ExecuteRequest struct {
 	// advances only when a timer fires, to the time it was due; Math.random
 	// (and node's crypto.getRandomValues, crypto.randomUUID) come from a
 	// generator seeded with seed, the same in both runtimes. Re-run with the
-	// same seed, a program prints the same thing. Shell and python ignore it.
+	// same seed, a program prints the same thing. Shell and python refuse it
+	// (INVALID_ARGUMENT naming the field deterministic), the server's
+	// default runtime included.
 	Deterministic bool `protobuf:"varint,105,opt,name=deterministic,proto3" json:"deterministic,omitempty"`
 	// The seed of a deterministic run; 0 is a seed like any other.
 	Seed          int64 `protobuf:"varint,106,opt,name=seed,proto3" json:"seed,omitempty"`

@@ -42,7 +42,8 @@ type Input struct {
 	// scripts are its own, as its executions and sandboxes are.
 	Client string
 	// Deterministic runs goja and node with a fixed clock and Math.random
-	// seeded with Seed (runtime/deterministic); other runtimes ignore it.
+	// seeded with Seed (runtime/deterministic); other runtimes ignore it
+	// (the gRPC surface refuses it for them before it gets here).
 	Deterministic bool
 	Seed          int64
 }

@@ -474,6 +474,9 @@ func TestDeterministicRun(t *testing.T) {
 	if r := execfarm(t, "run", "--seed", "1", "-e", "1"); r.code != 126 || !strings.Contains(r.stderr, "--deterministic") {
 		t.Errorf("--seed alone: exit %d, %q; want 126, refused", r.code, r.stderr)
 	}
+	if r := execfarm(t, "run", "--runtime", "shell", "--deterministic", "-e", "date"); r.code != 126 || !strings.Contains(r.stderr, "goja or node") {
+		t.Errorf("--deterministic with shell: exit %d, %q; want 126, refused", r.code, r.stderr)
+	}
 }
 
 // TestCachedFlag: run --cached runs a script the cache saved.
