@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +27,10 @@ func eventsCmd(cf *clientFlags) *cobra.Command {
 		Long: `Print a session sandbox's event log from offset --from (default 0), one
 event per line: offset, time, kind, details (output chunks quoted, cut to
 100 bytes). With --follow, go on with new events as they happen until the
-sandbox ends. The log keeps its newest 4096 events; asking for an offset
-it dropped fails with the first offset it still holds.`,
+sandbox ends. The log keeps its newest 4096 events: from 0 (the start)
+it prints from the oldest it holds, saying on stderr which were pruned;
+asking for a later offset it dropped fails with the first offset it
+still holds.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from < 0 {
@@ -36,41 +39,59 @@ it dropped fails with the first offset it still holds.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return cf.sessionCall(func(c sessionClients) error {
-				if follow {
-					st, err := c.sessions.SubscribeEvents(ctx, &execfarmv1.SubscribeEventsRequest{SandboxId: args[0], FromOffset: from})
-					if err != nil {
-						return err
-					}
-					for {
-						ev, err := st.Recv()
-						if errors.Is(err, io.EOF) {
-							return nil
-						}
-						if err != nil {
-							return err
-						}
-						fmt.Println(eventLine(ev))
-					}
-				}
-				for {
-					page, err := c.sessions.ReadEvents(ctx, &execfarmv1.ReadEventsRequest{SandboxId: args[0], FromOffset: from, MaxEvents: 1000})
-					if err != nil {
-						return err
-					}
-					for _, ev := range page.GetEvents() {
-						fmt.Println(eventLine(ev))
-					}
-					if len(page.GetEvents()) == 0 {
-						return nil
-					}
-					from = page.GetNextOffset()
-				}
+				return printEvents(ctx, c.sessions, args[0], from, follow, os.Stdout, os.Stderr)
 			})
 		},
 	}
 	cmd.Flags().Int64Var(&from, "from", 0, "first offset to print")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "go on printing events as they happen, until the sandbox ends")
 	return cmd
+}
+
+// printEvents prints sandbox id's events from offset from to stdout, one
+// eventLine each: the pages of ReadEvents up to the end, or with follow
+// SubscribeEvents until the sandbox's last event. From 0, when the log's
+// bound pruned its oldest events (the first event's offset is past 0), a
+// line on stderr says which before the first event. Errors are the
+// calls'.
+func printEvents(ctx context.Context, c execfarmv1.SessionServiceClient, id string, from int64, follow bool, stdout, stderr io.Writer) error {
+	first := true
+	show := func(ev *execfarmv1.SandboxEvent) {
+		if first && from == 0 && ev.GetOffset() > 0 {
+			fmt.Fprintf(stderr, "execfarm: events 0 to %d were pruned (the log keeps its newest events); from %d on:\n", ev.GetOffset()-1, ev.GetOffset())
+		}
+		first = false
+		fmt.Fprintln(stdout, eventLine(ev))
+	}
+	if follow {
+		st, err := c.SubscribeEvents(ctx, &execfarmv1.SubscribeEventsRequest{SandboxId: id, FromOffset: from})
+		if err != nil {
+			return err
+		}
+		for {
+			ev, err := st.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			show(ev)
+		}
+	}
+	for next := from; ; {
+		page, err := c.ReadEvents(ctx, &execfarmv1.ReadEventsRequest{SandboxId: id, FromOffset: next, MaxEvents: 1000})
+		if err != nil {
+			return err
+		}
+		for _, ev := range page.GetEvents() {
+			show(ev)
+		}
+		if len(page.GetEvents()) == 0 {
+			return nil
+		}
+		next = page.GetNextOffset()
+	}
 }
 
 // maxShownData is how much of an output chunk an event line quotes.

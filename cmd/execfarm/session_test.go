@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
@@ -217,6 +219,49 @@ func TestSessionCallUnreachable(t *testing.T) {
 	for _, s := range []string{"execfarm serve", "--socket PATH"} {
 		if !strings.Contains(describe(err), s) {
 			t.Errorf("message %q lacks the hint %q", describe(err), s)
+		}
+	}
+}
+
+// prunedLog is a SessionService client whose sandbox's event log holds
+// offsets 5 to 7 (0 to 4 pruned), read as the server reads it: from 0,
+// from the oldest held.
+type prunedLog struct {
+	execfarmv1.SessionServiceClient // nil: only ReadEvents is called
+}
+
+func (prunedLog) ReadEvents(_ context.Context, req *execfarmv1.ReadEventsRequest, _ ...grpc.CallOption) (*execfarmv1.ReadEventsResponse, error) {
+	const first, next = 5, 8
+	from := req.GetFromOffset()
+	if from == 0 {
+		from = first
+	}
+	resp := &execfarmv1.ReadEventsResponse{FirstOffset: first, NextOffset: from}
+	for off := from; off < next; off++ {
+		resp.Events = append(resp.Events, &execfarmv1.SandboxEvent{Offset: off, Event: &execfarmv1.SandboxEvent_Ready{}})
+		resp.NextOffset = off + 1
+	}
+	return resp, nil
+}
+
+// TestPrintEventsPruned: events from 0 of a log whose oldest events were
+// pruned prints the events held and says once, on stderr, which were
+// pruned; from an offset held it says nothing.
+func TestPrintEventsPruned(t *testing.T) {
+	for _, tc := range []struct {
+		from       int64
+		lines      int
+		wantStderr string
+	}{
+		{0, 3, "execfarm: events 0 to 4 were pruned (the log keeps its newest events); from 5 on:\n"},
+		{6, 2, ""},
+	} {
+		var stdout, stderr strings.Builder
+		if err := printEvents(t.Context(), prunedLog{}, "sb", tc.from, false, &stdout, &stderr); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(stdout.String(), "\tready"); n != tc.lines || stderr.String() != tc.wantStderr {
+			t.Errorf("from %d: %d events, stderr %q; want %d, %q", tc.from, n, stderr.String(), tc.lines, tc.wantStderr)
 		}
 	}
 }

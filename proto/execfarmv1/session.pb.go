@@ -2178,7 +2178,11 @@ func (*MakeDirectoryResponse) Descriptor() ([]byte, []int) {
 type ReadEventsRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SandboxId string                 `protobuf:"bytes,1,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
-	// First offset to return (offsets start at 0).
+	// First offset to return (offsets start at 0). 0 is the start of the
+	// log: the oldest event it holds, whatever its bound pruned (the first
+	// event's offset and first_offset then say how many). Another offset
+	// that was pruned is OUT_OF_RANGE (EVENTS_DROPPED), naming the first
+	// offset held.
 	FromOffset int64 `protobuf:"varint,2,opt,name=from_offset,json=fromOffset,proto3" json:"from_offset,omitempty"`
 	// 0 = 100; at most 1000. A page also stops once its events carry 1 MiB
 	// of output (it holds at least one event).
@@ -2310,9 +2314,11 @@ func (x *ReadEventsResponse) GetEnded() bool {
 }
 
 type SubscribeEventsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SandboxId     string                 `protobuf:"bytes,1,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
-	FromOffset    int64                  `protobuf:"varint,2,opt,name=from_offset,json=fromOffset,proto3" json:"from_offset,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SandboxId string                 `protobuf:"bytes,1,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
+	// As ReadEventsRequest.from_offset: 0 starts at the oldest event held
+	// (the first event's offset says how many were pruned before it).
+	FromOffset    int64 `protobuf:"varint,2,opt,name=from_offset,json=fromOffset,proto3" json:"from_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -21,8 +21,10 @@
 // delivering. A subscriber that falls so far behind that the entry it
 // needs next was dropped is cut off: its iterator yields a *DroppedError
 // naming the first offset still held, and ends. Asking for a dropped
-// offset in Read or Subscribe gets the same error. Nothing is ever skipped
-// silently.
+// offset in Read or Subscribe gets the same error, except offset 0: it
+// names the start of the log, whatever it still holds, and reads from the
+// first entry held (whose offset says how many were dropped before it).
+// Nothing is ever skipped silently.
 //
 // Everything here is safe for concurrent use and knows nothing of gRPC;
 // errors.go lists the errors callers map.

@@ -166,50 +166,58 @@ func (l *Log[T]) HeldBytes() int64 {
 }
 
 // Read returns up to limit entries (0 or less: PageEntries) from offset
-// from on, and the offset to read next. At the end it returns no entries
-// and next == from. Errors: ErrInvalidOffset (wrapped) for a negative
-// offset, a *DroppedError when from is no longer held, an *AheadError when
-// from is past the next offset to be written.
+// from on, and the offset to read next. Offset 0 is the start of the log:
+// reading from it begins at the first entry held, whatever was dropped
+// (the first entry's Offset says how many). At the end it returns no
+// entries and next == from (the first offset held, from 0). Errors:
+// ErrInvalidOffset (wrapped) for a negative offset, a *DroppedError when
+// from (not 0) is no longer held, an *AheadError when from is past the
+// next offset to be written.
 func (l *Log[T]) Read(from int64, limit int) (entries []Entry[T], next int64, err error) {
 	if limit <= 0 {
 		limit = PageEntries
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	entries, err = l.pageLocked(from, limit)
-	return entries, from + int64(len(entries)), err
+	entries, start, err := l.pageLocked(from, limit)
+	return entries, start + int64(len(entries)), err
 }
 
-// pageLocked copies up to limit entries from offset from.
-func (l *Log[T]) pageLocked(from int64, limit int) ([]Entry[T], error) {
+// pageLocked copies up to limit entries from offset from, and returns
+// the offset they start at: from, or the first offset held for 0.
+func (l *Log[T]) pageLocked(from int64, limit int) ([]Entry[T], int64, error) {
 	next := l.first + int64(l.n)
 	switch {
 	case from < 0:
-		return nil, fmt.Errorf("%w: %d", ErrInvalidOffset, from)
+		return nil, from, fmt.Errorf("%w: %d", ErrInvalidOffset, from)
+	case from == 0:
+		from = l.first // the start of the log: what it still holds
 	case from < l.first:
-		return nil, &DroppedError{Offset: from, First: l.first}
+		return nil, from, &DroppedError{Offset: from, First: l.first}
 	case from > next:
-		return nil, &AheadError{Offset: from, Next: next}
+		return nil, from, &AheadError{Offset: from, Next: next}
 	}
 	k := int(min(next-from, int64(limit)))
 	if k == 0 {
-		return nil, nil
+		return nil, from, nil
 	}
 	out := make([]Entry[T], k)
 	start := int(from - l.first)
 	for i := range k {
 		out[i] = l.buf[(l.head+start+i)%len(l.buf)]
 	}
-	return out, nil
+	return out, from, nil
 }
 
 // Subscribe returns an iterator over the entries from offset from on: the
 // history first, then new entries as they are appended, until the log is
 // closed and everything up to its end was delivered (the iterator then
-// simply ends). It yields a *DroppedError and ends when the next entry it
-// needs is no longer held, whether from was dropped already or the
-// subscriber fell behind; an *AheadError (or ErrInvalidOffset) for an
-// offset past the end (or negative); and ctx.Err() when ctx ends first.
+// simply ends). From 0, the start of the log, it begins at the first
+// entry held when it reads (as Read). It yields a *DroppedError and ends
+// when the next entry it needs is no longer held, whether from (not 0)
+// was dropped already or the subscriber fell behind; an *AheadError (or
+// ErrInvalidOffset) for an offset past the end (or negative); and
+// ctx.Err() when ctx ends first.
 //
 // The iterator reads the log under its lock a page (PageEntries) at a
 // time and yields outside it: the writer never waits for it.
@@ -222,7 +230,8 @@ func (l *Log[T]) Subscribe(ctx context.Context, from int64) iter.Seq2[Entry[T], 
 				return
 			}
 			l.mu.Lock()
-			page, err := l.pageLocked(next, PageEntries)
+			page, start, err := l.pageLocked(next, PageEntries)
+			next = start
 			ended := l.closed && err == nil && next+int64(len(page)) == l.first+int64(l.n)
 			var wake chan struct{}
 			if err == nil && len(page) == 0 && !ended {

@@ -233,6 +233,35 @@ func TestSubscribeFromDroppedOrAhead(t *testing.T) {
 	}
 }
 
+// TestFromTheStartAfterDrops: offset 0 is the start of the log, not an
+// entry: once the bounds dropped entries, Read and Subscribe from 0 begin
+// at the first entry held (its offset says how many went before) instead
+// of failing, while any other dropped offset still fails.
+func TestFromTheStartAfterDrops(t *testing.T) {
+	l := New[int](Config{MaxEntries: 4})
+	appendN(t, l, 0, 10, 1)
+	page, next, err := l.Read(0, 2)
+	if err != nil || next != 8 {
+		t.Fatalf("Read(0, 2) after drops = %d entries, next %d, %v; want 2 from 6, next 8", len(page), next, err)
+	}
+	checkRun(t, page, 6)
+	l.Close()
+	r := <-collect(context.Background(), l, 0)
+	if r.err != nil || len(r.entries) != 4 {
+		t.Fatalf("Subscribe(0) after drops = %d entries, %v; want 4 from 6", len(r.entries), r.err)
+	}
+	checkRun(t, r.entries, 6)
+	var de *DroppedError
+	if _, _, err := l.Read(1, 0); !errors.As(err, &de) || de.First != 6 {
+		t.Fatalf("Read(1) after drops: %v, want *DroppedError with First 6", err)
+	}
+	// An empty log read from 0 is at its end, at its first offset.
+	empty := New[int](Config{})
+	if page, next, err := empty.Read(0, 0); err != nil || len(page) != 0 || next != 0 {
+		t.Fatalf("Read(0) of an empty log = %d entries, next %d, %v", len(page), next, err)
+	}
+}
+
 // TestSlowSubscriberIsCutOff: a subscriber that stops reading never holds
 // the writer up; once the entries it needs next are dropped it gets a
 // *DroppedError naming the first offset held, after the entries of the
@@ -320,8 +349,9 @@ func TestConcurrentWritersAndSubscribers(t *testing.T) {
 }
 
 // FuzzRead: whatever the bounds, the appends and the offset a client asks
-// for, Read answers entries in order from exactly that offset, or one of
-// its three errors, each for its own case.
+// for, Read answers entries in order from exactly that offset (from the
+// first held for 0, the start of the log), or one of its three errors,
+// each for its own case.
 func FuzzRead(f *testing.F) {
 	f.Add(uint16(10), uint16(25), int64(3), int64(5), 2)
 	f.Add(uint16(1), uint16(1), int64(0), int64(0), 0)
@@ -337,6 +367,11 @@ func FuzzRead(f *testing.F) {
 		first, next, _ := l.Bounds()
 		entries, got, err := l.Read(from, limit%1024)
 		switch {
+		case from == 0:
+			if err != nil || got != first+int64(len(entries)) || got > next {
+				t.Fatalf("Read(0) with first %d: %d entries, next %d, %v", first, len(entries), got, err)
+			}
+			checkRun(t, entries, int(first))
 		case from < 0:
 			if !errors.Is(err, ErrInvalidOffset) {
 				t.Fatalf("Read(%d): %v, want ErrInvalidOffset", from, err)

@@ -31,9 +31,12 @@ type Page struct {
 // ReadEvents reads a page of the event log of owner's sandbox id, live or
 // ended within Config.EndedRetention: up to max events (0 =
 // DefaultPageEvents; at most MaxPageEvents) and MaxPageBytes, from offset
-// from. Errors: ErrNotFound (wrapped); *FieldError (max_events); the
-// log's: *eventlog.DroppedError (from was dropped: First names the first
-// offset held), *eventlog.AheadError, eventlog.ErrInvalidOffset.
+// from; from 0, the start of the log, from the oldest event it holds
+// (Page.First and the first event's offset then say how many events the
+// log's bound pruned before it). Errors: ErrNotFound (wrapped);
+// *FieldError (max_events); the log's: *eventlog.DroppedError (from, not
+// 0, was dropped: First names the first offset held),
+// *eventlog.AheadError, eventlog.ErrInvalidOffset.
 func (m *Manager) ReadEvents(owner principal.Principal, id string, from int64, max int) (Page, error) {
 	switch {
 	case max == 0:
@@ -60,10 +63,11 @@ func (m *Manager) ReadEvents(owner principal.Principal, id string, from int64, m
 	return Page{Events: entries, Next: next, First: first, Ended: closed && next == end}, nil
 }
 
-// Subscribe follows the event log of owner's sandbox id from offset from:
-// the events held from there, then new ones live, until the sandbox's
-// last event (the iterator then ends) or ctx ends. It yields a
-// *eventlog.DroppedError and ends when the subscriber is too slow for the
+// Subscribe follows the event log of owner's sandbox id from offset from
+// (0: from the oldest event held, as ReadEvents): the events held from
+// there, then new ones live, until the sandbox's last event (the iterator
+// then ends) or ctx ends. It yields a *eventlog.DroppedError and ends
+// when from (not 0) was pruned or the subscriber is too slow for the
 // log's bound (eventlog.Log.Subscribe). Errors before any event:
 // ErrNotFound (wrapped).
 func (m *Manager) Subscribe(ctx context.Context, owner principal.Principal, id string, from int64) (iter.Seq2[eventlog.Entry[*Event], error], error) {

@@ -817,8 +817,9 @@ func TestEndedLogsPerPrincipal(t *testing.T) {
 	}
 }
 
-// TestEventLogBound: a sandbox's log keeps its bound; reading a dropped
-// offset says which is the first held; a page stops at MaxPageBytes.
+// TestEventLogBound: a sandbox's log keeps its bound; reading from 0 (the
+// start) reads from the first event held and says which it is; reading
+// another pruned offset fails, saying which is the first held.
 func TestEventLogBound(t *testing.T) {
 	h := newHarness(t, Config{Events: eventlog.Config{MaxEntries: 8}})
 	s := h.create(t, CreateParams{})
@@ -826,12 +827,26 @@ func TestEventLogBound(t *testing.T) {
 		h.run(t, alice, s, ExecParams{Code: fmt.Sprintf("echo %d", i)})
 	}
 	var de *eventlog.DroppedError
-	if _, err := h.m.ReadEvents(alice, s.ID(), 0, 0); !errors.As(err, &de) || de.First != 5 {
-		t.Fatalf("ReadEvents(0): %v, want DroppedError with first 5", err)
+	if _, err := h.m.ReadEvents(alice, s.ID(), 3, 0); !errors.As(err, &de) || de.First != 5 {
+		t.Fatalf("ReadEvents(3): %v, want DroppedError with first 5", err)
 	}
-	p, err := h.m.ReadEvents(alice, s.ID(), 5, 0)
-	if err != nil || len(p.Events) != 8 || p.First != 5 || p.Next != 13 || p.Ended {
-		t.Fatalf("page %+v, %v", p, err)
+	for _, from := range []int64{0, 5} {
+		p, err := h.m.ReadEvents(alice, s.ID(), from, 0)
+		if err != nil || len(p.Events) != 8 || p.Events[0].Offset != 5 || p.First != 5 || p.Next != 13 || p.Ended {
+			t.Fatalf("ReadEvents(%d): page %+v, %v; want 8 events from 5, first 5, next 13", from, p, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seq, err := h.m.Subscribe(ctx, alice, s.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e, err := range seq {
+		if err != nil || e.Offset != 5 {
+			t.Fatalf("Subscribe(0): first event %d, %v; want offset 5", e.Offset, err)
+		}
+		break
 	}
 }
 
