@@ -82,15 +82,15 @@ func sandboxCreateCmd(cf *clientFlags) *cobra.Command {
 			}
 			req := &execfarmv1.CreateSandboxRequest{Runtime: r, Limits: limits, Labels: labels}
 			if cmd.Flags().Changed("ttl") {
-				if ttl < 0 || ttl%time.Second != 0 {
-					return fmt.Errorf("--ttl %v: want whole seconds, 0 for no expiry", ttl)
+				if err := wholeSeconds("--ttl", ttl, ", 0 for no expiry"); err != nil {
+					return err
 				}
 				s := int64(ttl / time.Second)
 				req.ShutdownAfterSeconds = &s
 			}
 			if idle != 0 {
-				if idle < 0 || idle%time.Second != 0 {
-					return fmt.Errorf("--idle-timeout %v: want whole seconds", idle)
+				if err := wholeSeconds("--idle-timeout", idle, ""); err != nil {
+					return err
 				}
 				s := int64(idle / time.Second)
 				req.IdleTimeoutSeconds = &s
@@ -112,6 +112,18 @@ func sandboxCreateCmd(cf *clientFlags) *cobra.Command {
 	f.StringVar(&rt, "runtime", "", "runtime of execs that name none: shell, goja, node, python (default shell)")
 	lim.register(f, "the sandbox (all its execs together)")
 	return cmd
+}
+
+// wholeSeconds checks a duration flag that the request carries in
+// seconds: not negative, and whole seconds (the error then adds hint).
+func wholeSeconds(flag string, d time.Duration, hint string) error {
+	if d < 0 {
+		return fmt.Errorf("%s %v: must not be negative", flag, d)
+	}
+	if d%time.Second != 0 {
+		return fmt.Errorf("%s %v: want whole seconds%s", flag, d, hint)
+	}
+	return nil
 }
 
 func sandboxListCmd(cf *clientFlags) *cobra.Command {

@@ -265,3 +265,25 @@ func TestPrintEventsPruned(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxCreateDurations: a negative --ttl or --idle-timeout is
+// refused as negative, a fraction of a second as not whole, before any
+// call.
+func TestSandboxCreateDurations(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--idle-timeout", "-1s"}, "--idle-timeout -1s: must not be negative"},
+		{[]string{"--ttl", "-5m"}, "--ttl -5m0s: must not be negative"},
+		{[]string{"--idle-timeout", "1500ms"}, "--idle-timeout 1.5s: want whole seconds"},
+		{[]string{"--ttl", "1500ms"}, "--ttl 1.5s: want whole seconds, 0 for no expiry"},
+	} {
+		cmd := sandboxCreateCmd(&clientFlags{socket: filepath.Join(t.TempDir(), "none.sock")})
+		cmd.SetArgs(tc.args)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		if err := cmd.Execute(); err == nil || err.Error() != tc.want {
+			t.Errorf("sandbox create %q: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -101,6 +101,7 @@ type Execution struct {
 	cancel        func()
 	cancelWanted  bool // Cancel was called before a cancel func was set
 	cancelCalled  bool
+	cancelCause   string        // CancelBecause's: said after CancelledText; "" for none
 	notify        chan struct{} // closed and cleared on every change; nil when nobody waits
 	done          chan struct{} // closed when terminal
 	limitNotified [2]bool
@@ -357,6 +358,9 @@ func (e *Execution) finishLocked(r Result) bool {
 	r.StdoutTruncated, r.StderrTruncated = out.truncated, errb.truncated
 	r.StdoutBytes, r.StderrBytes = out.written, errb.written
 	r.Success = r.Success && r.State == StateCompleted && !out.truncated && !errb.truncated
+	if r.State == StateCancelled && r.Reason == ReasonCancelled && e.cancelCause != "" {
+		r.Error = CancelledText + ": " + e.cancelCause
+	}
 	if r.QueueWaitMs == 0 && !e.started.IsZero() {
 		r.QueueWaitMs = e.started.Sub(e.created).Milliseconds()
 	}
@@ -443,6 +447,21 @@ func (e *Execution) SetCancel(f func()) {
 	if call {
 		f()
 	}
+}
+
+// CancelBecause is Cancel with why: when the execution then ends
+// StateCancelled, ReasonCancelled (by this cancel or another), its
+// result's error is CancelledText, ": " and cause ("Execution was
+// cancelled: the sandbox expired: its lifetime passed") instead of
+// CancelledText alone. The first cause given is kept; "" gives none.
+// Errors are Cancel's.
+func (e *Execution) CancelBecause(cause string) (State, error) {
+	e.mu.Lock()
+	if !e.state.Terminal() && e.cancelCause == "" {
+		e.cancelCause = cause
+	}
+	e.mu.Unlock()
+	return e.Cancel()
 }
 
 // Cancel asks the execution to stop and returns its state after the request.

@@ -205,13 +205,13 @@ func (x *exec) Created(e *registry.Execution) {
 	s := x.s
 	s.mu.Lock()
 	s.execs[e.ID()] = x
-	ending := s.state != stateReady
+	ending, cause := s.state != stateReady, s.cancelCause
 	s.mu.Unlock()
 	s.m.execs.Store(e.ID(), x)
 	s.appendEvent(&Event{Kind: EventExecStarted, ExecutionID: e.ID(), Runtime: x.runtime,
 		CodePreview: e.Meta().CodePreview, Workdir: x.workdir})
 	if ending {
-		_, _ = e.Cancel()
+		_, _ = e.CancelBecause(cause)
 	}
 }
 

@@ -453,7 +453,7 @@ func (m *Manager) Delete(caller principal.Principal, id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, ok := s.end(EndDeleted, "deleted")
+	n, ok := s.end(EndDeleted, "by its owner")
 	if !ok {
 		return 0, fmt.Errorf("sandbox %q is already ending: %w", id, ErrNotFound)
 	}

@@ -58,6 +58,7 @@ type Sandbox struct {
 	endedAt      time.Time
 	endReason    EndReason     // set with endedAt
 	endMsg       string        // why, as its last event says
+	cancelCause  string        // set as it starts ending: what its cancelled execs' results say (cancelCause)
 	done         chan struct{} // closed once ended
 }
 
@@ -210,6 +211,8 @@ func (s *Sandbox) end(reason EndReason, msg string) (int, bool) {
 		return 0, false
 	}
 	s.state = stateEnding
+	cause := cancelCause(reason, msg)
+	s.cancelCause = cause
 	for _, t := range []*time.Timer{s.lifeTimer, s.idleTimer} {
 		if t != nil {
 			t.Stop()
@@ -230,7 +233,7 @@ func (s *Sandbox) end(reason EndReason, msg string) (int, bool) {
 	}
 	s.cancel()
 	for _, x := range held {
-		_, _ = x.e.Cancel() // an exec that ended meanwhile says ErrTerminal
+		_, _ = x.e.CancelBecause(cause) // an exec that ended meanwhile says ErrTerminal
 	}
 	if err := s.box.Kill(); err != nil {
 		log.Warn("kill session sandbox", "error", err)
@@ -260,6 +263,20 @@ func (s *Sandbox) end(reason EndReason, msg string) (int, bool) {
 	log.Info("session sandbox ended", "cancelled_execs", n)
 	close(s.done)
 	return n, true
+}
+
+// cancelCause is what the result of an exec that a sandbox's end (reason,
+// msg: why, as its ended event says) cancelled adds to "Execution was
+// cancelled" (registry.Execution.CancelBecause): that the sandbox
+// expired, was deleted, or why else it ended.
+func cancelCause(reason EndReason, msg string) string {
+	switch reason {
+	case EndExpired, EndIdle:
+		return "the sandbox expired: " + msg
+	case EndDeleted:
+		return "the sandbox was deleted"
+	}
+	return "the sandbox ended: " + msg
 }
 
 // Bounds of labels.

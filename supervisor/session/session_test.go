@@ -457,8 +457,8 @@ func TestExpiry(t *testing.T) {
 	if _, err := h.m.Get(alice, s.ID()); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get after expiry: %v", err)
 	}
-	if res, _ := e.Result(); res.State != registry.StateCancelled {
-		t.Fatalf("exec result %+v, want CANCELLED", res)
+	if res, _ := e.Result(); res.State != registry.StateCancelled || res.Error != "Execution was cancelled: the sandbox expired: its lifetime passed" {
+		t.Fatalf("exec result %+v, want CANCELLED saying the sandbox expired", res)
 	}
 	if open := h.backend.open(); len(open) != 0 {
 		t.Fatalf("boxes open after expiry: %v", open)
@@ -576,11 +576,12 @@ func TestDeleteCancelsExecs(t *testing.T) {
 		t.Fatalf("Delete = %d, %v; want 6 cancelled", n, err)
 	}
 	for _, e := range execs {
-		if res, ok := e.Result(); !ok || res.State != registry.StateCancelled {
-			t.Fatalf("exec %s: %+v", e.ID(), res)
+		if res, ok := e.Result(); !ok || res.State != registry.StateCancelled || res.Error != "Execution was cancelled: the sandbox was deleted" {
+			t.Fatalf("exec %s: %+v; want CANCELLED saying the sandbox was deleted", e.ID(), res)
 		}
 	}
-	if _, err := h.m.Delete(alice, s.ID()); !errors.Is(err, ErrNotFound) {
+	// The reason is said once: "(deleted: by its owner)", not "(deleted: deleted)".
+	if _, err := h.m.Delete(alice, s.ID()); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "(deleted: by its owner)") {
 		t.Fatalf("second Delete: %v", err)
 	}
 	es := events(t, h.m, alice, s.ID())
