@@ -63,6 +63,10 @@ func TestSessionCLI(t *testing.T) {
 	if out, _, code = si.cli(t, "alice", "exec", id, "--", "cat f && pwd"); code != 0 || out != "made\n/workspace\n" {
 		t.Fatalf("second exec: exit %d, stdout %q", code, out)
 	}
+	// A program that cannot be started exits 126 as a shell's, and says why.
+	if _, errOut, code = si.cli(t, "alice", "exec", id, "--workdir", "/proc/1/root", "--", "pwd"); code != 126 || !strings.Contains(errOut, "permission denied") {
+		t.Fatalf("exec in a workdir it may not enter: exit %d, stderr %q; want 126 saying permission denied", code, errOut)
+	}
 	if out, _, code = si.cli(t, "alice", "sandbox", "ls", "--label", "team=a"); code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "SandboxReady") {
 		t.Fatalf("sandbox ls: exit %d\n%s", code, out)
 	}
