@@ -43,6 +43,10 @@ type Server struct {
 	probes   probeState
 	log      hclog.Logger
 	ids      *nodeid.Issuer
+	// defaults are the limits of a request that asks for none
+	// (cfg.Defaults resolved: a default workspace fitted to the default
+	// memory), the warm pool's.
+	defaults limits.Set
 
 	stopSweep context.CancelFunc
 }
@@ -159,9 +163,16 @@ func build(cfg Config) (*Server, error) {
 	// Counted first: the count is what a scrape right after the result sees.
 	cfg.Registry.OnResult = countFinished(cfg.Metrics, cfg.Registry.OnResult)
 	cfg.Registry.OnFinish = logFinished(cfg.Logger, cfg.Registry.OnFinish)
-	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger, ids: ids}
+	// Requests resolve over cfg.Defaults as configured (a request with
+	// more memory gets the configured workspace); one that asks for
+	// nothing gets them fitted, and so does the warm pool.
+	defaults, err := limits.Resolve(nil, nil, cfg.Defaults, cfg.Ceilings)
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: default limits: %w", err)
+	}
+	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger, ids: ids, defaults: defaults}
 	s.runner, err = execution.New(execution.Config{
-		Sandbox: &s.cfg.Sandbox, WarmPool: cfg.WarmPool, SandboxReuse: cfg.SandboxReuse, Defaults: cfg.Defaults,
+		Sandbox: &s.cfg.Sandbox, WarmPool: cfg.WarmPool, SandboxReuse: cfg.SandboxReuse, Defaults: defaults,
 		Registry: s.reg, Scheduler: sched, Cache: cfg.Cache, Node: cfg.Node, Kube: cfg.Kube, Prometheus: cfg.Prometheus,
 		Metrics: cfg.Metrics, Logger: cfg.Logger,
 	})
@@ -269,7 +280,9 @@ func (s *Server) Register(g *grpc.Server) {
 func (s *Server) IDs() *nodeid.Issuer { return s.ids }
 
 // DefaultLimits returns the limits of a request that asks for none.
-func (s *Server) DefaultLimits() limits.Set { return s.cfg.Defaults }
+// Its workspace is the configured default's, lowered to fit the default
+// memory when it does not (limits.Resolve).
+func (s *Server) DefaultLimits() limits.Set { return s.defaults }
 
 // Registry returns the execution registry (for tests and metrics).
 func (s *Server) Registry() *registry.Registry { return s.reg }

@@ -23,12 +23,45 @@ type Config struct {
 	// (execfarm-goja), bound read-only at GojaPath; "" = none.
 	GojaBinary string
 	// WorkspaceBytes, TmpBytes and ShmBytes size the tmpfs mounted at
-	// WorkspaceDir, /tmp and /dev/shm; 0 means 64 MiB. Their pages are
-	// charged to the sandbox's memory cgroup. The workspace holds one
-	// inode per 4 KiB of its size, at least 16384 (/tmp: 16384).
+	// WorkspaceDir, /tmp and /dev/shm; 0 means DefaultTmpfsBytes. Their
+	// pages and inodes are charged to the sandbox's memory cgroup, at most
+	// TmpfsChargeBytes each; each holds TmpfsInodes of its size.
 	WorkspaceBytes, TmpBytes, ShmBytes int64
 	// UID and GID own the workspace (the sandbox user, 1000).
 	UID, GID int
+}
+
+// DefaultTmpfsBytes is the size of a writable tmpfs whose Config field is
+// 0: 64 MiB.
+const DefaultTmpfsBytes = 64 << 20
+
+// InodeChargeBytes is what one inode of a sandbox tmpfs may charge to the
+// sandbox's memory cgroup beyond its data pages: the kernel's own figure
+// for a tmpfs inode (BOGO_INODE_SIZE, 1 KiB, which since Linux 6.6 also
+// bounds an inode's user.* xattrs). Measured on cgroup v1: an empty file
+// with a short name costs 1007 bytes of kernel memory (inode and dentry);
+// a name over 32 bytes adds its own allocation, up to about 0.5 KiB.
+const InodeChargeBytes = 1024
+
+// MinTmpfsInodes is the fewest inodes a writable tmpfs holds.
+const MinTmpfsInodes = 256
+
+// TmpfsInodes is the inode limit (nr_inodes) of a writable tmpfs of size
+// bytes: one per 4 KiB page, at least MinTmpfsInodes. A non-empty file
+// takes at least one page, so a tmpfs of N bytes holds at most N/4096 files
+// with data anyway; 64 MiB holds 16384.
+func TmpfsInodes(bytes int64) int64 { return max(MinTmpfsInodes, bytes/4096) }
+
+// TmpfsChargeBytes is the most memory a writable tmpfs of size bytes
+// (0 = DefaultTmpfsBytes) charges to the sandbox's memory cgroup when
+// full: its size rounded up to pages (the kernel's rounding), and
+// InodeChargeBytes per inode.
+func TmpfsChargeBytes(bytes int64) int64 {
+	if bytes <= 0 {
+		bytes = DefaultTmpfsBytes
+	}
+	pages := (bytes + 4095) / 4096 * 4096
+	return pages + TmpfsInodes(bytes)*InodeChargeBytes
 }
 
 // Bind is a read-only bind mount of host directory Source at sandbox path

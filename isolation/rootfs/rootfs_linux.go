@@ -11,8 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const mib = 1 << 20
-
 // Setup builds the sandbox root described by cfg and pivots into it. On
 // return the calling process's root is the new read-only root and its
 // working directory is WorkspaceDir. Errors keep their errno
@@ -70,12 +68,13 @@ func Setup(cfg Config) error {
 	if err := setupDev(r, orDefault(cfg.ShmBytes)); err != nil {
 		return err
 	}
-	if err := mountTmpfs(filepath.Join(r, "tmp"), fmt.Sprintf("size=%d,nr_inodes=16384,mode=1777", orDefault(cfg.TmpBytes)), unix.MS_NOSUID|unix.MS_NODEV); err != nil {
+	tmpBytes := orDefault(cfg.TmpBytes)
+	if err := mountTmpfs(filepath.Join(r, "tmp"), fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", tmpBytes, TmpfsInodes(tmpBytes)), unix.MS_NOSUID|unix.MS_NODEV); err != nil {
 		return err
 	}
 	ws := filepath.Join(r, WorkspaceDir)
 	wsBytes := orDefault(cfg.WorkspaceBytes)
-	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755,uid=%d,gid=%d", wsBytes, workspaceInodes(wsBytes), cfg.UID, cfg.GID)
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755,uid=%d,gid=%d", wsBytes, TmpfsInodes(wsBytes), cfg.UID, cfg.GID)
 	if err := mountTmpfs(ws, opts, unix.MS_NOSUID|unix.MS_NODEV); err != nil {
 		return err
 	}
@@ -93,17 +92,9 @@ func Setup(cfg Config) error {
 	return nil
 }
 
-// workspaceInodes is the workspace's inode limit: one per 4 KiB page of
-// its size, at least 16384 (the limit of the default 64 MiB workspace, and
-// of /tmp). Inodes cost kernel memory (about 1 KiB each with their dentry,
-// charged to the sandbox's memory cgroup) and a non-empty file costs at
-// least one page: a workspace of N bytes holds at most N/4096 files with
-// data anyway, and a larger workspace may hold more empty ones.
-func workspaceInodes(bytes int64) int64 { return max(16384, bytes/4096) }
-
 func orDefault(n int64) int64 {
 	if n <= 0 {
-		return 64 * mib
+		return DefaultTmpfsBytes
 	}
 	return n
 }
@@ -274,7 +265,7 @@ func setupDev(r string, shmBytes int64) error {
 		}
 	}
 	shm := filepath.Join(dev, "shm")
-	if err := mountTmpfs(shm, "size="+strconv.FormatInt(shmBytes, 10)+",nr_inodes=4096,mode=1777", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
+	if err := mountTmpfs(shm, fmt.Sprintf("size=%d,nr_inodes=%d,mode=1777", shmBytes, TmpfsInodes(shmBytes)), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
 		return err
 	}
 	// The sandbox's POSIX message queues (its own IPC namespace), listed

@@ -35,7 +35,8 @@ type Config struct {
 	// SandboxReuse is how many executions one warm sandbox may serve,
 	// reset in between; 0 or 1 = single-use (supervisor.Config).
 	SandboxReuse int
-	// Defaults are the server's default limits: the warm pool's shape.
+	// Defaults are the limits of a request that asks for none (the
+	// server's defaults resolved, limits.Resolve): the warm pool's shape.
 	Defaults limits.Set
 	// Registry holds the executions.
 	Registry *registry.Registry

@@ -27,7 +27,9 @@ type Set struct {
 	TimeoutMs int64
 	// CPUTimeMs is the CPU-time limit of the program, milliseconds; 0 = none.
 	CPUTimeMs int64
-	// WorkspaceBytes sizes the workspace tmpfs, bytes.
+	// WorkspaceBytes sizes the workspace tmpfs, bytes; it is also the
+	// program's RLIMIT_FSIZE. Resolve keeps it within MaxWorkspaceBytes of
+	// MemoryBytes (and /tmp and /dev/shm are ScratchBytes).
 	WorkspaceBytes int64
 }
 
@@ -67,13 +69,22 @@ func DefaultCeilings() Set {
 // negative values and values above the ceiling are a *FieldError naming
 // the field, and so are request limits below what a program needs to
 // start (minimums). The request's top-level timeout_ms (ProDisco's)
-// applies unless limits.timeout_ms is set.
+// applies unless limits.timeout_ms is set. The workspace, /tmp and
+// /dev/shm must fit the memory limit with room left for the sandbox's
+// processes (MaxReserveBytes): a default workspace is lowered to fit
+// (MaxWorkspaceBytes), one the request names that does not fit is a
+// *FieldError on limits.workspace_bytes naming limits.max_memory_bytes.
 func Resolve(req *sandboxv1.ResourceLimits, timeoutMs *int32, def, ceil Set) (Set, error) {
 	out, err := overlay(req, timeoutMs, def, ceil)
-	if err != nil || req == nil {
+	if err != nil {
 		return out, err
 	}
-	return out, out.checkMinimums()
+	if req != nil {
+		if err := out.checkMinimums(); err != nil {
+			return out, err
+		}
+	}
+	return out.fitTmpfs(req.GetWorkspaceBytes() != 0)
 }
 
 // overlay returns def with the request's non-zero fields, each checked
@@ -139,7 +150,7 @@ func (l Set) checkMinimums() error {
 		{"limits.max_cpu_percent", int64(l.CPUPercent), MinCPUPercent},
 		{"limits.max_file_descriptors", int64(l.FileDescriptors), 16},
 		{"limits.max_processes", int64(l.Processes), 8},
-		{"limits.workspace_bytes", l.WorkspaceBytes, 1 << 20},
+		{"limits.workspace_bytes", l.WorkspaceBytes, MinWorkspaceBytes},
 	}
 	if l.CPUTimeMs > 0 && l.CPUTimeMs < MinCPUTimeMs {
 		return &FieldError{Field: "limits.cpu_time_ms", Value: l.CPUTimeMs, Reason: fmt.Sprintf("below the minimum %d (the limit is checked every %s)", MinCPUTimeMs, CPUTimeCheckInterval)}
@@ -165,9 +176,12 @@ func (l Set) Rlimits() []*workerv1.Rlimit {
 	return append(out, &workerv1.Rlimit{Resource: "FSIZE", Soft: fsz, Hard: fsz})
 }
 
-// Spec is the sandbox a run with limits l needs; the warm pool holds
-// sandboxes of the server defaults' Spec.
+// Spec is the sandbox a run with limits l needs: its cgroup limits, a
+// workspace of WorkspaceBytes, and /tmp and /dev/shm of ScratchBytes
+// each. The warm pool holds sandboxes of the resolved server defaults'
+// Spec.
 func (l Set) Spec() sandbox.Spec {
+	scratch := l.ScratchBytes()
 	return sandbox.Spec{
 		Limits: cgroup.Limits{
 			MemoryMaxBytes: l.MemoryBytes,
@@ -175,6 +189,8 @@ func (l Set) Spec() sandbox.Spec {
 			CPUQuotaMicros: int64(l.CPUPercent) * 1000,
 		},
 		WorkspaceBytes:  l.WorkspaceBytes,
+		TmpBytes:        scratch,
+		ShmBytes:        scratch,
 		FileDescriptors: int64(l.FileDescriptors),
 	}
 }

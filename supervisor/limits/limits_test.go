@@ -24,7 +24,10 @@ func TestResolveLimits(t *testing.T) {
 		{name: "zero fields are defaults", req: &sandboxv1.ResourceLimits{}, want: func(l Set) Set { return l }},
 		{name: "prodisco timeout", timeout: i32(1500), want: func(l Set) Set { l.TimeoutMs = 1500; return l }},
 		{name: "limits timeout wins", req: &sandboxv1.ResourceLimits{TimeoutMs: 700}, timeout: i32(1500), want: func(l Set) Set { l.TimeoutMs = 700; return l }},
-		{name: "memory", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: 64 << 20}, want: func(l Set) Set { l.MemoryBytes = 64 << 20; return l }},
+		{name: "memory", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: 256 << 20}, want: func(l Set) Set { l.MemoryBytes = 256 << 20; return l }},
+		{name: "memory lowers the default workspace", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: 64 << 20},
+			want: func(l Set) Set { l.MemoryBytes, l.WorkspaceBytes = 64<<20, MaxWorkspaceBytes(64<<20); return l }},
+		{name: "workspace over memory", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: 128 << 20, WorkspaceBytes: 128 << 20}, wantField: "limits.workspace_bytes"},
 		{name: "all set", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: 1 << 30, MaxCpuPercent: 200, MaxFileDescriptors: 64, MaxProcesses: 32, MaxOutputBytes: 4096, CpuTimeMs: 900, WorkspaceBytes: 8 << 20},
 			want: func(l Set) Set {
 				l.MemoryBytes, l.CPUPercent, l.FileDescriptors, l.Processes, l.OutputBytes, l.CPUTimeMs, l.WorkspaceBytes = 1<<30, 200, 64, 32, 4096, 900, 8<<20
@@ -84,6 +87,9 @@ func FuzzResolveLimits(f *testing.F) {
 			got.OutputBytes <= 0 || got.OutputBytes > c.OutputBytes || got.TimeoutMs <= 0 || got.TimeoutMs > c.TimeoutMs ||
 			got.CPUTimeMs < 0 || got.CPUTimeMs > c.CPUTimeMs || got.WorkspaceBytes <= 0 || got.WorkspaceBytes > c.WorkspaceBytes {
 			t.Fatalf("accepted limits out of range: %+v", got)
+		}
+		if filesCharge(got) > FilesBudgetBytes(got.MemoryBytes) {
+			t.Fatalf("accepted limits whose tmpfs mounts may charge %d of memory %d: %+v", filesCharge(got), got.MemoryBytes, got)
 		}
 	})
 }

@@ -427,12 +427,12 @@ func TestTruncatedOutput(t *testing.T) {
 func TestLimitFlags(t *testing.T) {
 	requireServe(t)
 	r := execfarm(t, "run", "-o", "json", "--memory", "64Mi", "--timeout", "2s", "--cpus", "0.5", "--pids", "32",
-		"--cpu-time", "1500ms", "--output-limit", "2Mi", "--fds", "100", "--workspace", "32Mi", "-e", "1")
+		"--cpu-time", "1500ms", "--output-limit", "2Mi", "--fds", "100", "--workspace", "16Mi", "-e", "1")
 	m := jsonOf(t, r)
 	want := map[string]any{
 		// protojson writes 64-bit integers as strings.
 		"maxMemoryBytes": "67108864", "timeoutMs": "2000", "maxCpuPercent": float64(50), "maxProcesses": float64(32),
-		"cpuTimeMs": "1500", "maxOutputBytes": "2097152", "maxFileDescriptors": float64(100), "workspaceBytes": "33554432",
+		"cpuTimeMs": "1500", "maxOutputBytes": "2097152", "maxFileDescriptors": float64(100), "workspaceBytes": "16777216",
 	}
 	for k, v := range want {
 		if got := field(m, "outcome", "effectiveLimits", k); got != v {

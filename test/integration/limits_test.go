@@ -23,7 +23,10 @@ import (
 // limitsWith returns the server's default limits (limits.Default(),
 // which the shared supervisor uses) with set applied: what
 // outcome.effective_limits must echo for a request that sets those fields.
+// A default workspace is lowered to fit the memory (limits.Resolve).
 func limitsWith(set func(*sandboxv1.ResourceLimits)) *sandboxv1.ResourceLimits {
+	asked := &sandboxv1.ResourceLimits{}
+	set(asked)
 	d := limits.Default()
 	l := &sandboxv1.ResourceLimits{
 		MaxMemoryBytes: d.MemoryBytes, MaxCpuPercent: d.CPUPercent,
@@ -32,6 +35,9 @@ func limitsWith(set func(*sandboxv1.ResourceLimits)) *sandboxv1.ResourceLimits {
 		CpuTimeMs: d.CPUTimeMs, WorkspaceBytes: d.WorkspaceBytes,
 	}
 	set(l)
+	if asked.GetWorkspaceBytes() == 0 {
+		l.WorkspaceBytes = min(d.WorkspaceBytes, limits.MaxWorkspaceBytes(l.MaxMemoryBytes))
+	}
 	return l
 }
 
