@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/execfarm/execfarm/isolation/oomscore"
+
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
@@ -31,6 +33,13 @@ func serve() int {
 	}
 	os.Unsetenv(plugin.EnvConfig)
 	srv := newServer()
+	// Opened now: Landlock will not let the worker open it later.
+	oom, err := oomscore.Open()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "execfarm-worker:", err)
+		return 2
+	}
+	srv.oom = oom
 	if cfg.ForkUnixNano > 0 {
 		// From the fork to here: exec, Go runtime and package init.
 		srv.startup.begin(time.Unix(0, cfg.ForkUnixNano))

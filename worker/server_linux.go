@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/execfarm/execfarm/isolation/oomscore"
+
 	goplugin "github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -61,6 +63,9 @@ type server struct {
 	bornInPayload bool
 	// forker forks every runtime process.
 	forker forker
+	// oom makes every runtime process the OOM killer's first choice,
+	// before the worker (isolation/oomscore).
+	oom *oomscore.Forker
 	// broker reaches services the supervisor serves (the HostProxy).
 	broker *goplugin.GRPCBroker
 	// prepared is the process Prepare forked (or a kept one it took
@@ -681,7 +686,18 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 		// fork to the registration, no status of this child is missed.
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if pid, err = syscall.ForkExec(argv[0], argv, attr); err != nil {
+		if s.oom != nil {
+			if err = s.oom.Raise(); err != nil {
+				return
+			}
+		}
+		pid, err = syscall.ForkExec(argv[0], argv, attr)
+		if s.oom != nil {
+			if rerr := s.oom.Restore(); rerr != nil && err == nil {
+				err = rerr // the child is killed below: pid > 0
+			}
+		}
+		if err != nil {
 			return
 		}
 		w := make(chan exitStatus, 1)

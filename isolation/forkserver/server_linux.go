@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/execfarm/execfarm/isolation/oomscore"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -49,6 +51,12 @@ func Serve(fd int) error {
 	// descriptors are exactly its Spawn.Files.
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("forkserver: %w", os.NewSyscallError("close_range", err))
+	}
+	// Workers and their runtime processes never sit below 0 in the OOM
+	// killer's order, whatever the supervisor's own adjustment: written
+	// by root, this value is also the floor they inherit.
+	if err := oomscore.Floor(); err != nil {
+		return fmt.Errorf("forkserver: %w", err)
 	}
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return fmt.Errorf("forkserver: %w", err)
