@@ -103,6 +103,26 @@ func (c *chunkWriter) write(off int64, p []byte, raw int64, exact bool) error {
 	return err
 }
 
+// writePage writes one GetExecution page of the stream, text read from
+// stream offset off, across the dropped middle of a stream past
+// max_output_bytes that the server says it crosses: dropped bytes lie
+// between text[:gapIndex] and the rest (output_dropped_bytes,
+// output_gap_index; dropped 0: no gap, or a server that does not say).
+// The gap is marked like a gap between chunks. Errors are w's.
+func (c *chunkWriter) writePage(off int64, text string, dropped, gapIndex int64) error {
+	if dropped <= 0 || gapIndex < 0 || gapIndex > int64(len(text)) {
+		return c.writeText(off, text)
+	}
+	if err := c.writeText(off, text[:gapIndex]); err != nil {
+		return err
+	}
+	if c.next < off {
+		c.next, c.approx = off, false // the page started among the dropped bytes
+	}
+	c.mark(c.next + dropped)
+	return c.writeText(c.next, text[gapIndex:])
+}
+
 // finish marks the bytes missing at the end of a stream of total bytes
 // (outcome.stdout_bytes, stderr_bytes), when that can be known (not in
 // append mode: the chunks said no offsets).

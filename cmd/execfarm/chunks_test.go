@@ -93,6 +93,34 @@ func TestChunkWriterBytes(t *testing.T) {
 	}
 }
 
+// TestChunkWriterPages: GetExecution pages (status) mark the dropped
+// middle the server says a page crosses, also when a page starts among
+// the dropped bytes; a page that says nothing is written whole.
+func TestChunkWriterPages(t *testing.T) {
+	var out, note strings.Builder
+	c := &chunkWriter{name: "stdout", w: &out, note: &note}
+	pages := []struct {
+		off             int64
+		text            string
+		dropped, gapIdx int64
+	}{
+		{0, "headtail", 10, 4}, // head [0,4), 10 dropped, tail [14,18)
+		{18, "more", 0, 0},     // no gap
+		{22, "end", 13, 0},     // starts among dropped bytes: [22,35) dropped, then [35,38)
+	}
+	for _, p := range pages {
+		if err := c.writePage(p.off, p.text, p.dropped, p.gapIdx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "headtailmoreend"
+	wantNote := "execfarm: stdout: 10 bytes dropped here (offsets 4 to 14; the output limit keeps head and tail)\n" +
+		"execfarm: stdout: 13 bytes dropped here (offsets 22 to 35; the output limit keeps head and tail)\n"
+	if out.String() != want || note.String() != wantNote || c.next != 38 {
+		t.Errorf("wrote %q, noted %q, next %d; want %q, %q, 38", out.String(), note.String(), c.next, want, wantNote)
+	}
+}
+
 // TestChunkWriterMarkerLine: a gap marker starts on a line of its own
 // when the last byte either stream wrote to the shared terminal did not
 // end a line, and adds no blank line when it did.

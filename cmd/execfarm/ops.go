@@ -40,12 +40,12 @@ runs.
 				ctx, cancel = context.WithTimeout(ctx, 10*time.Minute)
 				defer cancel()
 			}
-			var stdout, stderr io.Writer = os.Stdout, os.Stderr
+			var stdout, stderr, note io.Writer = os.Stdout, os.Stderr, os.Stderr
 			var outBuf, errBuf strings.Builder
 			if out.structured() {
-				stdout, stderr = &outBuf, &errBuf
+				stdout, stderr, note = &outBuf, &errBuf, nil
 			}
-			resp, err := readExecution(ctx, client, args[0], wait, stdout, stderr)
+			resp, err := readExecution(ctx, client, args[0], wait, stdout, stderr, note)
 			if err != nil {
 				return err
 			}
@@ -81,18 +81,27 @@ runs.
 // stdout and stderr, and returns the last page (its state, and its result
 // once it has ended); with wait, it waits for the end first. Responses
 // carry at most supervisor.MaxOutputBytesPerCall per stream, so it pages
-// on while a page comes back full. Errors: the GetExecution call's.
-func readExecution(ctx context.Context, client sandboxv1.SandboxServiceClient, id string, wait bool, stdout, stderr io.Writer) (*sandboxv1.GetExecutionResponse, error) {
+// on while a page comes back full. Where a page crosses the middle of a
+// stream dropped past max_output_bytes, a line on note says how many
+// bytes were dropped there (chunkWriter's marker); a nil note leaves the
+// gap unmarked. Errors: the GetExecution call's, and the writers'.
+func readExecution(ctx context.Context, client sandboxv1.SandboxServiceClient, id string, wait bool, stdout, stderr, note io.Writer) (*sandboxv1.GetExecutionResponse, error) {
+	if note == nil {
+		note = io.Discard
+	}
+	line := new(lineState)
+	out := &chunkWriter{name: "stdout", w: stdout, note: note, line: line}
+	errOut := &chunkWriter{name: "stderr", w: stderr, note: note, line: line}
 	req := &sandboxv1.GetExecutionRequest{ExecutionId: id, Wait: wait}
 	for {
 		page, err := client.GetExecution(ctx, req)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := io.WriteString(stdout, page.GetOutput()); err != nil {
+		if err := out.writePage(req.GetOutputOffset(), page.GetOutput(), page.GetOutputDroppedBytes(), page.GetOutputGapIndex()); err != nil {
 			return nil, err
 		}
-		if _, err := io.WriteString(stderr, page.GetErrorOutput()); err != nil {
+		if err := errOut.writePage(req.GetErrorOutputOffset(), page.GetErrorOutput(), page.GetErrorOutputDroppedBytes(), page.GetErrorOutputGapIndex()); err != nil {
 			return nil, err
 		}
 		full := len(page.GetOutput()) >= supervisor.MaxOutputBytesPerCall-4 || len(page.GetErrorOutput()) >= supervisor.MaxOutputBytesPerCall-4

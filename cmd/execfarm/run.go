@@ -118,7 +118,7 @@ an embedded supervisor for the one execution; --async needs a running one.
 				// Execute carries the first page of each stream: read
 				// them whole.
 				var stdout, stderr strings.Builder
-				if _, err := readExecution(ctx, client, resp.GetOutcome().GetExecutionId(), false, &stdout, &stderr); err != nil {
+				if _, err := readExecution(ctx, client, resp.GetOutcome().GetExecutionId(), false, &stdout, &stderr, nil); err != nil {
 					return cf.reach(err)
 				}
 				resp.Output, resp.ErrorOutput = stdout.String(), stderr.String()

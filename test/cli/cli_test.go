@@ -389,6 +389,25 @@ func TestTruncatedOutput(t *testing.T) {
 	if r.code != 137 || !strings.Contains(r.stderr, "stdout truncated: of the 13893 bytes") {
 		t.Fatalf("exit %d, stderr %q; want 137 and the truncation said", r.code, r.stderr)
 	}
+	checkMarkedGaps(t, "run", r, want.String())
+	id := regexp.MustCompile(`execution (\S+) completed`).FindStringSubmatch(r.stderr)
+	if id == nil {
+		t.Fatalf("no execution id in --verbose's %q", r.stderr)
+	}
+	// status reads the kept output by GetExecution pages, which say where
+	// the dropped middle lies.
+	st := execfarm(t, "status", id[1])
+	if st.code != 137 || !strings.Contains(st.stderr, "stdout truncated") {
+		t.Errorf("status %s: exit %d, stderr %q; want 137 and the truncation said", id[1], st.code, st.stderr)
+	}
+	checkMarkedGaps(t, "status", st, want.String())
+}
+
+// checkMarkedGaps checks that r printed want's kept bytes on stdout with
+// each gap marked on stderr at its place: the printed bytes with the
+// marked ones put back are want, with at least one gap.
+func checkMarkedGaps(t *testing.T, cmd string, r result, want string) {
+	t.Helper()
 	marker := regexp.MustCompile(`execfarm: stdout: (\d+) bytes dropped here \(offsets (\d+) to (\d+);`)
 	var rebuilt strings.Builder
 	printed, at := r.stdout, int64(0)
@@ -396,28 +415,21 @@ func TestTruncatedOutput(t *testing.T) {
 		n, _ := strconv.ParseInt(m[1], 10, 64)
 		from, _ := strconv.ParseInt(m[2], 10, 64)
 		to, _ := strconv.ParseInt(m[3], 10, 64)
-		if n != to-from || from < at || from-at > int64(len(printed)) {
-			t.Fatalf("marker %q after offset %d (%d bytes printed)", m[0], at, len(r.stdout))
+		if n != to-from || from < at || from-at > int64(len(printed)) || to > int64(len(want)) {
+			t.Fatalf("%s: marker %q after offset %d (%d bytes printed)", cmd, m[0], at, len(r.stdout))
 		}
 		// The bytes printed before this gap, then the gap.
 		rebuilt.WriteString(printed[:from-at])
 		printed = printed[from-at:]
-		rebuilt.WriteString(want.String()[from:to])
+		rebuilt.WriteString(want[from:to])
 		at = to
 	}
 	rebuilt.WriteString(printed)
 	if at == 0 {
-		t.Errorf("no gap marked; stderr %q", r.stderr)
+		t.Errorf("%s: no gap marked; stderr %q", cmd, r.stderr)
 	}
-	if rebuilt.String() != want.String() || !strings.HasPrefix(r.stdout, want.String()[:512]) || !strings.HasSuffix(r.stdout, "2999\n3000\n") {
-		t.Errorf("stdout %q with the marked gaps is not seq's output (stderr %q)", r.stdout, r.stderr)
-	}
-	id := regexp.MustCompile(`execution (\S+) completed`).FindStringSubmatch(r.stderr)
-	if id == nil {
-		t.Fatalf("no execution id in --verbose's %q", r.stderr)
-	}
-	if st := execfarm(t, "status", id[1]); st.code != 137 || !strings.Contains(st.stderr, "stdout truncated") {
-		t.Errorf("status %s: exit %d, stderr %q; want 137 and the truncation said", id[1], st.code, st.stderr)
+	if rebuilt.String() != want || !strings.HasPrefix(r.stdout, want[:512]) || !strings.HasSuffix(r.stdout, "2999\n3000\n") {
+		t.Errorf("%s: stdout %q with the marked gaps is not seq's output (stderr %q)", cmd, r.stdout, r.stderr)
 	}
 }
 
