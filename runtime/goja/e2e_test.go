@@ -78,6 +78,12 @@ fail("at line five");`,
 			exitCode: ExitUncaught,
 		},
 		{
+			name:     "dynamic import is a require too",
+			code:     "const a = 1;\nconst m = await import(\"m\");\nconsole.log(m);",
+			errSub:   []string{"Module 'm' not available in sandbox"},
+			exitCode: ExitUncaught,
+		},
+		{
 			name:   "type-only import with top-level await",
 			code:   "import type { V1Pod } from \"@kubernetes/client-node\";\nconst p: V1Pod | null = await Promise.resolve(null);\nconsole.log(p);",
 			stdout: "null\n",

@@ -30,6 +30,11 @@ var gojaUnsupported = map[string]bool{
 	"regexp-match-indices": false,
 	"decorators":           false,
 	"using":                false,
+	// goja has no module loader: import() becomes a require in a
+	// Promise (as the IIFE output of a program with imports has), and
+	// import.meta an empty object, instead of a syntax error at run time.
+	"dynamic-import": false,
+	"import-meta":    false,
 }
 
 // TypeScript transforms TypeScript into goja-runnable JavaScript.

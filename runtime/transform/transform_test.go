@@ -186,6 +186,8 @@ func TestModules(t *testing.T) {
 			want: []string{`require("m")`}, not: []string{"import {"}},
 		{name: "type-only import with top-level await stays a module", code: "import type { T } from \"m\";\nconst v: T = await Promise.resolve(1);\nconsole.log(v)",
 			want: []string{"await Promise.resolve(1)"}, not: []string{"import", "require"}},
+		{name: "dynamic import is a require, beside top-level await", code: "const m = await import(\"m\");\nconsole.log(m, import.meta.url)",
+			want: []string{`require("m")`, "await Promise.resolve().then("}, not: []string{"import(", "import.meta"}},
 		{name: "a string line starting with export", code: "const s = `\nexport const q = 1`;\nawait null;\nconsole.log(s)",
 			want: []string{"\nexport const q = 1`", "await null"}},
 	} {
