@@ -113,3 +113,21 @@ fail("at line five");`,
 		})
 	}
 }
+
+// TestUnsettledTopLevelAwait: a top level that waits on a promise nothing
+// settles is no success: exit 13 with node's warning, as node's own ES
+// module loader ends it. process.exit still decides when called.
+func TestUnsettledTopLevelAwait(t *testing.T) {
+	got := run(t, `console.log("before"); await new Promise(() => {}); console.log("never")`, Options{})
+	if got.code != ExitUnsettled || got.stdout != "before\n" || !strings.Contains(got.stderr, "Warning: Detected unsettled top-level await") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d and the warning", got.code, got.stdout, got.stderr, ExitUnsettled)
+	}
+	got = run(t, `setTimeout(() => process.exit(0), 1); await new Promise(() => {})`, Options{})
+	if got.code != 0 || got.stderr != "" {
+		t.Errorf("process.exit(0) beside a pending top level: exit %d, stderr %q; want 0", got.code, got.stderr)
+	}
+	got = run(t, `await new Promise((r) => setTimeout(r, 1)); console.log("done")`, Options{})
+	if got.code != ExitOK || got.stdout != "done\n" {
+		t.Errorf("settled top level: exit %d, stdout %q", got.code, got.stdout)
+	}
+}

@@ -31,6 +31,10 @@ const (
 	// ExitCancelled means the context was cancelled (128 + SIGINT, as a
 	// shell reports an interrupted command).
 	ExitCancelled = 130
+	// ExitUnsettled means the event loop ran out of work while the
+	// program's top level still waited (an await on a promise nothing
+	// will settle): node's exit code for an unsettled top-level await.
+	ExitUnsettled = 13
 )
 
 // programName is the script name goja reports in stack traces when the
@@ -138,6 +142,11 @@ func execute(ctx context.Context, program string, stdout, stderr io.Writer, opts
 			return
 		}
 		completion, err := vm.RunProgram(prg)
+		if err == nil && completion != nil {
+			if p, ok := completion.Export().(*gojavm.Promise); ok {
+				r.topLevel = p
+			}
+		}
 		if err == nil && ext != nil {
 			err = ext.started(r, completion)
 		}
@@ -159,6 +168,10 @@ func execute(ctx context.Context, program string, stdout, stderr io.Writer, opts
 		return r.exitCode, r
 	case cancelled || r.cancelled:
 		return ExitCancelled, r
+	case ext == nil && r.topLevel != nil && r.topLevel.State() == gojavm.PromiseStatePending:
+		// The loop is stopped: nothing runs on its goroutine any more.
+		r.report("Warning: Detected unsettled top-level await")
+		return ExitUnsettled, r
 	default:
 		return r.processExitCode(), r
 	}

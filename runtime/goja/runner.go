@@ -16,8 +16,11 @@ import (
 // runner is the state of one Run. Every field is used on the event loop's
 // goroutine only.
 type runner struct {
-	loop           *eventloop.EventLoop
-	vm             *gojavm.Runtime
+	loop *eventloop.EventLoop
+	vm   *gojavm.Runtime
+	// topLevel is the promise of the program's top level (its async
+	// wrapper), nil when the script threw before returning it.
+	topLevel       *gojavm.Promise
 	stdout, stderr *stream
 	timers         *scheduler
 	inspector      *inspector

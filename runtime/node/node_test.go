@@ -216,6 +216,19 @@ func TestProgram(t *testing.T) {
 			stdout: "42\n",
 		},
 		{
+			// As node's own ES module loader ends it; process.exit still
+			// decides when called.
+			name:   "unsettled top-level await",
+			code:   "console.log('before');\nawait new Promise(() => {});\nconsole.log('never');",
+			stdout: "before\n",
+			exit:   13,
+			stderr: []string{"Warning: Detected unsettled top-level await"},
+		},
+		{
+			name:   "process.exit beside an unsettled top level",
+			code:   "setTimeout(() => process.exit(0), 1);\nawait new Promise(() => {});",
+		},
+		{
 			name:   "import statements use the sandbox require",
 			code:   "import { KubeConfig } from '@kubernetes/client-node';\nimport { PrometheusDriver } from 'prometheus-query';\nconsole.log(typeof KubeConfig, typeof PrometheusDriver);",
 			stdout: "function function\n",

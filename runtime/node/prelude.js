@@ -17,6 +17,8 @@
   const modulesDir = path.join(cfg.bundle || '/.execfarm/node', 'node_modules');
   const allowed = new Set(Array.isArray(cfg.allowed) ? cfg.allowed : []);
   const mainFile = '/workspace/main.ts';
+  // exitUnsettled is node's exit code for an unsettled top-level await.
+  const exitUnsettled = 13;
 
   // Nothing from the supervisor's or the caller's environment reaches the
   // program (seed: the reference leaked process.env into its vm context).
@@ -405,8 +407,22 @@
     harness.start(done);
     return;
   }
-  Promise.resolve(done).then(() => {
+  // A top level that never settles (an await on a promise nothing will
+  // settle) is not a success: as node's own ES module loader does, say so
+  // and exit 13 once nothing is left to run. beforeExit comes only when
+  // the loop empties, never after process.exit.
+  // (finally passes a rejection on: it stays unhandled, exit code 1.)
+  let settled = false;
+  Promise.resolve(done).finally(() => {
+    settled = true;
+  }).then(() => {
     userModule.loaded = true;
+  });
+  process.on('beforeExit', () => {
+    if (!settled) {
+      process.stderr.write('Warning: Detected unsettled top-level await\n');
+      process.exitCode = exitUnsettled;
+    }
   });
 
   // testHost reports the harness' events as JSON lines on fd, with the
