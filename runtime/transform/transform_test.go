@@ -61,24 +61,34 @@ func TestTypeScript(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := TypeScript(tt.code)
-			if err != nil {
-				t.Fatalf("TypeScript: %v", err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
-			for _, n := range tt.not {
-				if strings.Contains(out, n) {
-					t.Errorf("output still has %q:\n%s", n, out)
-				}
-			}
-			compileWrapped(t, out)
-		})
+		t.Run(tt.name, func(t *testing.T) { checkTypeScript(t, tt.code, tt.want, tt.not) })
 	}
+}
+
+// checkTypeScript transforms code and checks that the output has every
+// substring of want and, outside its inline source map (whose base64
+// could hold any word), none of not, and that goja compiles it.
+func checkTypeScript(t *testing.T, code string, want, not []string) {
+	t.Helper()
+	out, err := TypeScript(code)
+	if err != nil {
+		t.Fatalf("TypeScript: %v", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	body := out
+	if i := strings.LastIndex(out, "//# sourceMappingURL="); i >= 0 {
+		body = out[:i]
+	}
+	for _, n := range not {
+		if strings.Contains(body, n) {
+			t.Errorf("output still has %q:\n%s", n, body)
+		}
+	}
+	compileWrapped(t, out)
 }
 
 func TestJavaScript(t *testing.T) {
@@ -191,25 +201,7 @@ func TestModules(t *testing.T) {
 		{name: "a string line starting with export", code: "const s = `\nexport const q = 1`;\nawait null;\nconsole.log(s)",
 			want: []string{"\nexport const q = 1`", "await null"}},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := TypeScript(tt.code)
-			if err != nil {
-				t.Fatalf("TypeScript: %v", err)
-			}
-			// The inline source map's base64 could hold any word.
-			body := out[:strings.LastIndex(out, "//# sourceMappingURL=")]
-			for _, w := range tt.want {
-				if !strings.Contains(body, w) {
-					t.Errorf("output lacks %q:\n%s", w, body)
-				}
-			}
-			for _, n := range tt.not {
-				if strings.Contains(body, n) {
-					t.Errorf("output still has %q:\n%s", n, body)
-				}
-			}
-			compileWrapped(t, out)
-		})
+		t.Run(tt.name, func(t *testing.T) { checkTypeScript(t, tt.code, tt.want, tt.not) })
 	}
 
 	_, err := TypeScript("const a = 1;\nexport const x = await Promise.resolve(1);\nconsole.log(x)")
