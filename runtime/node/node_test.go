@@ -225,8 +225,8 @@ func TestProgram(t *testing.T) {
 			stderr: []string{"Warning: Detected unsettled top-level await"},
 		},
 		{
-			name:   "process.exit beside an unsettled top level",
-			code:   "setTimeout(() => process.exit(0), 1);\nawait new Promise(() => {});",
+			name: "process.exit beside an unsettled top level",
+			code: "setTimeout(() => process.exit(0), 1);\nawait new Promise(() => {});",
 		},
 		{
 			name:   "import statements use the sandbox require",
