@@ -123,6 +123,7 @@ func faultOf(err error) fault {
 		dropped  *eventlog.DroppedError
 		jobBytes *execution.JobBytesError
 		arg      *program.ArgError
+		nul      *program.NULError
 		size     *program.SizeError
 		xlimit   *transformer.LimitError
 		utf8Err  *invalidUTF8Error
@@ -151,6 +152,8 @@ func faultOf(err error) fault {
 		return fault{code: codes.InvalidArgument, reason: "EMPTY_CODE", field: "code", msg: "code is empty"}
 	case errors.As(err, &arg):
 		return fault{code: codes.InvalidArgument, reason: "ARGUMENT_TOO_LONG", field: arg.Field}
+	case errors.As(err, &nul):
+		return fault{code: codes.InvalidArgument, reason: "NUL_IN_ARGUMENT", field: nul.Field}
 	case errors.As(err, &utf8Err):
 		return fault{code: codes.InvalidArgument, reason: "INVALID_UTF8", field: utf8Err.field}
 	case errors.Is(err, program.ErrUnknownRuntime):

@@ -47,6 +47,7 @@ func FuzzPrepare(f *testing.F) {
 	f.Add("echo hi", int32(3), "A=B", "x\x00y", int64(1<<40), int32(1<<30), false)
 	f.Add("", int32(99), "PATH", "/bin", int64(64<<20), int32(100), true)
 	f.Add("await 1", int32(2), "", "", int64(0), int32(0), false)
+	f.Add("echo a\x00b", int32(3), "", "", int64(0), int32(0), false)
 	s := preparingServer(f)
 	f.Fuzz(func(t *testing.T, code string, rt int32, k, v string, mem int64, timeout int32, tests bool) {
 		req := &sandboxv1.ExecuteRequest{
@@ -106,6 +107,29 @@ func TestCodeThatBreaksTheTransformIsRefused(t *testing.T) {
 		ok := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: "console.log(1)"}, Runtime: sandboxv1.Runtime_RUNTIME_GOJA}
 		if _, err := s.prepare(context.Background(), ok, false); err != nil {
 			t.Fatalf("after %s: %v", tc.name, err)
+		}
+	}
+}
+
+// TestNULInShellCodeIsRefused: shell and python code with a NUL byte is
+// INVALID_ARGUMENT naming code (reason NUL_IN_ARGUMENT), not a sandbox
+// spent on a start that fails INTERNAL; so is an env value with one.
+func TestNULInShellCodeIsRefused(t *testing.T) {
+	s := preparingServer(t)
+	for _, tc := range []struct {
+		name, code, field, reason string
+		rt                        sandboxv1.Runtime
+		env                       map[string]string
+	}{
+		{"shell code", "echo a\x00b", "code", "NUL_IN_ARGUMENT", sandboxv1.Runtime_RUNTIME_SHELL, nil},
+		{"python code", "print(1)\x00", "code", "NUL_IN_ARGUMENT", sandboxv1.Runtime_RUNTIME_PYTHON, nil},
+		{"env value", "echo $A", "env", "INVALID_ENV", sandboxv1.Runtime_RUNTIME_SHELL, map[string]string{"A": "a\x00b"}},
+	} {
+		req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: tc.code}, Runtime: tc.rt, Env: tc.env}
+		_, err := s.prepare(context.Background(), req, false)
+		st, f := status.Convert(rpcError(err)), faultOf(err)
+		if st.Code() != codes.InvalidArgument || f.field != tc.field || f.reason != tc.reason {
+			t.Errorf("%s with a NUL: %v (%+v); want INVALID_ARGUMENT %s naming %s", tc.name, st, f, tc.reason, tc.field)
 		}
 	}
 }

@@ -81,21 +81,60 @@ var ErrArgTooLong = errors.New("program: argument too long")
 // ArgError is code or an environment string longer than execve takes: the
 // request is refused before a sandbox is spent. It wraps ErrArgTooLong.
 type ArgError struct {
-	// Field is the request field: "code" or "env".
+	// Field is the request field: "code" or "env" ("argv" for a
+	// runtime's own arguments), or the name a caller gives CheckArg.
 	Field string
 	// Bytes is its length, Limit the most allowed; bytes.
 	Bytes, Limit int
 }
 
 func (e *ArgError) Error() string {
-	if e.Field == "code" {
-		return fmt.Sprintf("code is %d bytes; the shell and python runtimes pass it as one command-line argument, at most %d bytes (MAX_ARG_STRLEN); use goja or node, or a shorter program", e.Bytes, e.Limit)
+	if e.Field == "env" || e.Field == "argv" {
+		return fmt.Sprintf("%s is %d bytes; at most %d bytes fit a command line and environment", e.Field, e.Bytes, e.Limit)
 	}
-	return fmt.Sprintf("%s is %d bytes; at most %d bytes fit a command line and environment", e.Field, e.Bytes, e.Limit)
+	return fmt.Sprintf("%s is %d bytes; the shell and python runtimes pass it as one command-line argument, at most %d bytes (MAX_ARG_STRLEN); use goja or node, or a shorter program", e.Field, e.Bytes, e.Limit)
 }
 
 // Unwrap returns ErrArgTooLong.
 func (e *ArgError) Unwrap() error { return ErrArgTooLong }
+
+// ErrNULByte is wrapped by a *NULError.
+var ErrNULByte = errors.New("program: NUL byte in a command-line argument")
+
+// NULError is code that becomes a command-line argument (shell and python
+// code) holding a NUL byte. execve(2) takes NUL-terminated strings, so
+// the start inside the sandbox could only fail (EINVAL, "invalid
+// argument"): the request is refused before a sandbox is spent. It wraps
+// ErrNULByte. Environment strings with NUL are ErrBadEnv (environ).
+type NULError struct {
+	// Field is the request field: "code", or the name a caller gives
+	// CheckArg (an MCP tool's argument).
+	Field string
+	// Offset is the byte offset of the first NUL.
+	Offset int
+}
+
+func (e *NULError) Error() string {
+	return fmt.Sprintf("%s holds a NUL byte (at byte %d); the shell and python runtimes pass it as a command-line argument, which cannot hold one (execve takes NUL-terminated strings); write the byte from the program instead (printf '\\0', chr(0))", e.Field, e.Offset)
+}
+
+// Unwrap returns ErrNULByte.
+func (e *NULError) Unwrap() error { return ErrNULByte }
+
+// CheckArg returns the refusal of s, the request field field, as one
+// command-line argument of a runtime process: a *NULError when it holds a
+// NUL byte, an *ArgError when it is over MaxArgBytes; nil when execve
+// takes it. Build checks every argument it makes with it; a front end
+// (the MCP bridge) may check its own argument first, to name it.
+func CheckArg(field, s string) error {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return &NULError{Field: field, Offset: i}
+	}
+	if len(s) > MaxArgBytes {
+		return &ArgError{Field: field, Bytes: len(s), Limit: MaxArgBytes}
+	}
+	return nil
+}
 
 // baseEnv is every runtime process's environment before Input.Env.
 var baseEnv = []string{
@@ -146,8 +185,10 @@ func (e *SizeError) Error() string {
 // for one). TypeScript syntax errors come back as *transform.SyntaxError;
 // code past a helper's bounds as *transformer.LimitError; empty code as
 // transform.ErrEmptyCode (whitespace alone is code, which runs and does
-// nothing); a request over MaxRequestBytes as *SizeError; env for a goja
-// or node program (their process.env is always empty) as ErrBadEnv.
+// nothing); shell or python code execve would refuse as *ArgError (too
+// long) or *NULError (a NUL byte); a request over MaxRequestBytes as
+// *SizeError; env for a goja or node program (their process.env is
+// always empty), or env holding NUL, as ErrBadEnv.
 func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
 	if in.Code == "" {
 		return nil, transform.ErrEmptyCode
@@ -228,16 +269,17 @@ func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
 }
 
 // checkExecve refuses a request whose argv or environment execve would
-// refuse with E2BIG inside the sandbox, after one had been started.
+// refuse inside the sandbox, after one had been started: E2BIG for too
+// long, EINVAL for an argument holding NUL (CheckArg).
 func checkExecve(in Input, req *workerv1.RunRequest) error {
 	total := 0
 	for _, a := range req.Argv {
-		if len(a) > MaxArgBytes {
-			field := "argv"
-			if a == in.Code {
-				field = "code"
-			}
-			return &ArgError{Field: field, Bytes: len(a), Limit: MaxArgBytes}
+		field := "argv"
+		if a == in.Code {
+			field = "code"
+		}
+		if err := CheckArg(field, a); err != nil {
+			return err
 		}
 		total += len(a) + 1
 	}

@@ -84,6 +84,30 @@ func TestArgumentLimits(t *testing.T) {
 	}
 }
 
+// TestNULInAnArgument: shell and python code holding a NUL byte, which
+// becomes a command-line argument, is a *NULError naming code before a
+// sandbox is spent (red-team pass: it ended FAILED INTERNAL "start
+// /bin/sh: invalid argument"); goja and node get their program on a
+// descriptor, where a NUL is a character like another.
+func TestNULInAnArgument(t *testing.T) {
+	for _, rt := range []string{Shell, Python} {
+		var ne *NULError
+		_, err := Build(context.Background(), Input{Runtime: rt, Code: "echo a\x00b"})
+		if !errors.As(err, &ne) || ne.Field != "code" || ne.Offset != 6 || !errors.Is(err, ErrNULByte) {
+			t.Errorf("%s with a NUL in code: %v, want a NULError for code at byte 6", rt, err)
+		}
+	}
+	for _, rt := range []string{Goja} {
+		if _, err := Build(context.Background(), Input{Runtime: rt, Code: "console.log('a\x00b')"}); err != nil {
+			t.Errorf("%s with a NUL in code: %v", rt, err)
+		}
+	}
+	var ne *NULError
+	if err := CheckArg("command", "\x00"); !errors.As(err, &ne) || !strings.HasPrefix(err.Error(), "command holds a NUL byte") {
+		t.Errorf("CheckArg(command, NUL) = %v, want a NULError naming command", err)
+	}
+}
+
 // TestRequestOverWhatTheWorkerTakes: a program whose request is over
 // MaxRequestBytes once transformed (lowering blows `using` up ~30 times)
 // is a *SizeError before a sandbox is spent; so is stdin that fills it.

@@ -53,6 +53,7 @@ type Input struct {
 // runtime process's rlimits; ctx bounds the wait for a transform helper.
 // Errors, none of them wrapped further: *CachedError;
 // *transform.SyntaxError; *transformer.LimitError; *program.SizeError;
+// *program.ArgError, *program.NULError;
 // transform.ErrEmptyCode; ctx's error (wrapped);
 // program.ErrUnknownRuntime, ErrBadEnv, ErrNoTestMode (wrapped) for a
 // request that cannot run anywhere; program.ErrUnavailable (wrapped) for a

@@ -19,6 +19,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/limits"
 )
 
@@ -438,8 +439,10 @@ func (st *sessionTools) execute(ctx context.Context, in ExecuteCommandInput) (Ex
 	if strings.TrimSpace(in.Command) == "" {
 		return ExecuteCommandOutput{}, "", invalid("command is required")
 	}
-	if len(in.Command) > MaxCodeBytes {
-		return ExecuteCommandOutput{}, "", invalid("command is %d bytes; at most %d", len(in.Command), MaxCodeBytes)
+	// /bin/sh -c takes the command as one argument: one with a NUL byte
+	// could not start, one past MAX_ARG_STRLEN neither.
+	if err := program.CheckArg("command", in.Command); err != nil {
+		return ExecuteCommandOutput{}, "", invalid("%s", err)
 	}
 	secs := in.Timeout
 	if secs <= 0 {

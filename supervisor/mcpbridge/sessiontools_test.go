@@ -3,21 +3,33 @@ package mcpbridge
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 )
 
-// fakeSessions records CreateSandbox requests; other methods panic
-// through the embedded nil interface (failing the test).
+// fakeSessions records CreateSandbox requests and counts Exec calls
+// (refused UNAVAILABLE); other methods panic through the embedded nil
+// interface (failing the test).
 type fakeSessions struct {
 	execfarmv1.SessionServiceClient
 	mu      sync.Mutex
 	creates []*execfarmv1.CreateSandboxRequest
+	execs   int
+}
+
+func (f *fakeSessions) Exec(context.Context, *execfarmv1.ExecRequest, ...grpc.CallOption) (grpc.ServerStreamingClient[execfarmv1.ExecChunk], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.execs++
+	return nil, status.Error(codes.Unavailable, "fake: no sandboxes")
 }
 
 func (f *fakeSessions) CreateSandbox(_ context.Context, r *execfarmv1.CreateSandboxRequest, _ ...grpc.CallOption) (*execfarmv1.Sandbox, error) {
@@ -79,4 +91,36 @@ func fmtPtr(p *int64) string {
 		return "unset"
 	}
 	return fmt.Sprint(*p)
+}
+
+// TestExecuteCommandRefusesWhatCannotStart: a command /bin/sh -c could
+// not take as its argument (a NUL byte, sent as JSON's \u0000; more than
+// MAX_ARG_STRLEN) is INVALID_ARGUMENT naming command, and no exec is
+// asked of the supervisor (red-team pass: "echo \u0000" spent a sandbox's
+// exec that failed INTERNAL "start /bin/sh: invalid argument").
+func TestExecuteCommandRefusesWhatCannotStart(t *testing.T) {
+	f := &fakeSessions{}
+	b, err := New(Config{Executions: &fakeClient{}, Sessions: f, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := jsonLines(t, b.Server)
+	for i, c := range []struct{ command, want string }{
+		{`"echo \u0000"`, "INVALID_ARGUMENT: command holds a NUL byte (at byte 5)"},
+		{`"` + strings.Repeat("x", 200<<10) + `"`, "INVALID_ARGUMENT: command is 204800 bytes"},
+	} {
+		m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute_command","arguments":{"sandbox_claim_name":"sb1","command":%s}}}`, 10+i, c.command))
+		res, _ := m["result"].(map[string]any)
+		content, _ := res["content"].([]any)
+		var text string
+		if len(content) == 1 {
+			text, _ = content[0].(map[string]any)["text"].(string)
+		}
+		if res["isError"] != true || !strings.HasPrefix(text, c.want) {
+			t.Errorf("execute_command %.40s: answer %v, want a tool error starting %q", c.command, m, c.want)
+		}
+	}
+	if f.execs != 0 {
+		t.Errorf("%d refused commands reached the supervisor", f.execs)
+	}
 }

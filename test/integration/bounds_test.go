@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -174,6 +175,16 @@ func TestRequestsRefusedBeforeASandbox(t *testing.T) {
 			t.Errorf("%d bytes of shell code: %v, want INVALID_ARGUMENT naming the limit", n, err)
 		}
 	}
+	// Code that becomes a command-line argument cannot hold a NUL byte:
+	// it ended FAILED internal, "start /bin/sh: invalid argument".
+	for _, rt := range []sandboxv1.Runtime{sandboxv1.Runtime_RUNTIME_SHELL, sandboxv1.Runtime_RUNTIME_PYTHON} {
+		req := shellReq("echo a\x00b", 0)
+		req.Runtime = rt
+		_, err := in.client.Execute(ctx, req)
+		if status.Code(err) != codes.InvalidArgument || badField(err) != "code" || !strings.Contains(status.Convert(err).Message(), "NUL byte") {
+			t.Errorf("%s code with a NUL byte: %v, want INVALID_ARGUMENT naming code", rt, err)
+		}
+	}
 	if r := execute(t, in.client, shellReq(": "+strings.Repeat("x", 100<<10)+"; echo fits", 0)); r.GetOutput() != "fits\n" {
 		t.Errorf("100 KiB of shell code: %s", describe(r))
 	}
@@ -193,6 +204,17 @@ func TestRequestsRefusedBeforeASandbox(t *testing.T) {
 			t.Errorf("max_file_descriptors %d: %s", nofile.Max, describe(r))
 		}
 	}
+}
+
+// badField returns the field an INVALID_ARGUMENT error names in its
+// google.rpc.BadRequest detail, "" when it names none.
+func badField(err error) string {
+	for _, d := range status.Convert(err).Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 {
+			return br.GetFieldViolations()[0].GetField()
+		}
+	}
+	return ""
 }
 
 // forkServerPid returns the pid of this process's fork server (a child

@@ -273,6 +273,24 @@ func TestSessionExecsShareTheSandbox(t *testing.T) {
 			t.Errorf("exec in workdir %s: %v", wd, st)
 		}
 	}
+	// A NUL byte where the exec's start needs a C string (code, which
+	// is /bin/sh's argument; workdir; env) is INVALID_ARGUMENT naming the
+	// field, no exec: code with one ended FAILED internal, "start
+	// /bin/sh: invalid argument" (red-team pass).
+	for _, tc := range []struct {
+		field string
+		req   *execfarmv1.ExecRequest
+	}{
+		{"code", &execfarmv1.ExecRequest{SandboxId: id, Code: "echo a\x00b"}},
+		{"code", &execfarmv1.ExecRequest{SandboxId: id, Code: "print(1)\x00", Runtime: sandboxv1.Runtime_RUNTIME_PYTHON}},
+		{"workdir", &execfarmv1.ExecRequest{SandboxId: id, Code: "pwd", Workdir: "d\x00"}},
+		{"env", &execfarmv1.ExecRequest{SandboxId: id, Code: "pwd", Env: map[string]string{"A": "a\x00b"}}},
+	} {
+		_, err := si.sessions["alice"].ExecAsync(ctx, tc.req)
+		if st := status.Convert(err); st.Code() != codes.InvalidArgument || badField(err) != tc.field {
+			t.Errorf("exec with a NUL byte in %s: %v (field %q), want INVALID_ARGUMENT naming it", tc.field, st, badField(err))
+		}
+	}
 	if r, err := si.execRequest(t, "alice", &execfarmv1.ExecRequest{SandboxId: id, Code: "pwd", Workdir: "d"}); err != nil || r.stdout != "/workspace/d\n" {
 		t.Errorf("exec in workdir d: pwd %q, %v", r.stdout, err)
 	}
