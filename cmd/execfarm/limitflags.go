@@ -31,7 +31,7 @@ func (l *limitFlags) register(fs *pflag.FlagSet, what string) {
 	fs.Var(&l.memory, "memory", "memory limit of "+what+", bytes with units: 256Mi, 1Gi (default: the server's, 512Mi)")
 	fs.Var(&l.cpus, "cpus", "CPU bandwidth of "+what+" in cores: 0.5, 2 (default: the server's, 1)")
 	fs.Int32Var(&l.pids, "pids", 0, "processes and threads of "+what+" (default: the server's, 256)")
-	fs.Int32Var(&l.fds, "open-files", 0, "open file descriptors per process (RLIMIT_NOFILE; default: the server's, 1024)")
+	fs.Int32Var(&l.fds, "open-files", 0, "open file descriptors per process (RLIMIT_NOFILE; at least 64; default: the server's, 1024)")
 	fs.Int32Var(&l.fds, "fds", 0, "the same as --open-files")
 	fs.Var(&l.output, "output-limit", "output kept per stream, bytes with units (default: the server's, 1Mi)")
 	fs.DurationVar(&l.timeout, "timeout", 0, "wall-clock timeout of each execution: 30s, 2m (default: the server's, 30s)")

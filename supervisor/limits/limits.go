@@ -47,6 +47,22 @@ const MinCPUTimeMs = 100
 // core: the worker's own start-up runs under the sandbox's CPU quota.
 const MinCPUPercent = 10
 
+// MinFileDescriptors is the smallest RLIMIT_NOFILE (max_file_descriptors)
+// of an execution, whatever its runtime. The worker sets the program's
+// rlimits on itself just before the fork (worker/server_linux.go: the
+// child inherits them), so the limit must hold the worker's own
+// descriptors (about 17 at rest: its gRPC connection, epoll, pipes) and
+// those it opens to start the program (its stdio, program, console,
+// ready and results pipes, and the exec-error pipe of the fork) before
+// the program opens any: below it, the start failed with EMFILE, "start
+// /usr/bin/node: too many open files", reported as execfarm's failure.
+// Measured on cgroup v2 (the lowest that starts): shell and python 22,
+// goja and node 26, and 28 in test mode; the minimum is twice that, for
+// a worker that holds more (cgroup v1's event files) and a runtime that
+// opens a few of its own. Session sandboxes need more still
+// (sandbox.MinSessionFileDescriptors).
+const MinFileDescriptors = 64
+
 // Default returns the server defaults when no flag changes them.
 func Default() Set {
 	return Set{
@@ -145,19 +161,25 @@ func (l Set) checkMinimums() error {
 		field string
 		v     int64
 		min   int64
+		why   string // "" = nothing to add
 	}{
-		{"limits.max_memory_bytes", l.MemoryBytes, 16 << 20},
-		{"limits.max_cpu_percent", int64(l.CPUPercent), MinCPUPercent},
-		{"limits.max_file_descriptors", int64(l.FileDescriptors), 16},
-		{"limits.max_processes", int64(l.Processes), 8},
-		{"limits.workspace_bytes", l.WorkspaceBytes, MinWorkspaceBytes},
+		{"limits.max_memory_bytes", l.MemoryBytes, 16 << 20, ""},
+		{"limits.max_cpu_percent", int64(l.CPUPercent), MinCPUPercent, ""},
+		{"limits.max_file_descriptors", int64(l.FileDescriptors), MinFileDescriptors,
+			"every runtime: the sandbox's worker holds some of them when it starts the program"},
+		{"limits.max_processes", int64(l.Processes), 8, ""},
+		{"limits.workspace_bytes", l.WorkspaceBytes, MinWorkspaceBytes, ""},
 	}
 	if l.CPUTimeMs > 0 && l.CPUTimeMs < MinCPUTimeMs {
 		return &FieldError{Field: "limits.cpu_time_ms", Value: l.CPUTimeMs, Reason: fmt.Sprintf("below the minimum %d (the limit is checked every %s)", MinCPUTimeMs, CPUTimeCheckInterval)}
 	}
 	for _, m := range minimums {
 		if m.v < m.min {
-			return &FieldError{Field: m.field, Value: m.v, Reason: fmt.Sprintf("below the minimum %d", m.min)}
+			reason := fmt.Sprintf("below the minimum %d", m.min)
+			if m.why != "" {
+				reason += " (" + m.why + ")"
+			}
+			return &FieldError{Field: m.field, Value: m.v, Reason: reason}
 		}
 	}
 	return nil

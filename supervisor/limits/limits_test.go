@@ -36,6 +36,12 @@ func TestResolveLimits(t *testing.T) {
 		{name: "negative memory", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: -1}, wantField: "limits.max_memory_bytes"},
 		{name: "memory above ceiling", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: 1 << 40}, wantField: "limits.max_memory_bytes"},
 		{name: "memory below minimum", req: &sandboxv1.ResourceLimits{MaxMemoryBytes: 1 << 20}, wantField: "limits.max_memory_bytes"},
+		// The worker's own descriptors count: goja and node failed to
+		// start at 24 ("too many open files") while 16 passed.
+		{name: "file descriptors below what a start needs", req: &sandboxv1.ResourceLimits{MaxFileDescriptors: 24}, wantField: "limits.max_file_descriptors"},
+		{name: "file descriptors one below the minimum", req: &sandboxv1.ResourceLimits{MaxFileDescriptors: MinFileDescriptors - 1}, wantField: "limits.max_file_descriptors"},
+		{name: "file descriptors at the minimum", req: &sandboxv1.ResourceLimits{MaxFileDescriptors: MinFileDescriptors},
+			want: func(l Set) Set { l.FileDescriptors = MinFileDescriptors; return l }},
 		{name: "cpu above ceiling", req: &sandboxv1.ResourceLimits{MaxCpuPercent: 100000}, wantField: "limits.max_cpu_percent"},
 		{name: "negative processes", req: &sandboxv1.ResourceLimits{MaxProcesses: -5}, wantField: "limits.max_processes"},
 		{name: "negative output", req: &sandboxv1.ResourceLimits{MaxOutputBytes: -5}, wantField: "limits.max_output_bytes"},

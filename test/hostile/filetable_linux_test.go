@@ -61,7 +61,7 @@ while True:
 // its memory, not by its descriptors, and the host's file table has room
 // for what every sandbox slot could hold at the ceilings.
 //
-// From inside: with 8 processes of 32 descriptors (256 in all), each of
+// From inside: with 8 processes of 64 descriptors (512 in all), each of
 // seven processes holds 5000 files and more, since a mapped file stays open
 // after close; the memory limit stops them (an OOM kill: every open
 // file's kernel object is charged to the sandbox's memory cgroup), and
@@ -88,7 +88,7 @@ func TestFileTableHoldsEverySandbox(t *testing.T) {
 		Source:  &sandboxv1.ExecuteRequest_Code{Code: holdFiles},
 		Runtime: sandboxv1.Runtime_RUNTIME_PYTHON,
 		Limits: &sandboxv1.ResourceLimits{
-			MaxMemoryBytes: 32 << 20, MaxProcesses: 8, MaxFileDescriptors: 32, TimeoutMs: timeout.Milliseconds(),
+			MaxMemoryBytes: 32 << 20, MaxProcesses: 8, MaxFileDescriptors: 64, TimeoutMs: timeout.Milliseconds(),
 		},
 	})
 	if err != nil {
@@ -96,10 +96,10 @@ func TestFileTableHoldsEverySandbox(t *testing.T) {
 	}
 	out := resp.GetOutput()
 	switch {
-	case !strings.Contains(out, "descriptors: at most 32 per process\n"):
-		t.Errorf("the sandbox's RLIMIT_NOFILE is not 32: %s", describe(resp))
+	case !strings.Contains(out, "descriptors: at most 64 per process\n"):
+		t.Errorf("the sandbox's RLIMIT_NOFILE is not 64: %s", describe(resp))
 	case !strings.Contains(out, "held 5000 files\n"):
-		t.Errorf("no process held 5000 files (for 256 descriptors in all): %s", describe(resp))
+		t.Errorf("no process held 5000 files (for 512 descriptors in all): %s", describe(resp))
 	case strings.Contains(out, "ENFILE"):
 		t.Errorf("the host's file table refused the sandbox a file: %s", describe(resp))
 	case resp.GetOutcome().GetTerminationReason() != sandboxv1.TerminationReason_TERMINATION_REASON_MEMORY && !strings.Contains(out, "ENOMEM"):

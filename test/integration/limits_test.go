@@ -411,3 +411,51 @@ for k in kids:
     os.kill(k, signal.SIGKILL)
     os.waitpid(k, 0)
 `
+
+// TestEveryRuntimeStartsAtTheFewestFileDescriptors: at
+// limits.MinFileDescriptors every runtime starts and runs, test mode and
+// stdin included (the worker sets RLIMIT_NOFILE on itself before the
+// fork, so its own descriptors count); one fewer is INVALID_ARGUMENT
+// naming max_file_descriptors, before a sandbox is spent. A red-team
+// pass found 16 to 24 accepted while goja and node then failed FAILED
+// INTERNAL "start /usr/bin/node: too many open files" (shell and python
+// below 22).
+func TestEveryRuntimeStartsAtTheFewestFileDescriptors(t *testing.T) {
+	in := requireSandbox(t)
+	requirePython(t)
+	requireNode(t, in)
+	ctx := callCtx(t)
+	fds := func() *sandboxv1.ResourceLimits {
+		return &sandboxv1.ResourceLimits{MaxFileDescriptors: limits.MinFileDescriptors}
+	}
+	for _, req := range []*sandboxv1.ExecuteRequest{
+		shellReq("read x; echo $x $(ulimit -n)", 0),
+		pythonReq("import resource; print(input(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])", 0),
+		gojaReq(`console.log("ok")`, 0),
+		nodeReq(`console.log("ok")`),
+	} {
+		req.Limits, req.Stdin = fds(), []byte("ok\n")
+		if req.Runtime == sandboxv1.Runtime_RUNTIME_GOJA || req.Runtime == sandboxv1.Runtime_RUNTIME_NODE {
+			req.Deterministic = true
+		}
+		want := "ok\n"
+		if req.Runtime == sandboxv1.Runtime_RUNTIME_SHELL || req.Runtime == sandboxv1.Runtime_RUNTIME_PYTHON {
+			want = fmt.Sprintf("ok %d\n", limits.MinFileDescriptors)
+		}
+		if r := execute(t, in.client, req); !r.GetSuccess() || r.GetOutput() != want {
+			t.Errorf("%s at %d descriptors: %s, want %q", req.Runtime, limits.MinFileDescriptors, describe(r), want)
+		}
+		req.Limits.MaxFileDescriptors--
+		_, err := in.client.Execute(ctx, req)
+		if status.Code(err) != codes.InvalidArgument || badField(err) != "limits.max_file_descriptors" {
+			t.Errorf("%s at %d descriptors: %v, want INVALID_ARGUMENT naming limits.max_file_descriptors", req.Runtime, limits.MinFileDescriptors-1, err)
+		}
+	}
+	for _, rt := range []sandboxv1.Runtime{sandboxv1.Runtime_RUNTIME_GOJA, sandboxv1.Runtime_RUNTIME_NODE} {
+		resp, err := in.client.ExecuteTest(ctx, &sandboxv1.ExecuteTestRequest{Runtime: rt, Limits: fds(), Deterministic: true,
+			Tests: `test("a", () => { assert.equal(1, 1) })`})
+		if err != nil || !resp.GetSuccess() || resp.GetSummary().GetPassed() != 1 {
+			t.Errorf("%s tests at %d descriptors: %v, %v", rt, limits.MinFileDescriptors, resp, err)
+		}
+	}
+}
