@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/runtime/program"
 )
 
 func runCmd(cf *clientFlags) *cobra.Command {
@@ -81,6 +82,9 @@ an embedded supervisor for the one execution; --async needs a running one.
 				return errors.New("--stdin - and a program read from - both want standard input")
 			}
 			if req.Stdin, err = readStdin(stdinFrom); err != nil {
+				return err
+			}
+			if err := checkRequestBytes(requestPart{"the program", len(req.GetCode())}, requestPart{"--stdin", len(req.Stdin)}); err != nil {
 				return err
 			}
 		}
@@ -226,12 +230,71 @@ func source(code string, args []string) (string, error) {
 	return string(b), err
 }
 
-// readSource reads a program or test file, or standard input for "-".
+// maxCode bounds what run and test send of a request's text: a program
+// or tests file read (readSource), and its code, tests and stdin
+// together (checkRequestBytes). It is what the server's worker takes of
+// one request (program.MaxRequestBytes, 4 MiB less 64 KiB, within
+// gRPC's 4 MiB message): more could only be refused, by the server or
+// by gRPC as "message larger than max", after being read whole.
+const maxCode = program.MaxRequestBytes
+
+// readSource reads a program or test file, or standard input for "-": at
+// most maxCode+1 bytes, so that /dev/zero or a huge pipe is refused
+// after that much, not read into memory until it ends.
 func readSource(path string) ([]byte, error) {
 	if path == "-" {
-		return io.ReadAll(os.Stdin)
+		return readCode("standard input", os.Stdin)
 	}
-	return os.ReadFile(path)
+	return readCodeFile(path)
+}
+
+// readCodeFile reads the file path (a file named "-" too) as readSource
+// does.
+func readCodeFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readCode(path, f)
+}
+
+// readCode reads r, named name in errors, as readSource does.
+func readCode(name string, r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxCode+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(b) > maxCode {
+		return nil, fmt.Errorf("%s is over %d bytes (4 MiB less 64 KiB), the most code one request carries", name, maxCode)
+	}
+	return b, nil
+}
+
+// checkRequestBytes refuses a request whose parts (named by what gives
+// them: "the program", "--stdin") are over maxCode bytes together.
+func checkRequestBytes(parts ...requestPart) error {
+	total := 0
+	for _, p := range parts {
+		total += p.bytes
+	}
+	if total <= maxCode {
+		return nil
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteString(" and ")
+		}
+		fmt.Fprintf(&b, "%s (%d bytes)", p.name, p.bytes)
+	}
+	return fmt.Errorf("%s are %d bytes together; one request carries at most %d (4 MiB less 64 KiB)", b.String(), total, maxCode)
+}
+
+// requestPart is a part of a request for checkRequestBytes.
+type requestPart struct {
+	name  string
+	bytes int
 }
 
 // stream runs req with ExecuteStream and copies output as it arrives

@@ -48,11 +48,14 @@ it starts an embedded supervisor when none is configured.
 			return err
 		}
 		if code != "" {
-			b, err := os.ReadFile(code)
+			b, err := readCodeFile(code)
 			if err != nil {
 				return err
 			}
 			req.Code = new(string(b))
+			if err := checkRequestBytes(requestPart{"the tests", len(tests)}, requestPart{"--code", len(b)}); err != nil {
+				return err
+			}
 		}
 		if req.Limits, err = lim.proto(); err != nil {
 			return err

@@ -658,3 +658,41 @@ func TestSharedResourcesRefused(t *testing.T) {
 		t.Fatalf("the first serve after the refusals: %+v", h)
 	}
 }
+
+// TestCodeInputIsBounded: a program or tests file, or standard input, over
+// what one request carries (4 MiB less 64 KiB) is refused (126) naming the
+// bound, after reading at most that much; so are a program and its
+// --stdin together over it. A red-team pass found `run /dev/zero` at
+// 1.7 GB after 20 s, and 200 MB piped to `run -` read whole and then
+// refused by gRPC as "message larger than max".
+func TestCodeInputIsBounded(t *testing.T) {
+	requireServe(t)
+	const bound = "is over 4128768 bytes"
+	t.Run("pipe", func(t *testing.T) {
+		r := runRaw(t, nil, "sh", "-c", `head -c 200M /dev/zero | "$0" run --runtime shell - --socket "$1"`, filepath.Join(env.bin, "execfarm"), env.socket)
+		if r.code != 126 || !strings.Contains(r.stderr, "standard input "+bound) {
+			t.Errorf("200 MB piped to run -: %+v, want 126 saying standard input %s", r, bound)
+		}
+	})
+	t.Run("device", func(t *testing.T) {
+		for _, args := range [][]string{{"run", "/dev/zero"}, {"test", "/dev/zero"}, {"test", "--code", "/dev/zero", "/dev/null"}} {
+			if r := execfarm(t, args...); r.code != 126 || !strings.Contains(r.stderr, "/dev/zero "+bound) {
+				t.Errorf("%q: %+v, want 126 saying /dev/zero %s", args, r, bound)
+			}
+		}
+	})
+	t.Run("with stdin", func(t *testing.T) {
+		dir := t.TempDir()
+		prog, in := filepath.Join(dir, "prog.sh"), filepath.Join(dir, "in")
+		if err := os.WriteFile(prog, []byte(": "+strings.Repeat("x", 2<<20)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(in, make([]byte, 3<<20), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := execfarm(t, "run", "--runtime", "shell", "--stdin", in, prog)
+		if r.code != 126 || !strings.Contains(r.stderr, "the program (2097154 bytes) and --stdin (3145728 bytes) are 5242882 bytes together") {
+			t.Errorf("2 MiB of program and 3 MiB of stdin: %+v, want 126 naming both sizes", r)
+		}
+	})
+}
