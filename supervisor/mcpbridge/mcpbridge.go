@@ -16,6 +16,9 @@
 // refuses (INVALID_ARGUMENT, RESOURCE_EXHAUSTED, NOT_FOUND...) is a tool
 // error whose text starts with the gRPC code, so the agent can correct
 // itself; input outside the schema is refused by the SDK before a call.
+// An argument whose value is JSON null is taken as absent, for every tool
+// (nullIsAbsent): an optional one gets its default, a required one is
+// missing.
 //
 // Next to it, with a SessionService client, the tools of the Kubernetes
 // agent-sandbox MCP server over session sandboxes (sessiontools.go:
@@ -248,7 +251,7 @@ func (b *Bridge) register() error {
 	if b.cfg.Sessions != nil {
 		addSessionTools(b.Server, b.cfg.Sessions)
 	}
-	b.Server.AddReceivingMiddleware(b.scope)
+	b.Server.AddReceivingMiddleware(b.scope, nullIsAbsent)
 	return nil
 }
 

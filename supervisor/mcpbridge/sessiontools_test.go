@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
 )
 
 // fakeSessions records CreateSandbox requests and counts Exec calls
@@ -23,6 +24,21 @@ type fakeSessions struct {
 	mu      sync.Mutex
 	creates []*execfarmv1.CreateSandboxRequest
 	execs   int
+}
+
+func (f *fakeSessions) lastCreate() *execfarmv1.CreateSandboxRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.creates) == 0 {
+		return nil
+	}
+	return f.creates[len(f.creates)-1]
+}
+
+func (f *fakeSessions) execCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.execs
 }
 
 func (f *fakeSessions) Exec(context.Context, *execfarmv1.ExecRequest, ...grpc.CallOption) (grpc.ServerStreamingClient[execfarmv1.ExecChunk], error) {
@@ -120,7 +136,53 @@ func TestExecuteCommandRefusesWhatCannotStart(t *testing.T) {
 			t.Errorf("execute_command %.40s: answer %v, want a tool error starting %q", c.command, m, c.want)
 		}
 	}
-	if f.execs != 0 {
-		t.Errorf("%d refused commands reached the supervisor", f.execs)
+	if n := f.execCount(); n != 0 {
+		t.Errorf("%d refused commands reached the supervisor", n)
+	}
+}
+
+// TestNullArgumentsAreAbsent: JSON null for any tool's argument is "not
+// given", as an absent argument: the optional ones (create_sandbox's
+// labels, pod_labels, pod_annotations, namespace, warmpool,
+// sandbox_ready_timeout; execute_command's timeout and
+// max_output_chars; runSandbox's limit and states) get their defaults
+// instead of failing the schema's type (labels: null was refused with
+// `has type "null", want "object"`), and a required one is missing.
+func TestNullArgumentsAreAbsent(t *testing.T) {
+	f, fc := &fakeSessions{}, &fakeClient{}
+	b, err := New(Config{Executions: fc, Sessions: f, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := jsonLines(t, b.Server)
+	call := func(id int, tool, args string) (isError bool, text string) {
+		t.Helper()
+		m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args))
+		res, _ := m["result"].(map[string]any)
+		if res == nil {
+			t.Fatalf("%s %s: answer %v, want a result", tool, args, m)
+		}
+		if content, _ := res["content"].([]any); len(content) > 0 {
+			text, _ = content[0].(map[string]any)["text"].(string)
+		}
+		return res["isError"] == true, text
+	}
+	if bad, text := call(10, CreateSandboxTool, `{"labels":null,"pod_labels":null,"pod_annotations":null,"namespace":null,"warmpool":null,"sandbox_ready_timeout":null,"shutdown_after_seconds":null}`); bad {
+		t.Errorf("create_sandbox with every argument null: %s", text)
+	} else if r := f.lastCreate(); r.GetLabels() != nil || r.GetProfile() != "" || r.ShutdownAfterSeconds != nil {
+		t.Errorf("create_sandbox with every argument null asked for %v, want nothing set", r)
+	}
+	// The fake's Exec refuses UNAVAILABLE: reaching it is passing the
+	// schema.
+	if _, text := call(11, ExecuteCommandTool, `{"sandbox_claim_name":"sb1","command":"true","namespace":null,"timeout":null,"max_output_chars":null}`); !strings.HasPrefix(text, "UNAVAILABLE") || f.execCount() != 1 {
+		t.Errorf("execute_command with its optional arguments null: %q after %d execs, want the exec asked for", text, f.execCount())
+	}
+	if bad, text := call(12, ExecuteCommandTool, `{"sandbox_claim_name":null,"command":"true"}`); !bad || !strings.Contains(text, "sandbox_claim_name") || f.execCount() != 1 {
+		t.Errorf("execute_command with sandbox_claim_name null: %q, want it refused as missing", text)
+	}
+	if bad, text := call(13, ToolName, `{"mode":"list","limit":null,"states":null,"runtime":null,"includeCompletedWithinMs":null}`); bad {
+		t.Errorf("runSandbox list with its arguments null: %s", text)
+	} else if r, ok := fc.last().(*sandboxv1.ListExecutionsRequest); !ok || r.GetLimit() != DefaultListLimit || len(r.GetStates()) != 0 {
+		t.Errorf("runSandbox list with its arguments null asked for %v, want the default limit and no states", fc.last())
 	}
 }
