@@ -56,8 +56,23 @@ type Config struct {
 	// DefaultRuntime runs requests that name none; "" = goja.
 	DefaultRuntime string
 	// Defaults and Ceilings bound requests' ResourceLimits; zero values =
-	// limits.Default() and limits.DefaultCeilings().
+	// limits.Default() and limits.DefaultCeilings(). A memory ceiling
+	// above MemoryBudgetBytes is lowered to it.
 	Defaults, Ceilings limits.Set
+	// MemoryBudgetBytes bounds the sum of the memory limits of the live
+	// session sandboxes and the single-use executions holding a slot,
+	// bytes (--memory-budget; package budget): a session create that does
+	// not fit is refused, an execution waits in the queue. 0 = the host's
+	// (host.Memory.DefaultBudgetBytes: MemTotal, or the supervisor's
+	// cgroup's memory limit when smaller, less 1/8 of it and at least
+	// 1 GiB). Idle warm-pool sandboxes are not counted: they run no
+	// client code and hold no client files.
+	MemoryBudgetBytes int64
+	// MaxMemoryBytes is the ceiling on a request's memory limit, bytes
+	// (--max-memory), over Ceilings.MemoryBytes; 0 = Ceilings' (8 GiB by
+	// default), lowered to MemoryBudgetBytes. One above MemoryBudgetBytes
+	// is an error.
+	MaxMemoryBytes int64
 	// Registry configures retention of finished executions.
 	Registry registry.Config
 	// Sessions configures session sandboxes (execfarm.v1.SessionService):

@@ -17,6 +17,7 @@ import (
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/transform"
 	"github.com/execfarm/execfarm/runtime/transformer"
+	"github.com/execfarm/execfarm/supervisor/budget"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/execution"
@@ -211,6 +212,10 @@ func faultOf(err error) fault {
 	// Requests that came at the wrong time.
 	case errors.Is(err, registry.ErrTerminal):
 		return fault{code: codes.FailedPrecondition, reason: "EXECUTION_ENDED"}
+	case errors.Is(err, budget.ErrTooLarge):
+		return fault{code: codes.InvalidArgument, reason: "OVER_MEMORY_BUDGET", field: "limits.max_memory_bytes"}
+	case errors.Is(err, budget.ErrExhausted):
+		return fault{code: codes.ResourceExhausted, reason: "MEMORY_BUDGET", retry: true}
 	case errors.Is(err, scheduler.ErrQueueFull):
 		return fault{code: codes.ResourceExhausted, reason: "QUEUE_FULL", retry: true}
 	case errors.As(err, &jobBytes):

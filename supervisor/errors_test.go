@@ -19,6 +19,7 @@ import (
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/transform"
 	"github.com/execfarm/execfarm/runtime/transformer"
+	"github.com/execfarm/execfarm/supervisor/budget"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/execution"
@@ -88,6 +89,12 @@ func TestRPCError(t *testing.T) {
 		{name: "terminal", err: describe(registry.ErrTerminal, "execution abc already ended (COMPLETED)"), code: codes.FailedPrecondition, reason: "EXECUTION_ENDED"},
 		{name: "queue full", err: describe(fmt.Errorf("execution: %w", scheduler.ErrQueueFull), "execution queue full (3 waiting)"),
 			code: codes.ResourceExhausted, reason: "QUEUE_FULL", msg: "execution queue full (3 waiting)", retry: true},
+		{name: "memory budget full", err: fmt.Errorf("session: %w", &budget.Error{Asked: 512 << 20, Held: 16 << 30, Total: 16 << 30}),
+			code: codes.ResourceExhausted, reason: "MEMORY_BUDGET", retry: true,
+			msg: "session: budget: a memory limit of 512Mi does not fit the node's memory budget of 16Gi (--memory-budget): live sandboxes hold 16Gi, 0 bytes is free"},
+		{name: "over the memory budget", err: &budget.Error{Asked: 17 << 30, Held: 0, Total: 16 << 30},
+			code: codes.InvalidArgument, reason: "OVER_MEMORY_BUDGET", field: "limits.max_memory_bytes",
+			msg: "budget: a memory limit of 17Gi is larger than the node's memory budget of 16Gi (--memory-budget)"},
 		{name: "shutting down", err: execution.ErrShuttingDown, code: codes.Unavailable, reason: "SHUTTING_DOWN", msg: "supervisor is shutting down"},
 		{name: "sandbox field", err: &session.FieldError{Field: "workdir", Reason: "x"}, code: codes.InvalidArgument, reason: "INVALID_FIELD", field: "workdir"},
 		{name: "event offset", err: fmt.Errorf("%w: -1", eventlog.ErrInvalidOffset), code: codes.InvalidArgument, reason: "INVALID_OFFSET", field: "from_offset"},

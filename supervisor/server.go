@@ -18,6 +18,7 @@ import (
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/budget"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/limits"
@@ -37,6 +38,7 @@ type Server struct {
 	cfg      Config
 	reg      *registry.Registry
 	sched    *scheduler.Scheduler
+	budget   *budget.Budget // the node's memory budget, shared by sched and sessions
 	runner   *execution.Runner
 	sessions *session.Manager
 	health   *health.Server
@@ -118,6 +120,9 @@ func (c *Config) complete() error {
 		return fmt.Errorf("supervisor: %w", err)
 	}
 	c.Ceilings = hostCeilings(c.Ceilings, c.Logger)
+	if err := c.memoryBudget(); err != nil {
+		return err
+	}
 	if _, err := limits.Resolve(nil, nil, c.Defaults, c.Ceilings); err != nil {
 		return fmt.Errorf("supervisor: default limits: %w", err)
 	}
@@ -148,10 +153,46 @@ func (c *Config) complete() error {
 	return nil
 }
 
+// memoryBudget fills in MemoryBudgetBytes (the host's default) and fits
+// the memory ceiling (MaxMemoryBytes, else Ceilings.MemoryBytes) and the
+// default memory limit within it.
+func (c *Config) memoryBudget() error {
+	if c.MemoryBudgetBytes < 0 || c.MaxMemoryBytes < 0 {
+		return fmt.Errorf("supervisor: negative memory budget %d or memory ceiling %d", c.MemoryBudgetBytes, c.MaxMemoryBytes)
+	}
+	if c.MemoryBudgetBytes == 0 {
+		m, err := host.ReadMemory("/")
+		if err != nil {
+			return fmt.Errorf("supervisor: default memory budget (set --memory-budget): %w", err)
+		}
+		c.MemoryBudgetBytes = m.DefaultBudgetBytes()
+		c.Logger.Info("memory budget of the sandboxes: the host's memory less what is kept for the host",
+			"budget", budget.Format(c.MemoryBudgetBytes), "mem_total", budget.Format(m.TotalBytes), "cgroup_limit", budget.Format(m.CgroupLimitBytes))
+	}
+	switch {
+	case c.MaxMemoryBytes > c.MemoryBudgetBytes:
+		return fmt.Errorf("supervisor: memory ceiling %s (--max-memory) is over the memory budget %s (--memory-budget): no sandbox of it could ever start",
+			budget.Format(c.MaxMemoryBytes), budget.Format(c.MemoryBudgetBytes))
+	case c.MaxMemoryBytes > 0:
+		c.Ceilings.MemoryBytes = c.MaxMemoryBytes
+	case c.Ceilings.MemoryBytes > c.MemoryBudgetBytes:
+		c.Ceilings.MemoryBytes = c.MemoryBudgetBytes
+	}
+	if c.Defaults.MemoryBytes > c.Ceilings.MemoryBytes {
+		return fmt.Errorf("supervisor: default memory limit %s is over the memory ceiling %s (--max-memory, at most --memory-budget)",
+			budget.Format(c.Defaults.MemoryBytes), budget.Format(c.Ceilings.MemoryBytes))
+	}
+	return nil
+}
+
 // build makes a Server's parts from a completed cfg and registers its
 // load with the metrics. It starts no goroutine.
 func build(cfg Config) (*Server, error) {
-	sched, err := scheduler.New(scheduler.Config{MaxConcurrent: cfg.MaxConcurrent, QueueSize: cfg.QueueSize})
+	mem, err := budget.New(cfg.MemoryBudgetBytes)
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: %w", err)
+	}
+	sched, err := scheduler.New(scheduler.Config{MaxConcurrent: cfg.MaxConcurrent, QueueSize: cfg.QueueSize, Budget: mem})
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
@@ -170,7 +211,7 @@ func build(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: default limits: %w", err)
 	}
-	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, health: health.NewServer(), log: cfg.Logger, ids: ids, defaults: defaults}
+	s := &Server{cfg: cfg, reg: registry.New(cfg.Registry), sched: sched, budget: mem, health: health.NewServer(), log: cfg.Logger, ids: ids, defaults: defaults}
 	s.runner, err = execution.New(execution.Config{
 		Sandbox: &s.cfg.Sandbox, WarmPool: cfg.WarmPool, SandboxReuse: cfg.SandboxReuse, Defaults: defaults,
 		Registry: s.reg, Scheduler: sched, Cache: cfg.Cache, Node: cfg.Node, Kube: cfg.Kube, Prometheus: cfg.Prometheus,
@@ -182,6 +223,7 @@ func build(cfg Config) (*Server, error) {
 	sc := cfg.Sessions
 	sc.Backend = session.SandboxBackend{Config: &s.cfg.Sandbox, Metrics: cfg.Metrics}
 	sc.Runner, sc.Ceilings, sc.IDs, sc.Metrics, sc.Logger = s.runner, cfg.Ceilings, ids, cfg.Metrics, cfg.Logger.Named("session")
+	sc.Budget = mem
 	if s.sessions, err = session.New(sc); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
@@ -248,6 +290,7 @@ func (s *Server) load() metrics.Load {
 	}
 	l.Ready = s.ready()
 	l.Sessions = s.sessions.Live()
+	l.MemoryHeldBytes, l.MemoryBudgetBytes = s.budget.Usage()
 	if ps, ok := s.runner.PoolStats(); ok {
 		l.PoolSize, l.PoolReady, l.PoolStarting, l.PoolInUse = ps.Size, ps.Ready, ps.Starting, ps.InUse
 	}

@@ -63,6 +63,12 @@ func TestFailedNewLeavesNoGoroutine(t *testing.T) {
 		{"reuse without a warm pool", func(sb sandbox.Config) Config {
 			return Config{Sandbox: sb, SandboxReuse: 2}
 		}, "needs a warm pool"},
+		{"memory ceiling over the budget", func(sb sandbox.Config) Config {
+			return Config{Sandbox: sb, MemoryBudgetBytes: 1 << 30, MaxMemoryBytes: 2 << 30}
+		}, "is over the memory budget 1Gi"},
+		{"default memory over the ceiling", func(sb sandbox.Config) Config {
+			return Config{Sandbox: sb, MemoryBudgetBytes: 256 << 20}
+		}, "default memory limit 512Mi is over the memory ceiling 256Mi"},
 		{"metrics taken, with a warm pool", func(sb sandbox.Config) Config {
 			return Config{Sandbox: sb, WarmPool: 2, SandboxReuse: 3, Metrics: used}
 		}, "supervisor: metrics"},
@@ -78,6 +84,35 @@ func TestFailedNewLeavesNoGoroutine(t *testing.T) {
 				t.Fatalf("New = %v, want an error containing %q", err, tt.want)
 			}
 			goleak.VerifyNone(t, processGoroutines()...)
+		})
+	}
+}
+
+// TestMemoryCeilingWithinTheBudget: the memory ceiling defaults to the
+// smaller of limits.DefaultCeilings' 8 GiB and the memory budget, and
+// MaxMemoryBytes sets it; the server's budget is the one configured.
+func TestMemoryCeilingWithinTheBudget(t *testing.T) {
+	for _, tt := range []struct {
+		name                 string
+		budget, max          int64
+		wantCeil, wantBudget int64
+	}{
+		{"budget under 8Gi", 3 << 30, 0, 3 << 30, 3 << 30},
+		{"budget over 8Gi", 20 << 30, 0, 8 << 30, 20 << 30},
+		{"--max-memory", 20 << 30, 12 << 30, 12 << 30, 20 << 30},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(Config{Sandbox: validSandboxConfig(t), MemoryBudgetBytes: tt.budget, MaxMemoryBytes: tt.max})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = s.Shutdown(0) }()
+			if got := s.cfg.Ceilings.MemoryBytes; got != tt.wantCeil {
+				t.Errorf("memory ceiling %d, want %d", got, tt.wantCeil)
+			}
+			if _, total := s.budget.Usage(); total != tt.wantBudget {
+				t.Errorf("budget %d, want %d", total, tt.wantBudget)
+			}
 		})
 	}
 }

@@ -56,6 +56,7 @@ func serveCmd() *cobra.Command {
 		maxLifetime    time.Duration
 		probeAddr      string
 		profilesPath   string
+		memoryBudget   quantityFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -86,6 +87,9 @@ func serveCmd() *cobra.Command {
 				debug.SetMemoryLimit(supervisor.DefaultMemoryLimit)
 			}
 			var err error
+			if cfg.MemoryBudgetBytes, err = memoryBudget.bytes("--memory-budget"); err != nil {
+				return err
+			}
 			if tc, err = transport.FromEnv(tc, os.Getenv); err != nil {
 				return err
 			}
@@ -297,6 +301,7 @@ func serveCmd() *cobra.Command {
 	f.Int64Var(&defaultTimeout, "default-timeout-ms", 0, "default wall-clock timeout in ms (default 30000)")
 	f.StringVar(&probeAddr, "probe-address", "", "serve the HTTP probes GET /healthz (liveness) and GET /readyz (readiness) alone, in plaintext, at ADDRESS, e.g. :9465 (env EXECFARM_PROBE_ADDRESS; default: off)")
 	f.StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics, e.g. 127.0.0.1:9464 (env EXECFARM_METRICS_ADDRESS; default: off)")
+	f.Var(&memoryBudget, "memory-budget", "the most the memory limits of live session sandboxes and running single-use executions may add up to, bytes with units, e.g. 16Gi: a session create over it is refused RESOURCE_EXHAUSTED, an execution waits in the queue (default: MemTotal, or the supervisor's cgroup memory limit when smaller, less 1/8 of it and at least 1Gi kept for the host)")
 	f.IntVar(&cfg.Sessions.MaxSandboxes, "max-sandboxes", session.DefaultMaxSandboxes, "session sandboxes that may live at once (each holds its memory limit and a uid range for its life)")
 	f.IntVar(&cfg.Sessions.MaxPerPrincipal, "max-sandboxes-per-principal", 0, "session sandboxes one principal may hold (default: --max-sandboxes)")
 	f.DurationVar(&cfg.Sessions.DefaultLifetime, "sandbox-default-lifetime", session.DefaultLifetime, "lifetime of a session sandbox whose create names none")

@@ -28,3 +28,16 @@ func TestServeRefusesNegativeCountsAndDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesBadMemoryBudget: --memory-budget takes a positive
+// amount of bytes with units; anything else stops serve naming the flag.
+func TestServeRefusesBadMemoryBudget(t *testing.T) {
+	for _, v := range []string{"0", "-1Gi", "lots"} {
+		cmd := serveCmd()
+		cmd.SetArgs([]string{"--memory-budget", v})
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--memory-budget") || !strings.Contains(err.Error(), "want ") {
+			t.Errorf("serve --memory-budget %s: %v; want refused, naming the flag", v, err)
+		}
+	}
+}

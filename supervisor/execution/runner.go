@@ -13,6 +13,7 @@ import (
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/runtime/node"
 	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/budget"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/hostproxy"
 	"github.com/execfarm/execfarm/supervisor/limits"
@@ -146,19 +147,31 @@ func (r *Runner) Closing() bool {
 
 // Submit admits j through the scheduler, registers it and starts it in the
 // background in a fresh sandbox: a warm one, or one started on demand,
-// destroyed (or reset for the warm pool) after the run. The returned
+// destroyed (or reset for the warm pool) after the run. Its slot holds
+// the sandbox's memory limit (j.Limits.MemoryBytes) of the scheduler's
+// memory budget: it waits in the queue until that fits. The returned
 // execution is PENDING or RUNNING. Errors: ErrShuttingDown once Shutdown
-// has begun; scheduler.ErrQueueFull (wrapped) when the queue is full.
+// has begun; scheduler.ErrQueueFull (wrapped) when the queue is full; a
+// *budget.Error wrapping budget.ErrTooLarge when the memory limit alone
+// is over the budget.
 func (r *Runner) Submit(j *Job) (*registry.Execution, error) {
 	if r.warmShape != nil && j.Limits.Spec() == r.cfg.Defaults.Spec() {
 		r.skipPrepare.Store(!workerv1.SameShape(j.Request, r.warmShape))
 	}
-	return r.SubmitIn(fresh{r}, j)
+	return r.submit(fresh{r}, j, j.Limits.MemoryBytes)
 }
 
 // SubmitIn is Submit with the run's sandbox from p, which must stay usable
-// until the execution has ended.
+// until the execution has ended. The sandbox's memory is not taken from
+// the scheduler's budget: whoever holds the sandbox counts it (a session
+// sandbox, for its life).
 func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
+	return r.submit(p, j, 0)
+}
+
+// submit is SubmitIn with the run's slot holding memoryBytes of the
+// budget.
+func (r *Runner) submit(p Placement, j *Job, memoryBytes int64) (*registry.Execution, error) {
 	size := j.Bytes()
 	if err := r.admit(size); err != nil {
 		if errors.Is(err, ErrShuttingDown) {
@@ -168,10 +181,14 @@ func (r *Runner) SubmitIn(p Placement, j *Job) (*registry.Execution, error) {
 		}
 		return nil, err
 	}
-	ticket, err := r.sched.Enqueue()
+	ticket, err := r.sched.Enqueue(memoryBytes)
 	if err != nil {
 		r.done(size)
-		r.cfg.Metrics.QueueRejected(metrics.RejectQueueFull)
+		reason := metrics.RejectQueueFull
+		if errors.Is(err, budget.ErrTooLarge) {
+			reason = metrics.RejectMemoryBudget
+		}
+		r.cfg.Metrics.QueueRejected(reason)
 		return nil, fmt.Errorf("execution: %w", err)
 	}
 	var e *registry.Execution

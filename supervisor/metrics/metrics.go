@@ -311,6 +311,10 @@ type Load struct {
 	// UIDRanges is how many sandbox uid ranges the supervisor has, and
 	// UIDRangesInUse how many live sandboxes (or their remains) hold.
 	UIDRanges, UIDRangesInUse int
+	// MemoryBudgetBytes is the node's memory budget (--memory-budget) and
+	// MemoryHeldBytes the memory limits of the sandboxes that hold it
+	// now, bytes; both 0 without a budget.
+	MemoryBudgetBytes, MemoryHeldBytes int64
 	// Ready is the supervisor's readiness (its fork server has started,
 	// it is not shutting down, and the last readiness check, if any,
 	// passed).
@@ -338,10 +342,12 @@ var (
 	queueCapDesc  = prometheus.NewDesc("execfarm_queue_capacity", "Executions that may wait for a slot (--queue-size); past it requests get RESOURCE_EXHAUSTED.", nil, nil)
 	uidRangesDesc = prometheus.NewDesc("execfarm_uid_ranges", "Sandbox uid ranges the supervisor has, one per live sandbox at most.", nil, nil)
 	uidInUseDesc  = prometheus.NewDesc("execfarm_uid_ranges_in_use", "Sandbox uid ranges held now, by live sandboxes or by the remains of one whose cgroup could not be removed.", nil, nil)
+	budgetDesc    = prometheus.NewDesc("execfarm_memory_budget_bytes", "The node's memory budget (--memory-budget): the most the memory limits of live session sandboxes and running single-use executions may add up to, bytes.", nil, nil)
+	budgetHeld    = prometheus.NewDesc("execfarm_memory_budget_held_bytes", "The memory limits of the live session sandboxes and running single-use executions now, bytes (within execfarm_memory_budget_bytes).", nil, nil)
 	readyDesc     = prometheus.NewDesc("execfarm_ready", "1 when the supervisor is ready (its fork server has started, it is not shutting down, and the last /readyz check passed), else 0.", nil, nil)
 	buildDesc     = prometheus.NewDesc("execfarm_build_info", "Always 1; the labels name the supervisor's version and the Go version it was built with.", []string{"version", "goversion"}, nil)
 	loadDescs     = []*prometheus.Desc{runningDesc, queuedDesc, poolDesc, poolSizeDesc, proxyDesc, sessionsDesc,
-		maxConcDesc, queueCapDesc, uidRangesDesc, uidInUseDesc, readyDesc, buildDesc}
+		maxConcDesc, queueCapDesc, uidRangesDesc, uidInUseDesc, budgetDesc, budgetHeld, readyDesc, buildDesc}
 	poolStateName = [...]string{"ready", "starting", "in_use"}
 )
 
@@ -396,7 +402,8 @@ func (c loadCollector) Collect(ch chan<- prometheus.Metric) {
 		ready = 1
 	}
 	for d, v := range map[*prometheus.Desc]float64{maxConcDesc: float64(l.MaxConcurrent), queueCapDesc: float64(l.QueueSize),
-		uidRangesDesc: float64(l.UIDRanges), uidInUseDesc: float64(l.UIDRangesInUse), readyDesc: ready} {
+		uidRangesDesc: float64(l.UIDRanges), uidInUseDesc: float64(l.UIDRangesInUse), readyDesc: ready,
+		budgetDesc: float64(l.MemoryBudgetBytes), budgetHeld: float64(l.MemoryHeldBytes)} {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
 	}
 	ch <- prometheus.MustNewConstMetric(buildDesc, prometheus.GaugeValue, 1, cmp.Or(l.Version, "unknown"), runtime.Version())

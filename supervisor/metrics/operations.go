@@ -13,6 +13,7 @@ const (
 	RejectQueueFull    = "queue_full"
 	RejectShuttingDown = "shutting_down"
 	RejectQueueBytes   = "queue_bytes"
+	RejectMemoryBudget = "memory_budget"
 )
 
 // startPhases are the phases of a sandbox start-up the supervisor times
@@ -42,7 +43,7 @@ func newOperations() operations {
 		}, []string{"phase"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "execfarm_queue_rejections_total",
-			Help: "Executions refused admission, by reason (queue_full: RESOURCE_EXHAUSTED; queue_bytes: RESOURCE_EXHAUSTED, the queued requests' byte budget; shutting_down: UNAVAILABLE).",
+			Help: "Executions refused admission, by reason (queue_full: RESOURCE_EXHAUSTED; queue_bytes: RESOURCE_EXHAUSTED, the queued requests' byte budget; memory_budget: RESOURCE_EXHAUSTED, a memory limit larger than the node's memory budget; shutting_down: UNAVAILABLE).",
 		}, []string{"reason"}),
 		teardownErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "execfarm_sandbox_teardown_errors_total",
@@ -58,7 +59,7 @@ func newOperations() operations {
 	for _, p := range startPhases {
 		o.startPhase.WithLabelValues(p)
 	}
-	for _, r := range []string{RejectQueueFull, RejectQueueBytes, RejectShuttingDown} {
+	for _, r := range []string{RejectQueueFull, RejectQueueBytes, RejectMemoryBudget, RejectShuttingDown} {
 		o.rejections.WithLabelValues(r)
 	}
 	for _, op := range []string{sandbox.CgroupCreate, sandbox.CgroupRead, sandbox.CgroupWrite, sandbox.CgroupRemove} {
@@ -83,7 +84,8 @@ func (m *Metrics) startedPhases(phases []sandbox.Phase) {
 }
 
 // QueueRejected counts an execution refused admission for reason
-// (RejectQueueFull, RejectQueueBytes, RejectShuttingDown).
+// (RejectQueueFull, RejectQueueBytes, RejectMemoryBudget,
+// RejectShuttingDown).
 func (m *Metrics) QueueRejected(reason string) {
 	if m != nil {
 		m.ops.rejections.WithLabelValues(reason).Inc()

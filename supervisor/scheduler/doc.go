@@ -1,7 +1,12 @@
 // Package scheduler admits executions: at most MaxConcurrent hold a slot at
 // once, the others wait in one FIFO queue of at most QueueSize entries with
-// visible positions (1 = next). A full queue is refused at once
-// (ErrQueueFull, RESOURCE_EXHAUSTED on the wire); a waiter whose context
-// ends leaves the queue and frees its place. Every path that runs code
-// (Execute, ExecuteStream, ExecuteAsync, ExecuteTest) goes through it.
+// visible positions (1 = next). A slot is granted with the memory limit of
+// the execution's sandbox taken from the node's memory budget (package
+// budget, shared with the session sandboxes): the queue's head waits until
+// both a slot and its memory are free, and no later ticket passes it. A
+// full queue is refused at once (ErrQueueFull, RESOURCE_EXHAUSTED on the
+// wire), and so is a ticket whose memory alone is over the whole budget
+// (budget.ErrTooLarge); a waiter whose context ends leaves the queue and
+// frees its place. Every path that runs code (Execute, ExecuteStream,
+// ExecuteAsync, ExecuteTest) goes through it.
 package scheduler

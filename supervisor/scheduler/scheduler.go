@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/execfarm/execfarm/supervisor/budget"
 )
 
 // ErrQueueFull is returned by Enqueue when QueueSize tickets already wait.
@@ -17,9 +19,19 @@ type Config struct {
 	// QueueSize is how many tickets may wait for a slot; 0 = none may
 	// wait (every submission beyond the slots is refused).
 	QueueSize int
+	// Budget is the node's memory budget, shared with the session
+	// manager: a ticket is granted its slot only once its memory
+	// (Enqueue's memoryBytes) fits too, and gives both back on Release;
+	// nil = slots alone.
+	Budget *budget.Budget
 }
 
-// Scheduler hands out slots in FIFO order. Safe for concurrent use.
+// Scheduler hands out slots in FIFO order, each with the memory of its
+// ticket taken from the budget. Safe for concurrent use.
+//
+// Lock order: Scheduler.mu, then the budget's; the budget is released
+// with Scheduler.mu not held, since its release wakes the scheduler
+// (grant).
 type Scheduler struct {
 	cfg     Config
 	mu      sync.Mutex
@@ -32,6 +44,7 @@ type Scheduler struct {
 type Ticket struct {
 	s       *Scheduler
 	ready   chan struct{} // closed when the ticket got its slot
+	memory  int64         // bytes of the budget the slot holds
 	granted bool
 	done    bool
 }
@@ -44,16 +57,27 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.QueueSize < 0 {
 		return nil, fmt.Errorf("scheduler: QueueSize %d < 0", cfg.QueueSize)
 	}
-	return &Scheduler{cfg: cfg}, nil
+	s := &Scheduler{cfg: cfg}
+	cfg.Budget.OnRelease(s.grant)
+	return s, nil
 }
 
-// Enqueue admits a submission. The ticket either holds a slot at once or
-// waits in the queue; ErrQueueFull when the queue is full.
-func (s *Scheduler) Enqueue() (*Ticket, error) {
+// Enqueue admits a submission whose sandbox's memory limit is
+// memoryBytes (0 = none taken from the budget: a sandbox counted by
+// whoever holds it). The ticket either holds a slot and its memory at
+// once or waits in the queue: the head of the queue is granted when a
+// slot is free and its memory fits the budget, and no ticket passes it.
+// Errors: ErrQueueFull when the queue is full; a *budget.Error wrapping
+// budget.ErrTooLarge when memoryBytes alone is over the whole budget (it
+// would wait forever).
+func (s *Scheduler) Enqueue(memoryBytes int64) (*Ticket, error) {
+	if err := s.cfg.Budget.Fits(memoryBytes); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := &Ticket{s: s, ready: make(chan struct{})}
-	if s.running < s.cfg.MaxConcurrent && len(s.queue) == 0 {
+	t := &Ticket{s: s, ready: make(chan struct{}), memory: memoryBytes}
+	if s.running < s.cfg.MaxConcurrent && len(s.queue) == 0 && s.cfg.Budget.TryAcquire(memoryBytes) == nil {
 		s.running++
 		t.granted = true
 		close(t.ready)
@@ -74,14 +98,8 @@ func (t *Ticket) Wait(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
-	t.s.mu.Lock()
-	defer t.s.mu.Unlock()
-	if t.granted {
-		// Granted while we were giving up: hand the slot on.
-		t.s.releaseLocked(t)
-		return ctx.Err()
-	}
-	t.s.removeLocked(t)
+	// Granted while we were giving up: the slot is handed on.
+	t.Release()
 	return ctx.Err()
 }
 
@@ -98,23 +116,34 @@ func (t *Ticket) Position() int {
 	return 0
 }
 
-// Release gives the slot back (or leaves the queue). Idempotent.
+// Release gives the slot and its memory back (or leaves the queue).
+// Idempotent.
 func (t *Ticket) Release() {
 	t.s.mu.Lock()
-	defer t.s.mu.Unlock()
-	if t.granted {
-		t.s.releaseLocked(t)
+	if !t.granted {
+		t.s.removeLocked(t)
+		// The next may fit the memory its predecessor waited for.
+		t.s.grantLocked()
+		t.s.mu.Unlock()
 		return
 	}
-	t.s.removeLocked(t)
-}
-
-func (s *Scheduler) releaseLocked(t *Ticket) {
 	if t.done {
+		t.s.mu.Unlock()
 		return
 	}
 	t.done = true
-	s.running--
+	t.s.running--
+	t.s.grantLocked()
+	t.s.mu.Unlock()
+	// Wakes this scheduler (grant) with its lock not held.
+	t.s.cfg.Budget.Release(t.memory)
+}
+
+// grant grants the queue's head what is free: the budget's release calls
+// it.
+func (s *Scheduler) grant() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.grantLocked()
 }
 
@@ -134,6 +163,9 @@ func (s *Scheduler) removeLocked(t *Ticket) {
 func (s *Scheduler) grantLocked() {
 	for s.running < s.cfg.MaxConcurrent && len(s.queue) > 0 {
 		t := s.queue[0]
+		if s.cfg.Budget.TryAcquire(t.memory) != nil {
+			return // FIFO: the head waits for memory, and so do the rest
+		}
 		s.queue = s.queue[1:]
 		s.running++
 		t.granted = true

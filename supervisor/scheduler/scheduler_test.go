@@ -14,13 +14,13 @@ func TestFIFOPositionsAndFull(t *testing.T) {
 	}
 	var tickets []*Ticket
 	for i := 0; i < 5; i++ {
-		tk, err := s.Enqueue()
+		tk, err := s.Enqueue(0)
 		if err != nil {
 			t.Fatalf("enqueue %d: %v", i, err)
 		}
 		tickets = append(tickets, tk)
 	}
-	if _, err := s.Enqueue(); !errors.Is(err, ErrQueueFull) {
+	if _, err := s.Enqueue(0); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("6th enqueue: got %v, want ErrQueueFull", err)
 	}
 	for i, want := range []int{0, 0, 1, 2, 3} {
@@ -43,8 +43,8 @@ func TestFIFOPositionsAndFull(t *testing.T) {
 
 func TestWaitCancelledFreesPlace(t *testing.T) {
 	s, _ := New(Config{MaxConcurrent: 1, QueueSize: 1})
-	first, _ := s.Enqueue()
-	waiting, _ := s.Enqueue()
+	first, _ := s.Enqueue(0)
+	waiting, _ := s.Enqueue(0)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := waiting.Wait(ctx); !errors.Is(err, context.Canceled) {
@@ -53,7 +53,7 @@ func TestWaitCancelledFreesPlace(t *testing.T) {
 	if _, q := s.Counts(); q != 0 {
 		t.Fatalf("queued = %d after cancel, want 0", q)
 	}
-	next, err := s.Enqueue()
+	next, err := s.Enqueue(0)
 	if err != nil {
 		t.Fatalf("enqueue after cancel: %v", err)
 	}
@@ -76,7 +76,7 @@ func TestConcurrentNeverExceedsSlots(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tk, err := s.Enqueue()
+			tk, err := s.Enqueue(0)
 			if err != nil {
 				t.Error(err)
 				return

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/supervisor/budget"
 	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
@@ -71,6 +72,10 @@ type Config struct {
 	// MaxSandboxes is how many session sandboxes may live at once on this
 	// server (being created or ended count too); 0 = DefaultMaxSandboxes.
 	MaxSandboxes int
+	// Budget is the node's memory budget, shared with the scheduler: a
+	// sandbox holds its memory limit of it from its create to its end,
+	// and a create that does not fit is refused; nil = none.
+	Budget *budget.Budget
 	// MaxPerPrincipal is how many of them one principal may hold, its
 	// clients' (principal.Principal.Unscoped) counted with its own; 0 =
 	// MaxSandboxes.
@@ -203,7 +208,8 @@ type CreateParams struct {
 // Create starts a sandbox for p.Owner and returns it once it is ready.
 // Errors: *FieldError (labels, lifetime, idle timeout); *QuotaError when
 // the server's or the principal's sandbox limit or the lifetime ceiling
-// would be exceeded; ErrShuttingDown; the Backend's (a sandbox that could
+// would be exceeded; a *budget.Error when p.Limits.MemoryBytes does not
+// fit the node's memory budget (Config.Budget) now; ErrShuttingDown; the Backend's (a sandbox that could
 // not start; sandbox.ErrNoIDRange when the uid window is full).
 func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) {
 	lifetime, err := m.Lifetime(p.Lifetime)
@@ -221,10 +227,15 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 		return nil, err
 	}
 	defer m.creating.Done()
+	if err := m.cfg.Budget.TryAcquire(p.Limits.MemoryBytes); err != nil {
+		m.unreserve(account)
+		return nil, fmt.Errorf("session: %w", err)
+	}
 	box, err := m.cfg.Backend.Start(ctx, p.Limits.Spec())
 	m.cfg.Metrics.SessionCreated(err)
 	if err != nil {
 		m.unreserve(account)
+		m.cfg.Budget.Release(p.Limits.MemoryBytes)
 		return nil, err
 	}
 	now := m.cfg.Now()
@@ -250,6 +261,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) 
 		m.mu.Unlock()
 		s.cancel()
 		_ = box.Close()
+		m.cfg.Budget.Release(p.Limits.MemoryBytes)
 		return nil, ErrShuttingDown
 	}
 	m.live[s.id] = s
@@ -500,14 +512,17 @@ func (m *Manager) expire(s *Sandbox, reason EndReason) {
 	s.end(reason, msg)
 }
 
-// ended moves s from the live sandboxes to the ended ones, whose logs
-// stay readable for Config.EndedRetention.
+// ended moves s, destroyed, from the live sandboxes to the ended ones,
+// whose logs stay readable for Config.EndedRetention, and gives its
+// memory back to the budget.
 func (m *Manager) endedSandbox(s *Sandbox) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	delete(m.live, s.id)
 	m.ended = append(m.ended, s)
 	m.pruneEndedLocked()
+	m.mu.Unlock()
+	// Wakes the scheduler: not under m.mu.
+	m.cfg.Budget.Release(s.limits.MemoryBytes)
 }
 
 // pruneEndedLocked forgets the ended sandboxes past EndedRetention, then,

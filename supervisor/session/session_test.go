@@ -15,6 +15,7 @@ import (
 
 	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/runtime/transformer"
+	"github.com/execfarm/execfarm/supervisor/budget"
 	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
@@ -41,11 +42,11 @@ type harness struct {
 }
 
 // newHarness returns a Manager with cfg over a fake backend and a real
-// execution Runner (4 slots); Shutdown at cleanup, which then checks that
-// every box was closed.
+// execution Runner (4 slots, with cfg.Budget); Shutdown at cleanup, which
+// then checks that every box was closed.
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
-	sched, err := scheduler.New(scheduler.Config{MaxConcurrent: 4, QueueSize: 100})
+	sched, err := scheduler.New(scheduler.Config{MaxConcurrent: 4, QueueSize: 100, Budget: cfg.Budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,6 +339,55 @@ func TestQuotas(t *testing.T) {
 	}
 	if _, err := h.m.Create(context.Background(), CreateParams{Owner: bob, Limits: limits.Default(), Labels: map[string]string{"bad key": "v"}}); !errors.As(err, &fe) || fe.Field != "labels" {
 		t.Errorf("bad label: %v", err)
+	}
+}
+
+// TestMemoryBudget: a sandbox holds its memory limit of the node's
+// budget from its create to its end; a create that does not fit is
+// refused naming the budget and what is held, one whose start fails holds
+// nothing, and an exec in a sandbox takes nothing more (the budget is full
+// of sandboxes here, and the exec runs).
+func TestMemoryBudget(t *testing.T) {
+	const mem = 512 << 20
+	b, err := budget.New(2 * mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Budget: b})
+	lim := limits.Default()
+	lim.MemoryBytes = mem
+	first := h.create(t, CreateParams{Limits: lim})
+	h.create(t, CreateParams{Limits: lim})
+	_, err = h.m.Create(context.Background(), CreateParams{Owner: alice, Limits: lim})
+	var be *budget.Error
+	if !errors.As(err, &be) || !errors.Is(err, budget.ErrExhausted) || be.Held != 2*mem || !strings.Contains(err.Error(), "--memory-budget") {
+		t.Fatalf("3rd create over the budget: %v", err)
+	}
+	if res, out := h.run(t, alice, first, ExecParams{Code: "echo hi"}); res.State != registry.StateCompleted || out != "hi\n" {
+		t.Fatalf("exec in a sandbox with the budget full: %v %q", res.State, out)
+	}
+	if _, err := h.m.Delete(alice, first.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := b.Usage(); held != mem {
+		t.Fatalf("held %d after a delete, want %d", held, mem)
+	}
+	h.backend.mu.Lock()
+	h.backend.startErr = errors.New("no start")
+	h.backend.mu.Unlock()
+	if _, err := h.m.Create(context.Background(), CreateParams{Owner: alice, Limits: lim}); err == nil {
+		t.Fatal("create with a failing start succeeded")
+	}
+	if held, _ := b.Usage(); held != mem {
+		t.Fatalf("held %d after a failed start, want %d", held, mem)
+	}
+	h.backend.mu.Lock()
+	h.backend.startErr = nil
+	h.backend.mu.Unlock()
+	h.create(t, CreateParams{Limits: lim})
+	h.m.Shutdown()
+	if held, _ := b.Usage(); held != 0 {
+		t.Fatalf("held %d after Shutdown, want 0", held)
 	}
 }
 

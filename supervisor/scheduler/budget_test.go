@@ -1,0 +1,140 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/execfarm/execfarm/supervisor/budget"
+)
+
+func newBudgeted(t *testing.T, slots, queue int, total int64) (*Scheduler, *budget.Budget) {
+	t.Helper()
+	b, err := budget.New(total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{MaxConcurrent: slots, QueueSize: queue, Budget: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, b
+}
+
+func granted(tk *Ticket) bool {
+	select {
+	case <-tk.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// A ticket whose memory does not fit waits with a free slot, FIFO: a
+// smaller one behind it waits too, and both are granted in order as
+// memory comes back.
+func TestBudgetHoldsTheQueueHead(t *testing.T) {
+	s, b := newBudgeted(t, 4, 10, 100)
+	first, err := s.Enqueue(60)
+	if err != nil || !granted(first) {
+		t.Fatalf("first: granted=%v err=%v", first != nil && granted(first), err)
+	}
+	big, _ := s.Enqueue(50)
+	small, _ := s.Enqueue(10)
+	if granted(big) || granted(small) {
+		t.Fatalf("granted over the budget: big=%v small=%v", granted(big), granted(small))
+	}
+	if big.Position() != 1 || small.Position() != 2 {
+		t.Fatalf("positions %d,%d want 1,2", big.Position(), small.Position())
+	}
+	first.Release()
+	if !granted(big) || !granted(small) {
+		t.Fatalf("after release: big=%v small=%v, want both granted", granted(big), granted(small))
+	}
+	if held, _ := b.Usage(); held != 60 {
+		t.Fatalf("held %d, want 60", held)
+	}
+	big.Release()
+	small.Release()
+	small.Release()
+	if held, _ := b.Usage(); held != 0 {
+		t.Fatalf("held %d after release, want 0", held)
+	}
+}
+
+// Memory given back by another holder of the budget (a session sandbox)
+// wakes the queue.
+func TestBudgetReleaseElsewhereWakesTheQueue(t *testing.T) {
+	s, b := newBudgeted(t, 2, 10, 100)
+	if err := b.TryAcquire(80); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := s.Enqueue(50)
+	if granted(tk) {
+		t.Fatal("granted 50 with 80 of 100 held")
+	}
+	b.Release(80)
+	if !granted(tk) {
+		t.Fatal("not granted after the budget's release")
+	}
+	tk.Release()
+}
+
+// A waiter that gives up takes nothing with it: no budget held, no queue
+// place, and the one behind it is granted when it alone was in the way.
+func TestBudgetCancelledWaiterLeaksNothing(t *testing.T) {
+	s, b := newBudgeted(t, 4, 10, 100)
+	first, _ := s.Enqueue(40)
+	head, _ := s.Enqueue(70)
+	next, _ := s.Enqueue(30)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := head.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait = %v, want context.Canceled", err)
+	}
+	if !granted(next) {
+		t.Fatal("the ticket behind a cancelled head was not granted")
+	}
+	if held, _ := b.Usage(); held != 70 {
+		t.Fatalf("held %d, want 70 (40 + 30)", held)
+	}
+	first.Release()
+	next.Release()
+	if held, _ := b.Usage(); held != 0 {
+		t.Fatalf("held %d after all released, want 0", held)
+	}
+	if r, q := s.Counts(); r != 0 || q != 0 {
+		t.Fatalf("counts %d,%d want 0,0", r, q)
+	}
+}
+
+// Granted while giving up: the slot and its memory are handed on.
+func TestBudgetGrantedWhileCancelledIsReleased(t *testing.T) {
+	s, b := newBudgeted(t, 1, 10, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// Wait's select takes either case at random: run both.
+	for i := 0; i < 32; i++ {
+		tk, err := s.Enqueue(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tk.Wait(ctx); err == nil {
+			tk.Release()
+		}
+		if held, _ := b.Usage(); held != 0 {
+			t.Fatalf("round %d: held %d, want 0", i, held)
+		}
+	}
+}
+
+// Memory over the whole budget is refused at once, never queued.
+func TestBudgetTooLargeRefusedAtOnce(t *testing.T) {
+	s, _ := newBudgeted(t, 1, 10, 100)
+	if _, err := s.Enqueue(101); !errors.Is(err, budget.ErrTooLarge) {
+		t.Fatalf("Enqueue(101) = %v, want budget.ErrTooLarge", err)
+	}
+	if _, q := s.Counts(); q != 0 {
+		t.Fatalf("queued %d, want 0", q)
+	}
+}
