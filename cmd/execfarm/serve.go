@@ -57,6 +57,7 @@ func serveCmd() *cobra.Command {
 		probeAddr      string
 		profilesPath   string
 		memoryBudget   quantityFlag
+		maxMemory      quantityFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -89,6 +90,12 @@ func serveCmd() *cobra.Command {
 			var err error
 			if cfg.MemoryBudgetBytes, err = memoryBudget.bytes("--memory-budget"); err != nil {
 				return err
+			}
+			if cfg.MaxMemoryBytes, err = maxMemory.bytes("--max-memory"); err != nil {
+				return err
+			}
+			if cfg.MemoryBudgetBytes > 0 && cfg.MaxMemoryBytes > cfg.MemoryBudgetBytes {
+				return fmt.Errorf("--max-memory %s: want at most --memory-budget %s (no sandbox over the budget can ever start)", maxMemory.String(), memoryBudget.String())
 			}
 			if tc, err = transport.FromEnv(tc, os.Getenv); err != nil {
 				return err
@@ -302,6 +309,7 @@ func serveCmd() *cobra.Command {
 	f.StringVar(&probeAddr, "probe-address", "", "serve the HTTP probes GET /healthz (liveness) and GET /readyz (readiness) alone, in plaintext, at ADDRESS, e.g. :9465 (env EXECFARM_PROBE_ADDRESS; default: off)")
 	f.StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics, e.g. 127.0.0.1:9464 (env EXECFARM_METRICS_ADDRESS; default: off)")
 	f.Var(&memoryBudget, "memory-budget", "the most the memory limits of live session sandboxes and running single-use executions may add up to, bytes with units, e.g. 16Gi: a session create over it is refused RESOURCE_EXHAUSTED, an execution waits in the queue (default: MemTotal, or the supervisor's cgroup memory limit when smaller, less 1/8 of it and at least 1Gi kept for the host)")
+	f.Var(&maxMemory, "max-memory", "ceiling on the memory limit a request or a session sandbox may ask for, bytes with units, e.g. 4Gi; over it: INVALID_ARGUMENT (default: the smaller of 8Gi and --memory-budget; over --memory-budget is refused)")
 	f.IntVar(&cfg.Sessions.MaxSandboxes, "max-sandboxes", session.DefaultMaxSandboxes, "session sandboxes that may live at once (each holds its memory limit and a uid range for its life)")
 	f.IntVar(&cfg.Sessions.MaxPerPrincipal, "max-sandboxes-per-principal", 0, "session sandboxes one principal may hold (default: --max-sandboxes)")
 	f.DurationVar(&cfg.Sessions.DefaultLifetime, "sandbox-default-lifetime", session.DefaultLifetime, "lifetime of a session sandbox whose create names none")

@@ -41,3 +41,21 @@ func TestServeRefusesBadMemoryBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesBadMaxMemory: --max-memory takes a positive amount of
+// bytes with units, at most --memory-budget; anything else stops serve
+// before it touches the host, naming the flag.
+func TestServeRefusesBadMaxMemory(t *testing.T) {
+	for _, args := range [][]string{
+		{"--max-memory", "0"},
+		{"--max-memory", "lots"},
+		{"--max-memory", "4Gi", "--memory-budget", "2Gi"},
+	} {
+		cmd := serveCmd()
+		cmd.SetArgs(args)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--max-memory") || !strings.Contains(err.Error(), "want ") {
+			t.Errorf("serve %v: %v; want refused, naming the flag", args, err)
+		}
+	}
+}
