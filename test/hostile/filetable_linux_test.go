@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/supervisor/host"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/test/testbin"
 )
@@ -131,7 +132,14 @@ func TestFileTableHoldsEverySandbox(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/slab/filp/object_size"); err == nil {
 		fileBytes = field("/sys/kernel/slab/filp/object_size")
 	}
+	// The memory ceiling is the default's, lowered to the host's memory
+	// budget as the supervisor lowers it (supervisor.Config.MemoryBudgetBytes).
 	ceil := limits.DefaultCeilings()
+	mem, err := host.ReadMemory("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ceil.MemoryBytes = min(ceil.MemoryBytes, mem.DefaultBudgetBytes())
 	perSandbox := ceil.MemoryBytes / fileBytes
 	if room, need := fileMax-allocated, int64(uidSlots)*perSandbox; room < need {
 		t.Errorf("fs.file-max %d with %d files open leaves room for %d more; %d sandboxes at the ceiling of %d bytes could hold %d each (%d bytes a file), %d in all",
