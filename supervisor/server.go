@@ -167,7 +167,7 @@ func (c *Config) memoryBudget() error {
 		}
 		c.MemoryBudgetBytes = m.DefaultBudgetBytes()
 		c.Logger.Info("memory budget of the sandboxes: the host's memory less what is kept for the host",
-			"budget", budget.Format(c.MemoryBudgetBytes), "mem_total", budget.Format(m.TotalBytes), "cgroup_limit", budget.Format(m.CgroupLimitBytes))
+			"mem_total", budget.Format(m.TotalBytes), "cgroup_limit", budget.Format(m.CgroupLimitBytes))
 	}
 	switch {
 	case c.MaxMemoryBytes > c.MemoryBudgetBytes:
@@ -182,6 +182,7 @@ func (c *Config) memoryBudget() error {
 		return fmt.Errorf("supervisor: default memory limit %s is over the memory ceiling %s (--max-memory, at most --memory-budget)",
 			budget.Format(c.Defaults.MemoryBytes), budget.Format(c.Ceilings.MemoryBytes))
 	}
+	c.Logger.Info("memory budget", "budget", budget.Format(c.MemoryBudgetBytes), "memory_ceiling", budget.Format(c.Ceilings.MemoryBytes))
 	return nil
 }
 
