@@ -473,28 +473,30 @@ const gateScript = `read -r _ <&3 && exec 3<&- && exec "$@"`
 // target is the cgroup a runtime process is placed in: the payload, or an
 // exec's own cgroup (session sandbox).
 type target struct {
-	// procs is the cgroup.procs to write the process's pid to after the
-	// fork, while it is held (cgroup v2, or PlaceByGate); nil: none.
-	procs *os.File
-	// join is the tasks file (cgroup v1) the forking thread writes "0"
+	// procs are the cgroup.procs files to write the process's pid to
+	// after the fork, while it is held (cgroup v2, or PlaceByGate), one
+	// per hierarchy; none: it stays where it is born.
+	procs []*os.File
+	// join are the tasks files (cgroup v1) the forking thread writes "0"
 	// to just before the fork, so that the process is born there, and
-	// back, the one it returns to right after (the payload's); nil: the
-	// forking thread stays where it is (in the payload, bornInPayload).
-	join, back *os.File
+	// back, the ones it returns to right after (the payload's, and the
+	// sandbox's cgroup in the cpuacct hierarchy); none: the forking thread
+	// stays where it is (in the payload, bornInPayload).
+	join, back []*os.File
 }
 
 // payloadTarget places a runtime process in the payload cgroup: born
 // there when the forking thread sits in it (bornInPayload), else moved.
 func (s *server) payloadTarget() target {
-	if s.bornInPayload {
+	if s.bornInPayload || s.payload == nil {
 		return target{}
 	}
-	return target{procs: s.payload}
+	return target{procs: []*os.File{s.payload}}
 }
 
 // bornThere reports whether a process forked for t starts in its cgroup
 // (no move needed).
-func (t target) bornThere() bool { return t.procs == nil }
+func (t target) bornThere() bool { return len(t.procs) == 0 }
 
 // startOpts say how start starts a runtime process.
 type startOpts struct {
@@ -670,17 +672,23 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 				return
 			}
 		}
-		if t := o.target; t.join != nil {
-			// "0" is the writing thread (tasks moves one thread).
-			if _, err = t.join.WriteString("0"); err != nil {
-				err = fmt.Errorf("forking thread into the exec's cgroup: %w", err)
-				return
-			}
+		if t := o.target; len(t.join) > 0 {
+			// Back first (deferred), whatever joined: the thread must not
+			// stay in an exec's cgroup.
 			defer func() {
-				if _, berr := t.back.WriteString("0"); berr != nil && err == nil {
-					err = fmt.Errorf("forking thread back into the payload cgroup: %w", berr)
+				for _, f := range t.back {
+					if _, berr := f.WriteString("0"); berr != nil && err == nil {
+						err = fmt.Errorf("forking thread back into the sandbox's cgroup %s: %w", f.Name(), berr)
+					}
 				}
 			}()
+			for _, f := range t.join {
+				// "0" is the writing thread (tasks moves one thread).
+				if _, err = f.WriteString("0"); err != nil {
+					err = fmt.Errorf("forking thread into the exec's cgroup %s: %w", f.Name(), err)
+					return
+				}
+			}
 		}
 		// The reaper delivers statuses under s.mu: holding it from the
 		// fork to the registration, no status of this child is missed.
@@ -713,8 +721,8 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 		}
 		return nil, fmt.Errorf("start %s: %w", req.GetArgv()[0], err)
 	}
-	if t := o.target; t.procs != nil {
-		if _, err := t.procs.WriteString(strconv.Itoa(pid)); err != nil {
+	for _, f := range o.target.procs {
+		if _, err := f.WriteString(strconv.Itoa(pid)); err != nil {
 			s.killGroup(pid) // and the gate is closed unwritten: the program never runs
 			return nil, fmt.Errorf("place %s in its cgroup: %w", req.GetArgv()[0], err)
 		}

@@ -25,11 +25,13 @@ import (
 //
 //	supervisor                                   worker
 //	  mkdir payload/<exec>, open its tasks (v1)
-//	  or cgroup.procs (v2)
-//	  sendmsg(token, fd)  ── descriptor channel ──▶ execCgroups: token → file
+//	  or cgroup.procs (v2); on v1 with cpuacct
+//	  apart, mkdir <exec> there too and open its
+//	  file and the sandbox's tasks (the way back)
+//	  sendmsg(token, fds) ── descriptor channel ──▶ execCgroups: token → files
 //	  Exec: ExecStart{request, token} ──────────▶ slot (≤ MaxConcurrentExecs)
 //	                                               fork as uid 1000, new process
-//	                                               group, into the exec's cgroup
+//	                                               group, into the exec's cgroups
 //	  ◀── ExecStarted{pid}
 //	  ExecInput{stdin | close_stdin | signal}* ──▶ stdin pipe / kill(-pgid, sig)
 //	  ◀── RunEvent{stdout|stderr|results}*, Exit{usage}
@@ -78,20 +80,25 @@ func (e *execSlots) release() {
 }
 
 // execCgroups receives the execs' cgroup files on the descriptor channel
-// (plugin.SandboxConfig.ExecCgroupFD) and hands each to the Exec that
-// names its token. It keeps at most maxPending files nobody took (an Exec
-// call that never came): the oldest is closed first.
+// (plugin.SandboxConfig.ExecCgroupFD), one to maxExecFiles per exec, and
+// hands them to the Exec that names its token. It keeps the files of at
+// most maxPending execs nobody took (an Exec call that never came): the
+// oldest are closed first.
 type execCgroups struct {
 	conn *net.UnixConn
 
 	mu      sync.Mutex
-	pending map[uint64]*os.File
+	pending map[uint64][]*os.File
 	order   []uint64 // tokens in pending, oldest first
 	arrived chan struct{}
 	closed  bool
 }
 
 const maxPending = 2 * plugin.MaxConcurrentExecs
+
+// maxExecFiles is the most files one exec's message carries
+// (plugin.SandboxConfig.ExecCgroupFD).
+const maxExecFiles = 3
 
 func newExecCgroups(f *os.File) (*execCgroups, error) {
 	c, err := net.FileConn(f)
@@ -104,7 +111,7 @@ func newExecCgroups(f *os.File) (*execCgroups, error) {
 		c.Close()
 		return nil, errors.New("exec cgroup channel: not a unix socket")
 	}
-	e := &execCgroups{conn: uc, pending: map[uint64]*os.File{}, arrived: make(chan struct{})}
+	e := &execCgroups{conn: uc, pending: map[uint64][]*os.File{}, arrived: make(chan struct{})}
 	go e.receive()
 	return e, nil
 }
@@ -118,7 +125,7 @@ func (e *execCgroups) receive() {
 		e.mu.Unlock()
 	}()
 	buf := make([]byte, 8)
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(4*maxExecFiles))
 	for {
 		n, oobn, _, _, err := e.conn.ReadMsgUnix(buf, oob)
 		if err != nil || n == 0 {
@@ -129,39 +136,49 @@ func (e *execCgroups) receive() {
 		if err == nil && len(msgs) == 1 {
 			fds, _ = unix.ParseUnixRights(&msgs[0])
 		}
-		if n != 8 || len(fds) != 1 {
+		if n != 8 || len(fds) < 1 || len(fds) > maxExecFiles {
 			for _, fd := range fds {
 				unix.Close(fd)
 			}
 			continue
 		}
-		unix.CloseOnExec(fds[0])
-		e.put(binary.LittleEndian.Uint64(buf), os.NewFile(uintptr(fds[0]), "exec cgroup"))
+		files := make([]*os.File, len(fds))
+		for i, fd := range fds {
+			unix.CloseOnExec(fd)
+			files[i] = os.NewFile(uintptr(fd), "exec cgroup")
+		}
+		e.put(binary.LittleEndian.Uint64(buf), files)
 	}
 }
 
-func (e *execCgroups) put(token uint64, f *os.File) {
+func (e *execCgroups) put(token uint64, files []*os.File) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if old := e.pending[token]; old != nil {
-		old.Close()
+		closeFiles(old)
 	} else {
 		e.order = append(e.order, token)
 	}
-	e.pending[token] = f
+	e.pending[token] = files
 	for len(e.order) > maxPending {
 		oldest := e.order[0]
 		e.order = e.order[1:]
-		e.pending[oldest].Close()
+		closeFiles(e.pending[oldest])
 		delete(e.pending, oldest)
 	}
 	close(e.arrived)
 	e.arrived = make(chan struct{})
 }
 
-// take returns the file sent under token, waiting for it up to
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// take returns the files sent under token, waiting for them up to
 // execStartTimeout or ctx's end.
-func (e *execCgroups) take(ctx context.Context, token uint64) (*os.File, error) {
+func (e *execCgroups) take(ctx context.Context, token uint64) ([]*os.File, error) {
 	deadline := time.NewTimer(execStartTimeout)
 	defer deadline.Stop()
 	for {
@@ -190,6 +207,24 @@ func (e *execCgroups) take(ctx context.Context, token uint64) (*os.File, error) 
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
 	}
+}
+
+// execTarget is where an exec's files place its process: with
+// bornInPayload (v1) the forking thread joins the exec's cgroup (files[0])
+// and, with cpuacct apart, its cpuacct cgroup (files[1]) for the fork,
+// and comes back to the payload and the sandbox's cpuacct cgroup
+// (files[2]); otherwise the held process is moved into each.
+func execTarget(files []*os.File, bornInPayload bool, payloadTasks *os.File) (target, error) {
+	if !bornInPayload {
+		return target{procs: files}, nil
+	}
+	switch len(files) {
+	case 1:
+		return target{join: files, back: []*os.File{payloadTasks}}, nil
+	case 3:
+		return target{join: files[:2], back: []*os.File{payloadTasks, files[2]}}, nil
+	}
+	return target{}, status.Errorf(codes.InvalidArgument, "an exec's cgroup message holds %d files, not 1 or 3", len(files))
 }
 
 // Exec runs one runtime process of a session sandbox (see the proto and
@@ -222,15 +257,13 @@ func (s *server) Exec(stream workerv1.Worker_ExecServer) error {
 		if s.execCgroups == nil {
 			return status.Error(codes.FailedPrecondition, "the sandbox has no descriptor channel for exec cgroups")
 		}
-		f, err := s.execCgroups.take(stream.Context(), tok)
+		files, err := s.execCgroups.take(stream.Context(), tok)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if s.bornInPayload {
-			t = target{join: f, back: s.payloadTasks}
-		} else {
-			t = target{procs: f}
+		defer closeFiles(files)
+		if t, err = execTarget(files, s.bornInPayload, s.payloadTasks); err != nil {
+			return err
 		}
 	}
 	p, err := s.start(req, startOpts{stdinPipe: true, target: t})

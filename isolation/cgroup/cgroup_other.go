@@ -67,7 +67,7 @@ func SiblingParents(cfg Config, prefix string) ([]string, error) {
 type Exec struct{}
 
 // NewExec returns an error wrapping ErrNotSupported off Linux.
-func (m *Manager) NewExec(name string, byThread bool) (*Exec, *os.File, error) {
+func (m *Manager) NewExec(name string, byThread bool) (*Exec, []*os.File, error) {
 	return nil, nil, notSupported("exec cgroup")
 }
 
@@ -75,6 +75,7 @@ func (e *Exec) Path() string                     { return "" }
 func (e *Exec) Kill(skip int) error              { return notSupported("kill exec cgroup") }
 func (e *Exec) Populated(skip int) (bool, error) { return false, notSupported("list exec cgroup") }
 func (e *Exec) PidsPeak() (int64, bool)          { return 0, false }
+func (e *Exec) CPU() (int64, int64, error)       { return 0, 0, notSupported("read exec cgroup") }
 func (e *Exec) Remove() error                    { return notSupported("remove exec cgroup") }
 
 // ParentWritable returns an error wrapping ErrNotSupported off Linux.

@@ -54,7 +54,8 @@
 // split in the ratio of the tick-sampled cpuacct.usage_user/usage_sys, as
 // the kernel's cputime_adjust does for getrusage (the sampled figures alone
 // drift by 10 % and more under load; cpuacct.stat in USER_HZ ticks on
-// kernels before 4.7). Pids peak comes from
+// kernels before 4.7); Exec.CPU reads the same files of an exec's cgroup
+// (on v1 its cgroup in the cpuacct hierarchy). Pids peak comes from
 // pids.peak where the kernel has it, else from the highest pids.current
 // seen by Sample. OOM kills come from memory.events oom_kill (v2) or
 // memory.oom_control oom_kill (v1, Linux 4.13+).

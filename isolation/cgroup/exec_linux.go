@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/containerd/cgroups/v3/cgroup1"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,9 +19,15 @@ import (
 // that process starts, daemons that double-fork and setsid included, so
 // that Kill ends exactly the exec's processes: not the worker, not the
 // other execs. Limits stay on the sandbox and payload cgroups above it,
-// which bound all execs together.
+// which bound all execs together. On v1 with cpuacct in a hierarchy of its
+// own, the exec has a second cgroup there, a child of the sandbox's, that
+// holds the same processes: CPU counts what they and their descendants
+// used (CPU-time limits and usage are the exec's, not the sandbox's).
 type Exec struct {
 	dir string
+	// cpuDir is the exec's cgroup in the cpuacct hierarchy on v1 (dir
+	// itself when pids and cpuacct share a hierarchy); "" on v2.
+	cpuDir string
 	// byThread: the worker's forking thread joins the cgroup for each fork
 	// (v1), so it is counted in pids.peak and may be listed in
 	// cgroup.procs while it forks.
@@ -28,18 +35,27 @@ type Exec struct {
 }
 
 // NewExec creates the payload's child cgroup name (one path element, not
-// PayloadName's) and returns it with the file through which the sandbox's
-// worker places the exec's process, opened for writing, O_CLOEXEC, by this
-// process (the kernel checks a write to it against the opener's
-// credentials, Linux 5.16+): with byThread (cgroup v1) the tasks file, to
-// which the worker's forking thread writes "0" before it forks (the
-// process is born there, Manager.PayloadTasks says why), else
-// cgroup.procs, to which it writes the held process's pid. On v2 the
-// payload enables the pids controller for its children first, so that
-// each exec has its own pids.peak; a session sandbox's payload holds no
-// process of its own, as v2 requires of a cgroup that does. Errors: no
-// payload, a bad name, or the kernel's.
-func (m *Manager) NewExec(name string, byThread bool) (*Exec, *os.File, error) {
+// PayloadName's) and returns it with the files through which the
+// sandbox's worker places the exec's processes, opened for writing,
+// O_CLOEXEC, by this process (the kernel checks a write to them against
+// the opener's credentials, Linux 5.16+): with byThread (cgroup v1) the
+// tasks file, to which the worker's forking thread writes "0" before it
+// forks (the process is born there, Manager.PayloadTasks says why), else
+// cgroup.procs, to which it writes the held process's pid.
+//
+// On v1 with cpuacct mounted apart from pids, the exec also gets the
+// cgroup name below the sandbox's cgroup in the cpuacct hierarchy, and
+// files holds two more: that cgroup's tasks (byThread) or cgroup.procs,
+// written as the first, and with byThread the sandbox's own cpuacct tasks
+// file, to which the forking thread returns after the fork, as it
+// returns to the payload through Manager.PayloadTasks. Otherwise files
+// holds one. The caller closes them.
+//
+// On v2 the payload enables the pids controller for its children first,
+// so that each exec has its own pids.peak; a session sandbox's payload
+// holds no process of its own, as v2 requires of a cgroup that does.
+// Errors: no payload, a bad name, or the kernel's.
+func (m *Manager) NewExec(name string, byThread bool) (_ *Exec, files []*os.File, err error) {
 	d := m.payloadDir.Load()
 	if d == nil {
 		return nil, nil, errors.New("cgroup: no payload cgroup (NewPayload first)")
@@ -56,26 +72,93 @@ func (m *Manager) NewExec(name string, byThread bool) (*Exec, *os.File, error) {
 		_ = writeExisting(filepath.Join(*d, "cgroup.subtree_control"), "+pids")
 	}
 	e := &Exec{dir: filepath.Join(*d, name), byThread: byThread}
-	if err := os.Mkdir(e.dir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("create exec cgroup: %w", err)
-	}
-	if m.afterMkdir != nil {
-		if err := m.afterMkdir(e.dir); err != nil {
-			_ = unix.Rmdir(e.dir)
-			return nil, nil, err
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			files = nil
+			_ = e.Remove()
 		}
+	}()
+	if err := m.mkdirExec(e.dir); err != nil {
+		return nil, nil, err
 	}
 	file := "cgroup.procs"
 	if byThread {
 		file = "tasks"
 	}
-	p := filepath.Join(e.dir, file)
+	f, err := openWrite(filepath.Join(e.dir, file))
+	if err != nil {
+		return nil, nil, err
+	}
+	files = append(files, f)
+	if m.mode != V1 {
+		return e, files, nil
+	}
+	e.cpuDir = e.dir
+	if cpu := m.dirs[string(cgroup1.Cpuacct)]; cpu != "" && cpu != m.dirs[string(cgroup1.Pids)] {
+		e.cpuDir = filepath.Join(cpu, name)
+		if err := m.mkdirExec(e.cpuDir); err != nil {
+			return nil, nil, err
+		}
+		f, err := openWrite(filepath.Join(e.cpuDir, file))
+		if err != nil {
+			return nil, nil, err
+		}
+		files = append(files, f)
+		if byThread {
+			f, err := openWrite(filepath.Join(cpu, "tasks"))
+			if err != nil {
+				return nil, nil, err
+			}
+			files = append(files, f)
+		}
+	}
+	return e, files, nil
+}
+
+// mkdirExec creates one of an exec's cgroups.
+func (m *Manager) mkdirExec(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("create exec cgroup: %w", err)
+	}
+	if m.afterMkdir != nil {
+		if err := m.afterMkdir(dir); err != nil {
+			_ = unix.Rmdir(dir)
+			return err
+		}
+	}
+	return nil
+}
+
+// openWrite opens an interface file for writing, O_CLOEXEC.
+func openWrite(p string) (*os.File, error) {
 	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		_ = unix.Rmdir(e.dir)
-		return nil, nil, &os.PathError{Op: "open", Path: p, Err: err}
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
-	return e, os.NewFile(uintptr(fd), p), nil
+	return os.NewFile(uintptr(fd), p), nil
+}
+
+// CPU returns the CPU time, user and system in µs, that the exec's
+// processes have used so far, those that ended included (the kernel
+// charges a task's time to the cgroup it runs in, as it runs): cpu.stat
+// of its cgroup on v2, its cpuacct cgroup on v1 (as Manager.Usage reads
+// them). On v1 the forking thread's share of each fork (microseconds)
+// is counted too.
+func (e *Exec) CPU() (userMicros, systemMicros int64, err error) {
+	if e.cpuDir == "" {
+		cpu, err := readKeyed(filepath.Join(e.dir, "cpu.stat"))
+		if err != nil {
+			return 0, 0, fmt.Errorf("read CPU time of %s: %w", e.dir, err)
+		}
+		return cpu["user_usec"], cpu["system_usec"], nil
+	}
+	if userMicros, systemMicros, err = cpuV1(e.cpuDir); err != nil {
+		return 0, 0, fmt.Errorf("read CPU time of %s: %w", e.cpuDir, err)
+	}
+	return userMicros, systemMicros, nil
 }
 
 // Path returns the exec cgroup's directory.
@@ -188,18 +271,28 @@ func (e *Exec) PidsPeak() (peak int64, ok bool) {
 	return max(0, v), true
 }
 
-// Remove removes the exec's cgroup. It fails (wrapping unix.EBUSY) while a
-// process is in it: a daemon the exec left running keeps it until it ends
-// or Manager.Delete removes the sandbox's whole tree. A missing cgroup is
-// no error.
+// Remove removes the exec's cgroups. It fails (wrapping unix.EBUSY)
+// while a process is in them: a daemon the exec left running keeps them
+// until it ends or Manager.Delete removes the sandbox's whole tree. A
+// missing cgroup is no error.
 func (e *Exec) Remove() error {
-	err := unix.Rmdir(e.dir)
+	if err := removeExecDir(e.dir); err != nil {
+		return err
+	}
+	if e.cpuDir != "" && e.cpuDir != e.dir {
+		return removeExecDir(e.cpuDir)
+	}
+	return nil
+}
+
+func removeExecDir(dir string) error {
+	err := unix.Rmdir(dir)
 	if err == nil || errors.Is(err, unix.ENOENT) {
 		return nil
 	}
-	if !isCgroupFS(e.dir) {
+	if !isCgroupFS(dir) {
 		// A fake tree in a test: plain files in a plain directory.
-		return removeTree(e.dir)
+		return removeTree(dir)
 	}
-	return &os.PathError{Op: "rmdir", Path: e.dir, Err: err}
+	return &os.PathError{Op: "rmdir", Path: dir, Err: err}
 }

@@ -66,30 +66,9 @@ func (m *Manager) usageV2(u *Usage) error {
 }
 
 func (m *Manager) usageV1(u *Usage) error {
-	user, uerr := readSingle(m.file(cgroup1.Cpuacct, "cpuacct.usage_user"))
-	sys, serr := readSingle(m.file(cgroup1.Cpuacct, "cpuacct.usage_sys"))
-	switch {
-	case uerr == nil && serr == nil:
-		// usage_user and usage_sys are tick-sampled (the whole tick
-		// goes to whatever runs when it fires, IRQ time included) and
-		// drift from the cgroup's scheduler runtime, cpuacct.usage, by
-		// 10 % and more under load. Split the precise total in their
-		// ratio, as the kernel's cputime_adjust does for getrusage and
-		// cgroup v2's cpu.stat.
-		if total, err := readSingle(m.file(cgroup1.Cpuacct, "cpuacct.usage")); err == nil {
-			user, sys = splitRuntime(total, user, sys)
-		}
-		u.CPUUserMicros, u.CPUSystemMicros = user/1000, sys/1000 // ns
-	case errors.Is(uerr, fs.ErrNotExist) || errors.Is(serr, fs.ErrNotExist):
-		// Kernels before 4.7: only cpuacct.stat, in USER_HZ ticks.
-		st, err := readKeyed(m.file(cgroup1.Cpuacct, "cpuacct.stat"))
-		if err != nil {
-			return err
-		}
-		u.CPUUserMicros = st["user"] * (1000000 / userHZ)
-		u.CPUSystemMicros = st["system"] * (1000000 / userHZ)
-	default:
-		return errors.Join(uerr, serr)
+	var err error
+	if u.CPUUserMicros, u.CPUSystemMicros, err = cpuV1(m.dirs[string(cgroup1.Cpuacct)]); err != nil {
+		return err
 	}
 	peak, err := readSingle(m.file(cgroup1.Memory, "memory.max_usage_in_bytes"))
 	if err != nil {
@@ -103,6 +82,35 @@ func (m *Manager) usageV1(u *Usage) error {
 	u.OOMKills = oc["oom_kill"]
 	u.PidsPeak, err = m.pidsPeak()
 	return err
+}
+
+// cpuV1 reads the CPU time, user and system in µs, of the cgroup dir of
+// the cpuacct hierarchy.
+func cpuV1(dir string) (userMicros, systemMicros int64, err error) {
+	user, uerr := readSingle(filepath.Join(dir, "cpuacct.usage_user"))
+	sys, serr := readSingle(filepath.Join(dir, "cpuacct.usage_sys"))
+	switch {
+	case uerr == nil && serr == nil:
+		// usage_user and usage_sys are tick-sampled (the whole tick
+		// goes to whatever runs when it fires, IRQ time included) and
+		// drift from the cgroup's scheduler runtime, cpuacct.usage, by
+		// 10 % and more under load. Split the precise total in their
+		// ratio, as the kernel's cputime_adjust does for getrusage and
+		// cgroup v2's cpu.stat.
+		if total, err := readSingle(filepath.Join(dir, "cpuacct.usage")); err == nil {
+			user, sys = splitRuntime(total, user, sys)
+		}
+		return user / 1000, sys / 1000, nil // ns
+	case errors.Is(uerr, fs.ErrNotExist) || errors.Is(serr, fs.ErrNotExist):
+		// Kernels before 4.7: only cpuacct.stat, in USER_HZ ticks.
+		st, err := readKeyed(filepath.Join(dir, "cpuacct.stat"))
+		if err != nil {
+			return 0, 0, err
+		}
+		return st["user"] * (1000000 / userHZ), st["system"] * (1000000 / userHZ), nil
+	default:
+		return 0, 0, errors.Join(uerr, serr)
+	}
 }
 
 // pidsPeak reads pids.peak, or falls back to the sampled maximum.

@@ -30,7 +30,7 @@
 //	e, _ := sb.Exec(ctx, sandbox.ExecRequest{Run: req, StdinOpen: true})
 //	go e.WriteStdin(b); e.CloseStdin(); e.Signal(syscall.SIGINT); e.Kill()
 //	exit, err := e.Wait(onEvent)   // output chunks in order, then the Exit
-//	e.Usage()                      // CPU time (wait4), pids peak (its cgroup)
+//	e.Usage()                      // CPU time, pids peak (its cgroup)
 //	sb.Upload(ctx, "dir/f", 0o644, r); rd, _ := sb.Download(ctx, "dir/f")
 //	sb.List(ctx, "dir", 1000); sb.Stat(ctx, "f"); sb.Remove(ctx, "dir", true)
 //	sb.Mkdir(ctx, "a/b", 0o755, true); sb.RunningExecs(); sb.Close()

@@ -59,7 +59,9 @@ type Exec struct {
 	sendMu sync.Mutex
 	ended  bool // sends refused: the exec has ended
 
-	usage ExecUsage
+	usageMu sync.Mutex
+	usage   ExecUsage
+	final   bool // usage holds the exec's final figures (finish)
 }
 
 // Exec starts one exec in a session sandbox and returns once its process
@@ -107,13 +109,15 @@ func (s *Sandbox) Exec(ctx context.Context, req ExecRequest) (_ *Exec, err error
 	}()
 	s.sweepLingering()
 	if !req.inPayload {
-		cg, f, err := s.cg.NewExec(e.id, s.forkerInPayload)
+		cg, files, err := s.cg.NewExec(e.id, s.forkerInPayload)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: exec: %w", err)
 		}
 		e.cg = cg
-		err = ss.send(token, f)
-		f.Close()
+		err = ss.send(token, files)
+		for _, f := range files {
+			f.Close()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: exec: hand the exec's cgroup to the worker: %w", err)
 		}
@@ -187,8 +191,13 @@ func (e *Exec) Wait(onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
 			return nil, sessionError("exec", "", err)
 		}
 		if x := ev.GetExit(); x != nil {
-			u := x.GetUsage()
-			e.usage.CPUUserMicros, e.usage.CPUSystemMicros = u.GetCpuUserMicros(), u.GetCpuSystemMicros()
+			if e.cg == nil {
+				// No cgroup of its own: wait4's figures, the best there are.
+				u := x.GetUsage()
+				e.usageMu.Lock()
+				e.usage.CPUUserMicros, e.usage.CPUSystemMicros = u.GetCpuUserMicros(), u.GetCpuSystemMicros()
+				e.usageMu.Unlock()
+			}
 			return x, nil
 		}
 		onEvent(ev)
@@ -196,7 +205,28 @@ func (e *Exec) Wait(onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
 }
 
 // Usage returns the exec's usage (see ExecUsage); valid after Wait.
-func (e *Exec) Usage() ExecUsage { return e.usage }
+func (e *Exec) Usage() ExecUsage {
+	e.usageMu.Lock()
+	defer e.usageMu.Unlock()
+	return e.usage
+}
+
+// CPU returns the CPU time, user and system in µs, that the exec's
+// processes have used so far (ExecUsage says what is counted), read live
+// from its cgroup while it runs; after Wait the final figures. It may be
+// called at any time, from any goroutine. Errors are *CgroupError.
+func (e *Exec) CPU() (userMicros, systemMicros int64, err error) {
+	e.usageMu.Lock()
+	defer e.usageMu.Unlock()
+	if e.final || e.cg == nil {
+		return e.usage.CPUUserMicros, e.usage.CPUSystemMicros, nil
+	}
+	userMicros, systemMicros, err = e.cg.CPU()
+	if err != nil {
+		return 0, 0, &CgroupError{Op: CgroupRead, Err: err}
+	}
+	return userMicros, systemMicros, nil
+}
 
 // finish ends the exec's hold on the sandbox: the call, its slot, and its
 // cgroup (kept among the lingering ones while a daemon holds it).
@@ -211,8 +241,15 @@ func (e *Exec) finish() {
 		e.cancel()
 	}
 	ss := e.sb.sess
+	e.usageMu.Lock()
 	if e.cg != nil {
+		// Read before the cgroup goes; a failed read leaves 0.
+		e.usage.CPUUserMicros, e.usage.CPUSystemMicros, _ = e.cg.CPU()
 		e.usage.PidsPeak, e.usage.PidsPeakKnown = e.cg.PidsPeak()
+	}
+	e.final = true
+	e.usageMu.Unlock()
+	if e.cg != nil {
 		if err := e.cg.Remove(); err != nil {
 			ss.mu.Lock()
 			ss.lingering = append(ss.lingering, e.cg)
@@ -327,8 +364,9 @@ func newSession() (*session, *os.File, error) {
 	return &session{ctl: fds[0], files: make(chan struct{}, MaxConcurrentFileCalls)}, os.NewFile(uintptr(fds[1]), "exec-cgroups"), nil
 }
 
-// send hands f to the worker under token.
-func (ss *session) send(token uint64, f *os.File) error {
+// send hands files (cgroup.Manager.NewExec's) to the worker under token,
+// in one message.
+func (ss *session) send(token uint64, files []*os.File) error {
 	ss.ctlMu.Lock()
 	defer ss.ctlMu.Unlock()
 	if ss.ctl < 0 {
@@ -336,8 +374,12 @@ func (ss *session) send(token uint64, f *os.File) error {
 	}
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], token)
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
 	for {
-		err := unix.Sendmsg(ss.ctl, b[:], unix.UnixRights(int(f.Fd())), nil, unix.MSG_NOSIGNAL)
+		err := unix.Sendmsg(ss.ctl, b[:], unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
 		if err == unix.EINTR {
 			continue
 		}

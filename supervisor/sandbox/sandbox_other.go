@@ -94,6 +94,9 @@ func (s *Sandbox) Session() bool     { return false }
 func (e *Exec) ID() string           { return "" }
 func (e *Exec) Pid() int             { return 0 }
 func (e *Exec) Usage() ExecUsage     { return ExecUsage{} }
+func (e *Exec) CPU() (int64, int64, error) {
+	return 0, 0, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
 func (e *Exec) Wait(onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
 	return nil, fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }

@@ -61,16 +61,20 @@ type ExecRequest struct {
 	inPayload bool
 }
 
-// ExecUsage is what the kernel reports for one exec, from two sources:
-// wait4(2) of its runtime process (CPU time of that process and of the
-// descendants it waited for: a daemon it left running is not in it) and
-// the exec's own cgroup (pids.peak). What the kernel does not give per
-// exec: peak memory and OOM kills are the sandbox's (Sandbox.Usage; the
-// memory controller is on the sandbox's cgroup, not on each exec's), and
-// ru_maxrss is meaningless for a process the worker forked (it starts at
-// the worker's own resident set).
+// ExecUsage is what the kernel reports for one exec, from its own cgroup:
+// CPU time (cpu.stat on v2, cpuacct on v1, where the exec has a cgroup in
+// that hierarchy too: cgroup.Exec.CPU) of every process the exec started,
+// daemons and processes that ended included, up to the exec's end, and
+// pids.peak. What the kernel does not give per exec: peak memory and OOM
+// kills are the sandbox's (Sandbox.Usage; the memory controller is on the
+// sandbox's cgroup, not on each exec's), and ru_maxrss is meaningless for
+// a process the worker forked (it starts at the worker's own resident
+// set). An exec without a cgroup of its own (a benchmark's baseline) has
+// wait4(2)'s CPU time of its runtime process and the descendants that
+// process waited for.
 type ExecUsage struct {
-	// CPUUserMicros and CPUSystemMicros are CPU time in µs.
+	// CPUUserMicros and CPUSystemMicros are CPU time in µs (Exec.CPU
+	// reads them live).
 	CPUUserMicros, CPUSystemMicros int64
 	// PidsPeak is the most tasks the exec's cgroup held at once; 0 when
 	// PidsPeakKnown is false (a kernel without pids.peak, Linux < 6.1).

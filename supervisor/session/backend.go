@@ -65,10 +65,16 @@ type Box interface {
 	HostUID() uint32
 	// RunExec runs one exec's program (req) and calls onEvent for its
 	// output, in order, until it exits (sandbox.Sandbox.Run). id names
-	// the exec for Signal and KillExec. The program reads req.Stdin, then
-	// stdin until its EOF when stdin is not nil, then EOF. Cancelling ctx
-	// kills the exec's processes.
-	RunExec(ctx context.Context, id string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error)
+	// the exec for Signal, KillExec and ExecCPU. The program reads
+	// req.Stdin, then stdin until its EOF when stdin is not nil, then
+	// EOF. Cancelling ctx kills the exec's processes. It returns the CPU
+	// time the exec's processes used (ExecCPU's), also with an error.
+	RunExec(ctx context.Context, id string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, CPUTime, error)
+	// ExecCPU returns the CPU time that the processes of the running exec
+	// id have used so far: its own, never the sandbox's other execs' (the
+	// exec's cgroup: every process it started, ended or daemon). ok is
+	// false when id is not running.
+	ExecCPU(id string) (_ CPUTime, ok bool, _ error)
 	// Signal sends sig to a running exec's processes
 	// (ErrExecNotRunning when it is not running).
 	Signal(id string, sig syscall.Signal) error
@@ -114,6 +120,11 @@ type Box interface {
 	// Close destroys the sandbox: processes, cgroup, mounts, host
 	// directory, uid range. Idempotent.
 	Close() error
+}
+
+// CPUTime is CPU time, user and system, in µs.
+type CPUTime struct {
+	UserMicros, SystemMicros int64
 }
 
 // SandboxBackend starts real sandboxes (sandbox.Start with
@@ -224,16 +235,16 @@ func (b *sandboxBox) end() {
 	}
 }
 
-func (b *sandboxBox) RunExec(ctx context.Context, id string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
+func (b *sandboxBox) RunExec(ctx context.Context, id string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, CPUTime, error) {
 	if err := b.begin(); err != nil {
-		return nil, mechanismError(err)
+		return nil, CPUTime{}, mechanismError(err)
 	}
 	// Deferred first, so it runs last: after the exec's processes are
 	// gone and before its result is published.
 	defer b.end()
 	e, err := b.Exec(ctx, sandbox.ExecRequest{Run: req, StdinOpen: stdin != nil})
 	if err != nil {
-		return nil, mechanismError(err)
+		return nil, CPUTime{}, mechanismError(err)
 	}
 	b.mu.Lock()
 	b.execs[id] = e
@@ -261,10 +272,24 @@ func (b *sandboxBox) RunExec(ctx context.Context, id string, req *workerv1.RunRe
 		}()
 	}
 	exit, err := e.Wait(onEvent)
+	u := e.Usage() // final once Wait has returned
+	cpu := CPUTime{UserMicros: u.CPUUserMicros, SystemMicros: u.CPUSystemMicros}
 	if err != nil {
-		return nil, mechanismError(err)
+		return nil, cpu, mechanismError(err)
 	}
-	return exit, nil
+	return exit, cpu, nil
+}
+
+func (b *sandboxBox) ExecCPU(id string) (CPUTime, bool, error) {
+	e := b.running(id)
+	if e == nil {
+		return CPUTime{}, false, nil
+	}
+	user, sys, err := e.CPU()
+	if err != nil {
+		return CPUTime{}, true, err
+	}
+	return CPUTime{UserMicros: user, SystemMicros: sys}, true, nil
 }
 
 // running returns the running exec id, or nil.

@@ -9,7 +9,8 @@
 // SandboxBackend drives supervisor/sandbox; tests use fakes. An exec is an
 // execution like any other: the Runner (supervisor/execution) admits it
 // through the scheduler, records it in the registry, enforces its
-// timeout and CPU time, and classifies its end; the session gives the run
+// timeout and CPU time (the exec's processes' alone, Box.ExecCPU), and
+// classifies its end; the session gives the run
 // its sandbox through a Placement that keeps the sandbox afterwards, and
 // hears the run's life through an Observer, which logs it.
 //

@@ -195,7 +195,8 @@ type exec struct {
 	offset [2]int64            // bytes of output seen, per stream (the run's goroutine)
 
 	mu      sync.Mutex
-	running bool // between Acquire and Release
+	running bool     // between Acquire and Release
+	cpu     *CPUTime // the exec's CPU time once its program has ended
 }
 
 // Created registers the exec with its sandbox and logs its start; an exec
@@ -287,10 +288,43 @@ func (b execBox) Run(ctx context.Context, req *workerv1.RunRequest, onEvent func
 	if b.x.stdin != nil {
 		stdin = b.x.stdin
 	}
-	return b.x.s.box.RunExec(ctx, b.x.e.ID(), req, stdin, onEvent)
+	exit, cpu, err := b.x.s.box.RunExec(ctx, b.x.e.ID(), req, stdin, onEvent)
+	b.x.mu.Lock()
+	b.x.cpu = &cpu
+	b.x.mu.Unlock()
+	return exit, err
 }
 
-func (b execBox) Usage() (cgroup.Usage, error) { return b.x.s.box.Usage() }
+// Usage is the sandbox's usage (peak memory, OOM kills: the kernel keeps
+// them for the sandbox alone) with the CPU time of this exec's processes
+// alone (Box.ExecCPU): the run's CPU-time limit and reported usage are the
+// exec's, whatever the sandbox's other execs and their daemons use. Before
+// the program starts it is 0.
+func (b execBox) Usage() (cgroup.Usage, error) {
+	u, err := b.x.s.box.Usage()
+	if err != nil {
+		return u, err
+	}
+	cpu, err := b.x.cpuTime()
+	if err != nil {
+		return cgroup.Usage{}, err
+	}
+	u.CPUUserMicros, u.CPUSystemMicros = cpu.UserMicros, cpu.SystemMicros
+	return u, nil
+}
+
+// cpuTime is the CPU time of the exec's processes: the final figure once
+// its program has ended, else read live (0 before it starts).
+func (x *exec) cpuTime() (CPUTime, error) {
+	x.mu.Lock()
+	final := x.cpu
+	x.mu.Unlock()
+	if final != nil {
+		return *final, nil
+	}
+	cpu, _, err := x.s.box.ExecCPU(x.e.ID())
+	return cpu, err
+}
 
 // Uses is 0: the sandbox's peaks are its own, over its whole life.
 func (b execBox) Uses() int { return 0 }

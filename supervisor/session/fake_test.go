@@ -96,7 +96,19 @@ func (b *fakeBox) isClosed() bool {
 	return b.closed
 }
 
-func (b *fakeBox) RunExec(ctx context.Context, id string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
+func (b *fakeBox) RunExec(ctx context.Context, id string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, CPUTime, error) {
+	exit, err := b.runExec(ctx, id, req, stdin, onEvent)
+	return exit, CPUTime{UserMicros: 42}, err
+}
+
+func (b *fakeBox) ExecCPU(id string) (CPUTime, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.running[id]
+	return CPUTime{}, ok, nil
+}
+
+func (b *fakeBox) runExec(ctx context.Context, id string, req *workerv1.RunRequest, stdin io.Reader, onEvent func(*workerv1.RunEvent)) (*workerv1.Exit, error) {
 	ctx, kill := context.WithCancel(ctx)
 	defer kill()
 	b.mu.Lock()

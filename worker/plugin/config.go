@@ -62,10 +62,13 @@ type SandboxConfig struct {
 	// ExecCgroupFD is the worker's end of a session sandbox's descriptor
 	// channel (0 = none): a SOCK_SEQPACKET unix socket on which the
 	// supervisor sends, before each Exec that has a cgroup of its own,
-	// one message: the exec's token (8 bytes, little endian) with one
-	// descriptor as SCM_RIGHTS, the exec cgroup's tasks file when
-	// PayloadTasksFD is set (cgroup v1: the forking thread joins it for
-	// the fork), else its cgroup.procs.
+	// one message: the exec's token (8 bytes, little endian) with the
+	// files of cgroup.Manager.NewExec as SCM_RIGHTS: the exec cgroup's
+	// tasks file when PayloadTasksFD is set (cgroup v1: the forking
+	// thread joins it for the fork), else its cgroup.procs; on v1 with
+	// cpuacct in a hierarchy of its own, then the exec's cpuacct cgroup's
+	// file of the same kind and, with PayloadTasksFD, the sandbox's
+	// cpuacct tasks file, to which the forking thread returns.
 	ExecCgroupFD int `json:"exec_cgroup_fd,omitempty"`
 	// Seccomp loads the seccomp filter; false only in an explicitly
 	// degraded mode named by the operator.

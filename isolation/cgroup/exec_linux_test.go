@@ -1,0 +1,90 @@
+package cgroup
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// TestRealExecCPU: an exec's cgroup counts the CPU time of the processes
+// placed through NewExec's files, and only theirs (a sibling exec's stays
+// 0); on v1 with cpuacct apart from pids that takes a second cgroup in the
+// cpuacct hierarchy, which Remove removes too.
+func TestRealExecCPU(t *testing.T) {
+	cfg := requireCgroup(t)
+	m, err := New(cfg, "execcpu", Limits{PidsMax: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Delete()
+	procs, err := m.NewPayload(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs.Close()
+	e, files, err := m.NewExec("x1", false)
+	if err != nil {
+		t.Fatalf("NewExec: %v", err)
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	apart := m.Mode() == V1 && m.Paths()["cpuacct"] != m.Paths()["pids"]
+	if want := map[bool]int{true: 2, false: 1}[apart]; len(files) != want {
+		t.Fatalf("NewExec gave %d files, want %d (v1 with cpuacct apart: %v)", len(files), want, apart)
+	}
+	idle, idleFiles, err := m.NewExec("x2", false)
+	if err != nil {
+		t.Fatalf("NewExec: %v", err)
+	}
+	for _, f := range idleFiles {
+		f.Close()
+	}
+
+	cmd := exec.Command("sh", "-c", `read -r _; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done`)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if _, err := f.WriteString(strconv.Itoa(cmd.Process.Pid)); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("place the process through %s: %v", f.Name(), err)
+		}
+	}
+	in.Close() // the loop starts in the exec's cgroups
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	ran := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Microseconds()
+	user, sys, err := e.CPU()
+	if err != nil {
+		t.Fatalf("CPU: %v", err)
+	}
+	// The shell's start, before the move, is not the cgroup's.
+	if got := user + sys; got < ran-20_000 || got > ran+20_000 {
+		t.Fatalf("exec cgroup's CPU time %d µs (user %d), the process used %d µs", got, user, ran)
+	}
+	if user, sys, err := idle.CPU(); err != nil || user+sys != 0 {
+		t.Fatalf("CPU of an exec with no process: %d+%d µs, %v; want 0", user, sys, err)
+	}
+	if err := e.Remove(); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	for _, d := range []string{e.dir, filepath.Join(m.Paths()["cpuacct"], "x1")} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) && (apart || d == e.dir) {
+			t.Errorf("%s left after Remove: %v", d, err)
+		}
+	}
+	if err := idle.Remove(); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+}
