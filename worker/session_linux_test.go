@@ -345,3 +345,55 @@ func TestExecBoundStdinAndSignals(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestExecTarget: an exec's files place its process as the supervisor
+// sent them (plugin.SandboxConfig.ExecCgroupFD): born in the exec's
+// cgroup, and its cpuacct one when cpuacct is apart, with the forking
+// thread's way back to the payload and the sandbox's cpuacct cgroup; or
+// moved into each; any other count is refused.
+func TestExecTarget(t *testing.T) {
+	f := func(name string) *os.File {
+		fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := os.NewFile(uintptr(fd), name)
+		t.Cleanup(func() { file.Close() })
+		return file
+	}
+	payload, x, xcpu, back := f("payload/tasks"), f("x1/tasks"), f("cpuacct x1/tasks"), f("cpuacct/tasks")
+	names := func(fs []*os.File) string {
+		var s []string
+		for _, f := range fs {
+			s = append(s, f.Name())
+		}
+		return strings.Join(s, ",")
+	}
+	for _, tc := range []struct {
+		name              string
+		files             []*os.File
+		born              bool
+		join, back, procs string
+		wantErr           bool
+	}{
+		{name: "v1, one hierarchy", files: []*os.File{x}, born: true, join: "x1/tasks", back: "payload/tasks"},
+		{name: "v1, cpuacct apart", files: []*os.File{x, xcpu, back}, born: true,
+			join: "x1/tasks,cpuacct x1/tasks", back: "payload/tasks,cpuacct/tasks"},
+		{name: "moved", files: []*os.File{x, xcpu}, procs: "x1/tasks,cpuacct x1/tasks"},
+		{name: "two for a born process", files: []*os.File{x, xcpu}, born: true, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := execTarget(tc.files, tc.born, payload)
+			if tc.wantErr {
+				if status.Code(err) != codes.InvalidArgument {
+					t.Fatalf("execTarget = %+v, %v; want INVALID_ARGUMENT", got, err)
+				}
+				return
+			}
+			if err != nil || names(got.join) != tc.join || names(got.back) != tc.back || names(got.procs) != tc.procs {
+				t.Fatalf("execTarget = join %q back %q procs %q, %v; want %q %q %q",
+					names(got.join), names(got.back), names(got.procs), err, tc.join, tc.back, tc.procs)
+			}
+		})
+	}
+}

@@ -88,3 +88,39 @@ func TestRealExecCPU(t *testing.T) {
 		t.Fatalf("Remove: %v", err)
 	}
 }
+
+// TestExecCPUFiles: Exec.CPU reads cpu.stat of the exec's cgroup on v2
+// and its cpuacct cgroup on v1 (the precise total split by the sampled
+// ratio; cpuacct.stat in ticks on old kernels), in fake trees.
+func TestExecCPUFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		v1        bool
+		files     map[string]string
+		user, sys int64
+	}{
+		{name: "v2 cpu.stat", files: map[string]string{"cpu.stat": "usage_usec 3500\nuser_usec 3000\nsystem_usec 500\n"}, user: 3000, sys: 500},
+		{name: "v1 cpuacct", v1: true, files: map[string]string{
+			"cpuacct.usage": "4000000\n", "cpuacct.usage_user": "3000000\n", "cpuacct.usage_sys": "1000000\n",
+		}, user: 3000, sys: 1000},
+		{name: "v1 cpuacct.stat", v1: true, files: map[string]string{"cpuacct.stat": "user 7\nsystem 2\n"}, user: 70000, sys: 20000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, cpuDir := t.TempDir(), t.TempDir()
+			e := &Exec{dir: dir}
+			at := dir
+			if tc.v1 {
+				e.cpuDir, at = cpuDir, cpuDir
+			}
+			for name, body := range tc.files {
+				if err := os.WriteFile(filepath.Join(at, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			user, sys, err := e.CPU()
+			if err != nil || user != tc.user || sys != tc.sys {
+				t.Fatalf("CPU() = %d, %d, %v; want %d, %d", user, sys, err, tc.user, tc.sys)
+			}
+		})
+	}
+}
