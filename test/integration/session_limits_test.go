@@ -23,12 +23,14 @@ func TestSessionExecCPUTimeIsTheExecs(t *testing.T) {
 	id := si.create(t, "alice", &execfarmv1.CreateSandboxRequest{Runtime: sandboxv1.Runtime_RUNTIME_SHELL})
 	si.mustExec(t, "alice", id, `(while :; do :; done) >/dev/null 2>&1 </dev/null & echo $! > /tmp/spin.pid`)
 	// Fields 14 and 15 of /proc/PID/stat: utime and stime, in ticks of
-	// 10 ms; the comm field, "(sh)", has no space.
+	// 10 ms; the comm field, "(sh)", has no space. The wait polls twice a
+	// second: each sleep is a fork and an exec, whose CPU is the exec's
+	// own (polling every 50 ms took 100 ms of it on a loaded 2-core host).
 	const waitForSpinner = `read -r p < /tmp/spin.pid
 while :; do
 	read -r l < /proc/$p/stat; set -- $l
 	[ $((${14} + ${15})) -ge 30 ] && break
-	sleep 0.05
+	sleep 0.5
 done
 echo waited`
 	limit := int64(100)
