@@ -19,8 +19,8 @@ var replacementChar = []byte("\uFFFD")
 //
 //   - A chunk that starts past what was written follows bytes that never
 //     reached this client: the server keeps the head and the tail of a
-//     stream past max_output_bytes and drops the middle. A line on note
-//     says how many bytes,
+//     stream past max_output_bytes and drops the middle, also from under
+//     a subscriber that fell behind. A line on note says how many bytes,
 //     at which offsets, before the chunk is written.
 //   - A chunk that starts before it repeats bytes already written: that
 //     part is left out (the server sends each kept byte once; this is

@@ -15,7 +15,7 @@
 //
 // Everything here is safe for concurrent use. Writers never block on readers:
 // subscribers read the execution's buffers by offset and are woken by a
-// notification, so a slow subscriber costs no memory; every subscriber gets
-// the kept bytes alone, the head live and the rest at the end (Subscribe). The package is pure Go and knows nothing of
+// notification, so a slow subscriber costs no memory and sees a gap when the
+// bytes it missed were dropped. The package is pure Go and knows nothing of
 // gRPC; conversion to the wire types lives with the service.
 package registry

@@ -79,14 +79,9 @@ type cursor struct {
 
 // Subscribe returns an iterator over the execution's output from offset 0 on,
 // in write order across the two streams, followed by one event carrying the
-// result; it then ends. Every kept byte is delivered exactly once, and no
-// other: while the execution runs, a stream's bytes are delivered as they
-// are written up to its head (half of MaxOutputBytes), and the bytes past
-// it once the execution has ended, since only the stream's end tells which
-// of them are kept (all, or the tail). So a subscriber gets what the result
-// holds, head and tail with the dropped middle shown once as Gap, however
-// fast it reads. When ctx is done first, the iterator yields ctx.Err() and
-// ends.
+// result; it then ends. Every kept byte is delivered exactly once; bytes
+// dropped by truncation before the subscriber read them show up as Gap. When
+// ctx is done first, the iterator yields ctx.Err() and ends.
 //
 // The subscriber reads the execution's buffers itself: writers never wait for
 // it and nothing is queued for it, so a slow subscriber costs no memory.
@@ -173,17 +168,6 @@ func (e *Execution) emitLocked(events []Event, c *cursor, s Stream, to int64, fi
 		return events
 	}
 	b := e.bufs[s]
-	if !final {
-		// Only the head is sure to be kept while the stream may grow: a
-		// byte past it is kept only if it ends among the last tailCap
-		// bytes (or the stream within capBytes), which its end tells.
-		// Held back until then, so that a subscriber gets exactly the
-		// kept bytes, as the result holds them, with one gap.
-		to = min(to, b.headCap)
-		if to <= c.pos[s] {
-			return events
-		}
-	}
 	cut := false
 	if end := b.pageEnd(c.pos[s], *budget); end < to {
 		to, final, cut = end, false, true
