@@ -3,10 +3,13 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
+	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // TestSessionExecCPUTimeIsTheExecs: an exec's CPU-time limit and its
@@ -14,28 +17,31 @@ import (
 // daemon left spinning by one exec made every later exec of the sandbox
 // end CPU_TIME, a sleep included, with the daemon's CPU time as its own
 // (red-team pass). The exec that waits here until the daemon has used
-// 300 ms of CPU, under a limit of 100 ms, must complete and report little;
+// three times its CPU-time limit must complete and report less than it;
 // an exec that spins, itself or in a child, is still stopped at its limit.
 func TestSessionExecCPUTimeIsTheExecs(t *testing.T) {
 	si := startSessionInstance(t, "sess-cpu", 1)
 	id := si.create(t, "alice", &execfarmv1.CreateSandboxRequest{Runtime: sandboxv1.Runtime_RUNTIME_SHELL})
 	si.mustExec(t, "alice", id, `(while :; do :; done) >/dev/null 2>&1 </dev/null & echo $! > /tmp/spin.pid`)
+	// The waiting exec's own CPU (a shell, a sleep forked twice a second)
+	// is tens of ms on the host and ten times that in the cgroup v2 VM:
+	// its limit scales (testbin.TimeScale), and the daemon's CPU it waits
+	// for is three times the limit, so that counting the daemon's time
+	// would stop it.
+	limit := testbin.Scaled(200 * time.Millisecond).Milliseconds()
 	// Fields 14 and 15 of /proc/PID/stat: utime and stime, in ticks of
-	// 10 ms; the comm field, "(sh)", has no space. The wait polls twice a
-	// second: each sleep is a fork and an exec, whose CPU is the exec's
-	// own (polling every 50 ms took 100 ms of it on a loaded 2-core host).
-	const waitForSpinner = `read -r p < /tmp/spin.pid
+	// 10 ms; the comm field, "(sh)", has no space.
+	waitForSpinner := fmt.Sprintf(`read -r p < /tmp/spin.pid
 while :; do
 	read -r l < /proc/$p/stat; set -- $l
-	[ $((${14} + ${15})) -ge 30 ] && break
+	[ $((${14} + ${15})) -ge %d ] && break
 	sleep 0.5
 done
-echo waited`
-	limit := int64(100)
+echo waited`, 3*limit/10)
 	r, err := si.execRequest(t, "alice", &execfarmv1.ExecRequest{SandboxId: id, Code: waitForSpinner, CpuTimeMs: &limit})
 	u := r.result.GetOutcome().GetUsage()
 	if err != nil || r.result.GetState() != stateCompleted || r.stdout != "waited\n" {
-		t.Fatalf("exec beside a spinning daemon, cpu_time_ms 100: %v, stdout %q, %v; want COMPLETED", r.result, r.stdout, err)
+		t.Fatalf("exec beside a spinning daemon, cpu_time_ms %d: %v, stdout %q, %v; want COMPLETED", limit, r.result, r.stdout, err)
 	}
 	if used := u.GetCpuUserUs() + u.GetCpuSystemUs(); used >= limit*1000 {
 		t.Fatalf("exec beside a spinning daemon reports %d µs of CPU; want its own, below %d ms", used, limit)
