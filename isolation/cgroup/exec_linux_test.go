@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -60,6 +61,10 @@ func TestRealExecCPU(t *testing.T) {
 			t.Fatalf("place the process through %s: %v", f.Name(), err)
 		}
 	}
+	// The shell's start, before the move, is not the cgroup's: what it
+	// had used when placed (in ticks of 10 ms; tens of ms under qemu's
+	// TCG, in the cgroup v2 VM) is subtracted.
+	before := ticksUsed(t, cmd.Process.Pid) * 10_000
 	in.Close() // the loop starts in the exec's cgroups
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
@@ -69,9 +74,9 @@ func TestRealExecCPU(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CPU: %v", err)
 	}
-	// The shell's start, before the move, is not the cgroup's.
-	if got := user + sys; got < ran-20_000 || got > ran+20_000 {
-		t.Fatalf("exec cgroup's CPU time %d µs (user %d), the process used %d µs", got, user, ran)
+	// Tick granularity on both sides, and 20 ms of slack.
+	if got := user + sys; got < ran-before-40_000 || got > ran+20_000 {
+		t.Fatalf("exec cgroup's CPU time %d µs (user %d), the process used %d µs, %d of them before it was placed", got, user, ran, before)
 	}
 	if user, sys, err := idle.CPU(); err != nil || user+sys != 0 {
 		t.Fatalf("CPU of an exec with no process: %d+%d µs, %v; want 0", user, sys, err)
@@ -87,6 +92,24 @@ func TestRealExecCPU(t *testing.T) {
 	if err := idle.Remove(); err != nil {
 		t.Fatalf("Remove: %v", err)
 	}
+}
+
+// ticksUsed returns the user and system CPU time of process pid so far,
+// in clock ticks (fields 14 and 15 of /proc/PID/stat; the comm field of
+// a shell has no space).
+func ticksUsed(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	u, err1 := strconv.ParseInt(f[13], 10, 64)
+	s, err2 := strconv.ParseInt(f[14], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	return u + s
 }
 
 // TestExecCPUFiles: Exec.CPU reads cpu.stat of the exec's cgroup on v2
