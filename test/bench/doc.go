@@ -13,7 +13,14 @@
 // pool with a back-to-back client and refilled between requests, and a
 // reused pool, shell and goja: p50, p99, throughput with 8 clients, CPU
 // per execution (host-wide, and the benchmark's own processes) and each
-// ratio to bwrap; then the PSS and idle CPU of a warm sandbox. The
+// ratio to bwrap. Its "floor" row runs a go-plugin gRPC plugin
+// (testdata/pluginfloor: go-plugin, gRPC and the worker's protocol, no
+// isolation) that exits after its packages' init: what any worker costs
+// before it does anything, since the design runs one go-plugin plugin per
+// sandbox. From it and bwrap's own CPU (the namespaces, mounts and exec
+// every fresh sandbox needs too) the table prints the least CPU of a fresh
+// sandbox and the least mean latency of a back-to-back client, both as
+// ratios to bwrap. Then the PSS and idle CPU of a warm sandbox. The
 // host-wide CPU subtracts the host's background use measured just before
 // each run, which holds only on an otherwise idle host; the own-CPU column
 // (one cpuacct group holding the benchmark and every sandbox) holds on a

@@ -135,6 +135,58 @@ func rateCPU(b *testing.B, d time.Duration, bg float64, own *ownCPU, fn func() e
 	return m
 }
 
+// abPair measures fn beside bwrap in one round, bwrap first when
+// bwrapFirst and last otherwise: each one's latency (warm untimed calls,
+// before run ahead of every call), then, with tput, each one's throughput
+// and CPU per call over tputFor. It returns fn's numbers and bwrap's.
+func abPair(b *testing.B, bwrapFirst, tput bool, warm int, before, fn func() error, tputFor time.Duration, own *ownCPU) (e, a measured) {
+	b.Helper()
+	pair := []func(){
+		func() { a.p50, a.p99 = latency(b, 5, nil, bwrapRun) },
+		func() { e.p50, e.p99 = latency(b, warm, before, fn) },
+	}
+	if tput {
+		pair = append(pair,
+			func() { l := a; a = rateCPU(b, tputFor, background(b), own, bwrapRun); a.p50, a.p99 = l.p50, l.p99 },
+			func() { l := e; e = rateCPU(b, tputFor, background(b), own, fn); e.p50, e.p99 = l.p50, l.p99 })
+	}
+	order := []int{0, 1, 2, 3}[:len(pair)]
+	if !bwrapFirst {
+		order = []int{1, 0, 3, 2}[:len(pair)]
+	}
+	for _, i := range order {
+		pair[i]()
+	}
+	return e, a
+}
+
+// pluginFloor builds testdata/pluginfloor into dir and returns a run of
+// it: a fork+exec+wait of a go-plugin gRPC plugin with the worker's
+// protocol linked in, which runs every package's init and exits 1 at once
+// (no handshake cookie), with GOMAXPROCS=1 as workers run. No sandbox
+// can cost less than this under the design (one go-plugin plugin
+// process per sandbox), so the table prints it as the floor.
+func pluginFloor(b *testing.B, dir string) func() error {
+	b.Helper()
+	bin := filepath.Join(dir, "pluginfloor")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/execfarm/execfarm/test/bench/testdata/pluginfloor").CombinedOutput(); err != nil {
+		b.Fatalf("build the plugin floor: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "GOMAXPROCS=1")
+	return func() error {
+		cmd := exec.Command(bin)
+		cmd.Env = env
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+			return nil // go-plugin's "not meant to be executed directly"
+		}
+		if err == nil {
+			err = errors.New("exited 0")
+		}
+		return fmt.Errorf("plugin floor: %w", err)
+	}
+}
+
 // latency times samples sequential calls of fn after warm untimed ones.
 func latency(b *testing.B, warm int, before, fn func() error) (p50, p99 time.Duration) {
 	b.Helper()
@@ -185,6 +237,7 @@ func BenchmarkVersusBwrap(b *testing.B) {
 	if err := haveBwrap(); err != nil {
 		b.Fatalf("the bwrap table needs bubblewrap: %v", err)
 	}
+	floorRun := pluginFloor(b, dir)
 	own := newOwnCPU(b)
 	defer own.close(b)
 	rounds := envInt("EXECFARM_BENCH_ROUNDS", defaultRounds)
@@ -217,8 +270,11 @@ func BenchmarkVersusBwrap(b *testing.B) {
 		got := map[peerRow][]measured{}
 		bw := map[peerRow][]measured{}
 		var pss []pssSample
+		var floor, floorBw []measured
 		for round := range rounds {
 			bwrapFirst := round%2 == 0
+			e, a := abPair(b, bwrapFirst, true, 5, nil, floorRun, tputFor, own)
+			floor, floorBw = append(floor, e), append(floorBw, a)
 			for _, setup := range setups {
 				client, stop := startEmbedded(b, dir, runtime.NumCPU(), setup, own.cgParent())
 				for _, row := range rows[setup] {
@@ -234,36 +290,10 @@ func BenchmarkVersusBwrap(b *testing.B) {
 					if row.refill {
 						before = func() error { waitPoolFull(b, client, setup.size); return nil }
 					}
-					var a, e measured
-					pair := []func(){
-						func() { a.p50, a.p99 = latency(b, 5, nil, bwrapRun) },
-						// Warm-up covers the pool's turnover: every
-						// sandbox timed was started after the series'
-						// runtime was first asked for.
-						func() { e.p50, e.p99 = latency(b, setup.size+5, before, execute) },
-					}
-					if row.refill {
-						// Latency only: a pool refilled between requests
-						// has no throughput of its own.
-						if !bwrapFirst {
-							slices.Reverse(pair)
-						}
-						for _, f := range pair {
-							f()
-						}
-						got[row], bw[row] = append(got[row], e), append(bw[row], a)
-						continue
-					}
-					pair = append(pair,
-						func() { l := a; a = rateCPU(b, tputFor, background(b), own, bwrapRun); a.p50, a.p99 = l.p50, l.p99 },
-						func() { l := e; e = rateCPU(b, tputFor, background(b), own, execute); e.p50, e.p99 = l.p50, l.p99 })
-					order := []int{0, 1, 2, 3}
-					if !bwrapFirst {
-						order = []int{1, 0, 3, 2}
-					}
-					for _, i := range order {
-						pair[i]()
-					}
+					// Warm-up covers the pool's turnover: every sandbox
+					// timed was started after the series' runtime was
+					// first asked for.
+					e, a := abPair(b, bwrapFirst, !row.refill, setup.size+5, before, execute, tputFor, own)
 					got[row], bw[row] = append(got[row], e), append(bw[row], a)
 					if setup == pool4 {
 						// The pool is full again and was last asked for
@@ -275,7 +305,7 @@ func BenchmarkVersusBwrap(b *testing.B) {
 				stop()
 			}
 		}
-		printPeerTable(b, rounds, tputFor, setups, rows, got, bw, pss)
+		printPeerTable(b, rounds, tputFor, setups, rows, got, bw, floor, floorBw, pss)
 	}
 }
 
@@ -361,7 +391,7 @@ func cpuOf(pid int) time.Duration {
 }
 
 func printPeerTable(b *testing.B, rounds int, tputFor time.Duration, setups []poolSetup, rows map[poolSetup][]peerRow,
-	got, bw map[peerRow][]measured, pss []pssSample) {
+	got, bw map[peerRow][]measured, floor, floorBw []measured, pss []pssSample) {
 	up, _ := exec.Command("uptime").Output()
 	fmt.Printf("\nexecfarm vs bwrap --unshare-all /bin/true: medians of %d ABAB rounds (ratios: median of each round's ratio to bwrap's number)\n"+
 		"p50/p99: one sequential client; per s: %d clients for %v; CPU/exec: host-wide (/proc/stat, background subtracted); own: the benchmark's processes and sandboxes (cpuacct)\n%s",
@@ -414,10 +444,28 @@ func printPeerTable(b *testing.B, rounds int, tputFor time.Duration, setups []po
 		}
 	}
 	line("bwrap /bin/true (every round of every row)", all, all, true)
+	line("floor: a go-plugin plugin's exec, no sandbox", floor, floorBw, true)
 	for _, s := range setups {
 		for _, row := range rows[s] {
 			line(row.String(), got[row], bw[row], !row.refill)
 		}
+	}
+	// The floor and bwrap's own work (the namespaces, mounts and exec a
+	// sandbox also needs) are each paid by every fresh sandbox.
+	// A back-to-back client uses one fresh sandbox per execution, so on
+	// average it waits at least that CPU over the host's cores for each.
+	var least, wait []float64
+	for i := range floor {
+		if floorBw[i].own > 0 && floorBw[i].p50 > 0 {
+			cpu := float64(floor[i].own + floorBw[i].own)
+			least = append(least, cpu/float64(floorBw[i].own))
+			wait = append(wait, cpu/float64(runtime.NumCPU())/float64(floorBw[i].p50))
+		}
+	}
+	if len(least) > 0 {
+		fmt.Printf("least own CPU of a fresh sandbox under the design (floor + bwrap's own work): %.2fx bwrap's; "+
+			"least mean latency of a back-to-back client on %d cores (that CPU / cores): %.2fx bwrap's p50\n",
+			medianF(least), runtime.NumCPU(), medianF(wait))
 	}
 	fmt.Printf("\nwarm sandbox of an idle full pool of 4 (after a series of the runtime named)\n%-16s %10s %16s %10s %10s\n",
 		"last asked for", "PSS", "CPU while idle", "processes", "prepared")
