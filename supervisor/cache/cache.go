@@ -51,10 +51,12 @@ type Config struct {
 	// otherwise, since whoever can write there can plant scripts.
 	Dir string
 	// MaxScripts bounds the number of scripts; past it Save removes the
-	// oldest. Zero => DefaultMaxScripts (1000).
+	// oldest of the holder with the most (see bound). Zero =>
+	// DefaultMaxScripts (1000).
 	MaxScripts int
 	// MaxBytes bounds the bytes of all script files together; past it Save
-	// removes the oldest. Zero => DefaultMaxBytes (64 MiB).
+	// removes the oldest of the holder taking the most bytes. Zero =>
+	// DefaultMaxBytes (64 MiB).
 	MaxBytes int64
 }
 
@@ -169,14 +171,17 @@ func (c *Cache) Save(code string, now time.Time) (e Entry, created bool, err err
 	return Entry{Name: name, Description: Describe(code), ContentHash: hash, CreatedAt: now}, true, nil
 }
 
-// bound removes the oldest scripts (by the time their files were written) while
-// more than maxScripts are held or their files take more than maxBytes;
-// keep, the script just saved in c, is never removed. The bounds count a
-// principal's scripts and its clients' (the client-* subdirectories of
-// its directory) together, so that its clients hold no more on disk than
-// it may alone, and a client's save may remove another client's oldest
-// script as it may the principal's. Client directories left empty are
-// removed.
+// bound removes scripts while more than maxScripts are held or their files
+// take more than maxBytes; keep, the script just saved in c, is never
+// removed. The bounds count a principal's scripts and its clients' (the
+// client-* subdirectories of its directory) together, so that its clients
+// hold no more on disk than it may alone. Past a bound, the holder (the
+// principal's own scripts, or one client's) that holds the most — scripts
+// past maxScripts, bytes past maxBytes — loses its oldest (by the time
+// its file was written); a tie goes to the holder whose oldest is older.
+// So a client saving many scripts removes its own before anyone else's,
+// and cannot push out another client's few. Client directories left empty
+// are removed.
 func (c *Cache) bound(keep string) error {
 	h := c
 	if c.holder != nil {
@@ -187,31 +192,70 @@ func (c *Cache) bound(keep string) error {
 	if err != nil {
 		return err
 	}
-	var total int64
-	for _, f := range files {
-		total += f.size
+	// Each holder's scripts, oldest first: by the time the file was
+	// written (the name has only the second), then by name.
+	type holder struct {
+		files []scriptFile // removable ones, oldest first
+		n     int          // scripts held, keep included
+		bytes int64
 	}
-	// Oldest first: by the time the file was written (the name has only
-	// the second), then by name.
-	slices.SortFunc(files, func(a, b scriptFile) int {
-		if c := a.mod.Compare(b.mod); c != 0 {
-			return c
+	holders := map[string]*holder{}
+	n, total := len(files), int64(0)
+	for _, f := range files {
+		d := filepath.Dir(f.path)
+		hd := holders[d]
+		if hd == nil {
+			hd = &holder{}
+			holders[d] = hd
 		}
-		if c := strings.Compare(filepath.Base(a.path), filepath.Base(b.path)); c != 0 {
-			return c
+		hd.n++
+		hd.bytes += f.size
+		total += f.size
+		if f.path != keep {
+			hd.files = append(hd.files, f)
 		}
-		return strings.Compare(a.path, b.path)
-	})
+	}
+	for _, hd := range holders {
+		slices.SortFunc(hd.files, func(a, b scriptFile) int {
+			if c := a.mod.Compare(b.mod); c != 0 {
+				return c
+			}
+			return strings.Compare(filepath.Base(a.path), filepath.Base(b.path))
+		})
+	}
 	var errs []error
-	for i := 0; i < len(files) && (len(files)-i > h.maxScripts || total > h.maxBytes); i++ {
-		if files[i].path == keep {
-			continue
+	for n > h.maxScripts || total > h.maxBytes {
+		byCount := n > h.maxScripts
+		var most *holder
+		for _, hd := range holders {
+			if len(hd.files) == 0 {
+				continue
+			}
+			if most == nil {
+				most = hd
+				continue
+			}
+			a, b := int64(hd.n), int64(most.n)
+			if !byCount {
+				a, b = hd.bytes, most.bytes
+			}
+			if a > b || a == b && hd.files[0].mod.Before(most.files[0].mod) {
+				most = hd
+			}
 		}
-		if err := os.Remove(files[i].path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if most == nil {
+			break // only keep is left
+		}
+		f := most.files[0]
+		most.files = most.files[1:]
+		if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 			continue
 		}
-		total -= files[i].size
+		most.n--
+		most.bytes -= f.size
+		n--
+		total -= f.size
 	}
 	for _, d := range clients {
 		if d != c.dir {

@@ -38,7 +38,9 @@
 // regular files owned by this process's uid and writable by no one else, so
 // a script planted by another user (say, dated 2099 to be listed first) is
 // ignored. The cache is bounded: past Config.MaxScripts scripts (1000) or
-// Config.MaxBytes bytes (64 MiB), Save removes the oldest.
+// Config.MaxBytes bytes (64 MiB), Save removes the oldest script of the
+// holder (a principal's own scripts, or one of its clients') that holds the
+// most.
 //
 // A Store keeps a Cache per principal (the local principal's is the
 // directory itself, the reference server's layout; another's a

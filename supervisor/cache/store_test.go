@@ -222,51 +222,102 @@ func TestStorePerClient(t *testing.T) {
 
 // TestStoreBoundsCountClients: a principal's bounds count its scripts and
 // all its clients' together (the directory holds no more than before
-// clients had caches), a client's save removes the oldest of them,
-// whoever saved it, and a client's directory emptied so goes.
+// clients had caches); past them the holder with the most scripts loses
+// its oldest, so one client's saves cannot push out another's few; among
+// holders with as many, the oldest script goes; and a client's directory
+// emptied so goes.
 func TestStoreBoundsCountClients(t *testing.T) {
 	s, err := OpenStore(Config{Dir: t.TempDir(), MaxScripts: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	owners := []Owner{{Client: aliceClient}, {}, {Client: bobClient}, {Client: aliceClient}, {Client: bobClient}}
-	var saved []string
 	caches := map[Owner]*Cache{}
-	for i, o := range owners {
+	var saved []string
+	save := func(o Owner) {
+		t.Helper()
 		c, err := s.For(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		caches[o] = c
+		i := len(saved)
 		saved = append(saved, mustSave(t, c, fmt.Sprintf("console.log(%d)", i), t0.Add(time.Duration(i)*time.Second)).Name)
 	}
-	var held []string
-	for _, o := range []Owner{{}, {Client: aliceClient}, {Client: bobClient}} {
-		l, err := caches[o].List("")
-		if err != nil {
-			t.Fatal(err)
+	held := func() []string {
+		t.Helper()
+		var names []string
+		for _, c := range caches {
+			l, err := c.List("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range l {
+				names = append(names, e.Name)
+			}
 		}
-		for _, e := range l {
-			held = append(held, e.Name)
-		}
+		slices.Sort(names)
+		return names
 	}
-	slices.Sort(held)
-	if want := saved[2:]; !slices.Equal(held, want) {
-		t.Fatalf("held %v; want the 3 newest %v", held, want)
+	local, alice, bob, carol := Owner{}, Owner{Client: aliceClient}, Owner{Client: bobClient}, Owner{Client: "c0ffee00000000000000000000000000"}
+	for _, o := range []Owner{alice, local, bob, alice} {
+		save(o)
 	}
-	// Alice's first script and the local one went; her directory holds
-	// her second. A client whose only script went loses its directory.
-	c, err := s.For(Owner{Client: "c0ffee00000000000000000000000000"})
+	// Alice held two of four: her oldest went.
+	if got, want := held(), []string{saved[1], saved[2], saved[3]}; !slices.Equal(got, want) {
+		t.Fatalf("held %v; want %v", got, want)
+	}
+	// Bob saves three more: each removes his own oldest, never the
+	// others' one script each.
+	for range 3 {
+		save(bob)
+	}
+	if got, want := held(), []string{saved[1], saved[3], saved[6]}; !slices.Equal(got, want) {
+		t.Fatalf("after bob's saves held %v; want local's, alice's and bob's newest %v", got, want)
+	}
+	// Four holders of one script each: the oldest of all goes (local's),
+	// then alice's, whose directory goes with it.
+	save(carol)
+	save(local)
+	if got, want := held(), []string{saved[6], saved[7], saved[8]}; !slices.Equal(got, want) {
+		t.Fatalf("held %v; want %v", got, want)
+	}
+	if _, err := os.Stat(caches[alice].Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("alice's directory, her scripts all removed: %v; want it gone", err)
+	}
+	if l, err := s.Lookup(alice); l != nil || err != nil {
+		t.Errorf("Lookup of alice: %v, %v; want none", l, err)
+	}
+}
+
+// TestStoreByteBoundTakesFromTheLargest: past the byte bound, the holder
+// whose scripts take the most bytes loses its oldest, not whoever saved
+// first.
+func TestStoreByteBoundTakesFromTheLargest(t *testing.T) {
+	s, err := OpenStore(Config{Dir: t.TempDir(), MaxBytes: 3000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustSave(t, c, "console.log(5)", t0.Add(5*time.Second))
-	mustSave(t, caches[Owner{Client: bobClient}], "console.log(6)", t0.Add(6*time.Second))
-	mustSave(t, caches[Owner{Client: bobClient}], "console.log(7)", t0.Add(7*time.Second))
-	if _, err := os.Stat(caches[Owner{Client: aliceClient}].Dir()); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("alice's directory, her scripts all removed: %v; want it gone", err)
+	alice, err := s.For(Owner{Client: aliceClient})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if l, err := s.Lookup(Owner{Client: aliceClient}); l != nil || err != nil {
-		t.Errorf("Lookup of alice: %v, %v; want none", l, err)
+	bob, err := s.For(Owner{Client: bobClient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := mustSave(t, alice, "console.log('alice')", t0)
+	var big []Entry
+	for i := range 4 {
+		big = append(big, mustSave(t, bob, fmt.Sprintf("// %s\nconsole.log(%d)", strings.Repeat("b", 900), i), t0.Add(time.Duration(i+1)*time.Second)))
+	}
+	if _, _, err := alice.Find(small.Name); err != nil {
+		t.Errorf("alice's small script after bob's big saves: %v; want it kept", err)
+	}
+	l, err := bob.List("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l) == 0 || len(l) == len(big) || l[0].Name != big[len(big)-1].Name {
+		t.Errorf("bob holds %d scripts, newest first %v; want his oldest removed and his newest %s kept", len(l), l, big[len(big)-1].Name)
 	}
 }
