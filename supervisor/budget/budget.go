@@ -10,9 +10,10 @@ import (
 type Budget struct {
 	total int64
 
-	mu     sync.Mutex
-	held   int64
-	notify []func() // OnRelease's, in registration order
+	mu       sync.Mutex
+	held     int64
+	reserved int64    // kept for the scheduler's queue head (Reserve)
+	notify   []func() // OnRelease's, in registration order
 }
 
 // New returns a Budget of totalBytes; totalBytes < 1 is an error.
@@ -23,11 +24,44 @@ func New(totalBytes int64) (*Budget, error) {
 	return &Budget{total: totalBytes}, nil
 }
 
-// TryAcquire takes n bytes if they fit (held + n <= total) and returns
-// nil; otherwise it takes nothing and returns an *Error (ErrTooLarge when
-// n alone is over the total, ErrExhausted when it does not fit now).
-// n <= 0 takes nothing and returns nil.
+// TryAcquire takes n bytes if they fit in what is free beyond the bytes
+// kept for the scheduler's queue head (held + reserved + n <= total; see
+// Reserve) and returns nil; otherwise it takes nothing and returns an
+// *Error (ErrTooLarge when n alone is over the total, ErrExhausted when
+// it does not fit now). n <= 0 takes nothing and returns nil.
 func (b *Budget) TryAcquire(n int64) error {
+	if b == nil || n <= 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.total || b.held+b.reserved+n > b.total {
+		return &Error{Asked: n, Held: b.held, Reserved: b.reserved, Total: b.total}
+	}
+	b.held += n
+	return nil
+}
+
+// Reserve keeps n bytes of what is free for the one waiter the budget
+// serves first, the scheduler's queue head, so that no TryAcquire takes
+// the memory it waits for: TryAcquire then fits only in what is free
+// beyond them, TryAcquireReserved in all that is free. The bytes stay
+// free (Usage does not count them). Each call replaces the last; n <= 0
+// keeps nothing. The scheduler sets it whenever its queue's head changes.
+func (b *Budget) Reserve(n int64) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reserved = max(n, 0)
+}
+
+// TryAcquireReserved is TryAcquire for the waiter Reserve keeps bytes
+// for: n fits when held + n <= total, the reserved bytes included. It
+// leaves the reservation as it is (the caller sets the next one).
+// Errors as TryAcquire's.
+func (b *Budget) TryAcquireReserved(n int64) error {
 	if b == nil || n <= 0 {
 		return nil
 	}

@@ -79,3 +79,32 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+// Bytes kept by Reserve are free to TryAcquireReserved only, and are
+// named in TryAcquire's refusal.
+func TestReserve(t *testing.T) {
+	b, _ := New(100)
+	b.Reserve(70)
+	err := b.TryAcquire(40)
+	var be *Error
+	if !errors.As(err, &be) || !errors.Is(err, ErrExhausted) || be.Reserved != 70 {
+		t.Fatalf("TryAcquire(40) with 70 kept = %#v", err)
+	}
+	if !strings.Contains(err.Error(), "70 bytes is kept for the execution first in the queue") {
+		t.Errorf("message %q does not name what is kept", err)
+	}
+	if err := b.TryAcquire(30); err != nil {
+		t.Fatalf("TryAcquire(30) beyond the 70 kept: %v", err)
+	}
+	if err := b.TryAcquireReserved(70); err != nil {
+		t.Fatalf("TryAcquireReserved(70): %v", err)
+	}
+	if held, _ := b.Usage(); held != 100 {
+		t.Fatalf("held %d, want 100", held)
+	}
+	b.Release(100)
+	b.Reserve(0)
+	if err := b.TryAcquire(100); err != nil {
+		t.Fatalf("TryAcquire(100) with nothing kept: %v", err)
+	}
+}

@@ -9,6 +9,9 @@
 // sandbox's limit for its life and is refused at once when it does not
 // fit (TryAcquire), and the scheduler, whose FIFO grant of a slot to a
 // single-use execution also takes its limit and waits for it (OnRelease
-// wakes the scheduler when memory comes back). A nil *Budget admits
-// everything.
+// wakes the scheduler when memory comes back). While executions wait,
+// the memory limit of the queue's head is kept for it (Reserve): a
+// session create fits only in what is free beyond it, so a stream of
+// creates cannot keep the head waiting for ever; the head takes it with
+// TryAcquireReserved. A nil *Budget admits everything.
 package budget

@@ -16,10 +16,11 @@ var (
 	ErrTooLarge = errors.New("budget: memory limit larger than the node memory budget")
 )
 
-// Error is a TryAcquire refused: what was asked, what is held, the total,
+// Error is a TryAcquire refused: what was asked, what is held, what of
+// the rest is kept for the scheduler's queue head (Reserve), the total,
 // in bytes. It wraps ErrTooLarge when Asked > Total, else ErrExhausted.
 type Error struct {
-	Asked, Held, Total int64
+	Asked, Held, Reserved, Total int64
 }
 
 func (e *Error) Error() string {
@@ -27,8 +28,12 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("budget: a memory limit of %s is larger than the node's memory budget of %s (--memory-budget)",
 			Format(e.Asked), Format(e.Total))
 	}
-	return fmt.Sprintf("budget: a memory limit of %s does not fit the node's memory budget of %s (--memory-budget): live sandboxes hold %s, %s is free",
+	msg := fmt.Sprintf("budget: a memory limit of %s does not fit the node's memory budget of %s (--memory-budget): live sandboxes hold %s, %s is free",
 		Format(e.Asked), Format(e.Total), Format(e.Held), Format(e.Total-e.Held))
+	if e.Reserved > 0 {
+		msg += fmt.Sprintf(", of which %s is kept for the execution first in the queue", Format(e.Reserved))
+	}
+	return msg
 }
 
 // Unwrap returns ErrTooLarge or ErrExhausted.

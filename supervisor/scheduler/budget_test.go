@@ -138,3 +138,74 @@ func TestBudgetTooLargeRefusedAtOnce(t *testing.T) {
 		t.Fatalf("queued %d, want 0", q)
 	}
 }
+
+// A session create (the budget's TryAcquire) cannot take the memory the
+// queue's head waits for, whether the head waits for its memory or for a
+// slot: a create that fits what is free but not what is free beyond the
+// head's limit is refused, naming what is kept; one that fits beyond it
+// is taken. Once the head is granted, or leaves, nothing is kept.
+func TestBudgetCreateDoesNotOvertakeTheQueueHead(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		slots        int
+		running      int64 // memory of the running ticket
+		head         int64 // memory of the waiting head
+		refused, fit int64 // creates that would fit what is free, and that fit beyond the head
+	}{
+		// 60 of 100 held: 40 free, of which none is beyond the head's 50.
+		{name: "head waits for memory", slots: 4, running: 60, head: 50, refused: 30},
+		// 10 of 100 held, every slot busy: 90 free, 40 beyond the head's.
+		{name: "head waits for a slot", slots: 1, running: 10, head: 50, refused: 60, fit: 40},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, b := newBudgeted(t, tt.slots, 10, 100)
+			first, err := s.Enqueue(tt.running)
+			if err != nil || !granted(first) {
+				t.Fatalf("first: %v", err)
+			}
+			head, err := s.Enqueue(tt.head)
+			if err != nil || granted(head) {
+				t.Fatalf("head: granted=%v err=%v, want waiting", head != nil && granted(head), err)
+			}
+			err = b.TryAcquire(tt.refused)
+			var be *budget.Error
+			if !errors.As(err, &be) || !errors.Is(err, budget.ErrExhausted) || be.Reserved != tt.head {
+				t.Fatalf("create of %d with the head waiting for %d = %v, want ErrExhausted with %d kept", tt.refused, tt.head, err, tt.head)
+			}
+			if err := b.TryAcquire(tt.fit); err != nil {
+				t.Fatalf("create of %d beyond the head's %d: %v", tt.fit, tt.head, err)
+			}
+			first.Release()
+			if !granted(head) {
+				t.Fatal("head not granted after the running ticket's release")
+			}
+			if held, _ := b.Usage(); held != tt.head+tt.fit {
+				t.Fatalf("held %d, want %d", held, tt.head+tt.fit)
+			}
+			// Nothing waits: a create may take all that is free.
+			if err := b.TryAcquire(100 - tt.head - tt.fit); err != nil {
+				t.Fatalf("create with nothing queued: %v", err)
+			}
+			head.Release()
+		})
+	}
+}
+
+// A head that leaves the queue no longer holds its memory back.
+func TestBudgetCancelledHeadKeepsNothing(t *testing.T) {
+	s, b := newBudgeted(t, 4, 10, 100)
+	first, _ := s.Enqueue(60)
+	head, _ := s.Enqueue(50)
+	if err := b.TryAcquire(40); err == nil {
+		t.Fatal("create took the memory the head waits for")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := head.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait = %v", err)
+	}
+	if err := b.TryAcquire(40); err != nil {
+		t.Fatalf("create after the head left: %v", err)
+	}
+	first.Release()
+}

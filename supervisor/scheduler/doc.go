@@ -3,7 +3,9 @@
 // visible positions (1 = next). A slot is granted with the memory limit of
 // the execution's sandbox taken from the node's memory budget (package
 // budget, shared with the session sandboxes): the queue's head waits until
-// both a slot and its memory are free, and no later ticket passes it. A
+// both a slot and its memory are free, and no later ticket passes it;
+// its memory is kept for it meanwhile (budget.Reserve): a session create
+// fits only in what is free beyond it, so creates cannot starve it. A
 // full queue is refused at once (ErrQueueFull, RESOURCE_EXHAUSTED on the
 // wire), and so is a ticket whose memory alone is over the whole budget
 // (budget.ErrTooLarge); a waiter whose context ends leaves the queue and

@@ -31,7 +31,8 @@ type Config struct {
 //
 // Lock order: Scheduler.mu, then the budget's; the budget is released
 // with Scheduler.mu not held, since its release wakes the scheduler
-// (grant).
+// (grant). The budget's reservation (budget.Reserve) is set only with
+// Scheduler.mu held, to the memory of the queue's head.
 type Scheduler struct {
 	cfg     Config
 	mu      sync.Mutex
@@ -66,7 +67,9 @@ func New(cfg Config) (*Scheduler, error) {
 // memoryBytes (0 = none taken from the budget: a sandbox counted by
 // whoever holds it). The ticket either holds a slot and its memory at
 // once or waits in the queue: the head of the queue is granted when a
-// slot is free and its memory fits the budget, and no ticket passes it.
+// slot is free and its memory fits the budget, and no ticket passes it;
+// while it waits, its memory is kept for it (budget.Reserve), so that
+// no session create takes it.
 // Errors: ErrQueueFull when the queue is full; a *budget.Error wrapping
 // budget.ErrTooLarge when memoryBytes alone is over the whole budget (it
 // would wait forever).
@@ -87,6 +90,7 @@ func (s *Scheduler) Enqueue(memoryBytes int64) (*Ticket, error) {
 		return nil, ErrQueueFull
 	}
 	s.queue = append(s.queue, t)
+	s.reserveLocked()
 	return t, nil
 }
 
@@ -160,10 +164,14 @@ func (s *Scheduler) removeLocked(t *Ticket) {
 	}
 }
 
+// grantLocked grants the queue's head, and the next, while a slot is
+// free and the head's memory fits (what Reserve keeps for it included),
+// then keeps the memory of the new head (reserveLocked).
 func (s *Scheduler) grantLocked() {
+	defer s.reserveLocked()
 	for s.running < s.cfg.MaxConcurrent && len(s.queue) > 0 {
 		t := s.queue[0]
-		if s.cfg.Budget.TryAcquire(t.memory) != nil {
+		if s.cfg.Budget.TryAcquireReserved(t.memory) != nil {
 			return // FIFO: the head waits for memory, and so do the rest
 		}
 		s.queue = s.queue[1:]
@@ -171,6 +179,18 @@ func (s *Scheduler) grantLocked() {
 		t.granted = true
 		close(t.ready)
 	}
+}
+
+// reserveLocked keeps the memory of the queue's head in the budget
+// (budget.Reserve), whether it waits for a slot or for memory, so that
+// no session create takes what the head waits for; none when the queue
+// is empty.
+func (s *Scheduler) reserveLocked() {
+	var n int64
+	if len(s.queue) > 0 {
+		n = s.queue[0].memory
+	}
+	s.cfg.Budget.Reserve(n)
 }
 
 // Counts returns the tickets holding a slot and the tickets queued.

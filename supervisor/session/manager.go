@@ -74,7 +74,9 @@ type Config struct {
 	MaxSandboxes int
 	// Budget is the node's memory budget, shared with the scheduler: a
 	// sandbox holds its memory limit of it from its create to its end,
-	// and a create that does not fit is refused; nil = none.
+	// and a create that does not fit, in what is free beyond the memory
+	// kept for the scheduler's queue head (budget.Reserve), is refused;
+	// nil = none.
 	Budget *budget.Budget
 	// MaxPerPrincipal is how many of them one principal may hold, its
 	// clients' (principal.Principal.Unscoped) counted with its own; 0 =
@@ -209,7 +211,8 @@ type CreateParams struct {
 // Errors: *FieldError (labels, lifetime, idle timeout); *QuotaError when
 // the server's or the principal's sandbox limit or the lifetime ceiling
 // would be exceeded; a *budget.Error when p.Limits.MemoryBytes does not
-// fit the node's memory budget (Config.Budget) now; ErrShuttingDown; the Backend's (a sandbox that could
+// fit the node's memory budget (Config.Budget) now, beyond what is kept
+// for the execution first in the scheduler's queue; ErrShuttingDown; the Backend's (a sandbox that could
 // not start; sandbox.ErrNoIDRange when the uid window is full).
 func (m *Manager) Create(ctx context.Context, p CreateParams) (*Sandbox, error) {
 	lifetime, err := m.Lifetime(p.Lifetime)
