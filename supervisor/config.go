@@ -34,13 +34,20 @@ import (
 // keep up to 2 × 64 MiB of output at the ceiling.
 const DefaultMemoryLimit = 320 << 20
 
+// NoQueue is Config.QueueSize for a server that lets no execution wait
+// (`serve --queue-size 0`): Config's 0 is its default.
+const NoQueue = -1
+
 // Config configures a Server. Zero fields take the documented defaults.
 type Config struct {
 	// Sandbox configures sandboxes (worker binary, cgroups, uid ranges).
 	Sandbox sandbox.Config
 	// MaxConcurrent is how many executions run at once; 0 = number of CPUs.
 	MaxConcurrent int
-	// QueueSize is how many executions may wait; 0 = 1000.
+	// QueueSize is how many executions may wait for a slot and its
+	// memory; 0 = 1000, NoQueue = none (an execution that cannot run at
+	// once is refused). New sets it to what the scheduler takes: 0 for
+	// NoQueue.
 	QueueSize int
 	// WarmPool is how many sandboxes are kept started ahead of demand, with
 	// the default limits; 0 = none. Sandbox.IDs needs a uid range for each

@@ -82,8 +82,13 @@ func (c *Config) complete() error {
 	default:
 		return fmt.Errorf("supervisor: unknown default runtime %q (goja, node, shell, python)", c.DefaultRuntime)
 	}
-	if c.QueueSize == 0 {
+	switch {
+	case c.QueueSize == 0:
 		c.QueueSize = 1000
+	case c.QueueSize == NoQueue:
+		c.QueueSize = 0
+	case c.QueueSize < 0:
+		return fmt.Errorf("supervisor: queue size %d: want 0 (1000), NoQueue (none) or more", c.QueueSize)
 	}
 	if c.MaxConcurrent == 0 {
 		c.MaxConcurrent = runtime.NumCPU()

@@ -69,6 +69,9 @@ func TestFailedNewLeavesNoGoroutine(t *testing.T) {
 		{"default memory over the ceiling", func(sb sandbox.Config) Config {
 			return Config{Sandbox: sb, MemoryBudgetBytes: 256 << 20}
 		}, "default memory limit 512Mi is over the memory ceiling 256Mi"},
+		{"negative queue size", func(sb sandbox.Config) Config {
+			return Config{Sandbox: sb, QueueSize: -2}
+		}, "queue size -2"},
 		{"metrics taken, with a warm pool", func(sb sandbox.Config) Config {
 			return Config{Sandbox: sb, WarmPool: 2, SandboxReuse: 3, Metrics: used}
 		}, "supervisor: metrics"},

@@ -32,6 +32,16 @@ import (
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
+// supervisorConfig is cfg as the flags give it, in supervisor.Config's
+// terms: `--queue-size 0` (none may wait) is supervisor.NoQueue, since
+// the Config's 0 is its default of 1000.
+func supervisorConfig(cfg supervisor.Config) supervisor.Config {
+	if cfg.QueueSize == 0 {
+		cfg.QueueSize = supervisor.NoQueue
+	}
+	return cfg
+}
+
 func serveCmd() *cobra.Command {
 	var (
 		tc             transport.Config
@@ -237,7 +247,7 @@ func serveCmd() *cobra.Command {
 				}
 				log.Info("sandbox profiles", "file", profilesPath, "profiles", cfg.Profiles.Names())
 			}
-			s, err := supervisor.New(cfg)
+			s, err := supervisor.New(supervisorConfig(cfg))
 			if err != nil {
 				return err
 			}
@@ -285,7 +295,7 @@ func serveCmd() *cobra.Command {
 	f.StringVar(&tc.TokenPath, "token-file", "", "require the bearer token in this file on every call but grpc.health.v1 (env EXECFARM_TOKEN_FILE, or the token itself in EXECFARM_TOKEN; default: none)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "this node's name, which every execution id names (env EXECFARM_NODE_NAME; on Kubernetes the pod's spec.nodeName; default: the host name)")
 	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 0, "executions running at once (default: number of CPUs)")
-	f.IntVar(&cfg.QueueSize, "queue-size", 1000, "executions that may wait for a slot")
+	f.IntVar(&cfg.QueueSize, "queue-size", 1000, "executions that may wait for a slot and its memory; 0: none (an execution that cannot run at once is refused RESOURCE_EXHAUSTED)")
 	f.IntVar(&cfg.WarmPool, "warm-pool", 0, "sandboxes kept started ahead of demand (default limits only; single-use unless --sandbox-reuse)")
 	f.StringVar(&cfg.DefaultRuntime, "default-runtime", "goja", "runtime of requests that name none: goja, node, shell, python")
 	f.StringVar(&worker, "worker", "", "execfarm-worker binary (env EXECFARM_WORKER; default: next to execfarm, then $PATH)")

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/execfarm/execfarm/supervisor"
 )
 
 // TestServeRefusesNegativeCountsAndDurations: serve stops before touching
@@ -56,6 +58,17 @@ func TestServeRefusesBadMaxMemory(t *testing.T) {
 		cmd.SilenceErrors, cmd.SilenceUsage = true, true
 		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--max-memory") || !strings.Contains(err.Error(), "want ") {
 			t.Errorf("serve %v: %v; want refused, naming the flag", args, err)
+		}
+	}
+}
+
+// TestQueueSizeZeroLetsNoneWait: `--queue-size 0` reaches the supervisor
+// as supervisor.NoQueue (none may wait), not as the Config's 0, which is
+// its default of 1000; other sizes pass as they are.
+func TestQueueSizeZeroLetsNoneWait(t *testing.T) {
+	for flag, want := range map[int]int{0: supervisor.NoQueue, 1: 1, 1000: 1000} {
+		if got := supervisorConfig(supervisor.Config{QueueSize: flag}).QueueSize; got != want {
+			t.Errorf("--queue-size %d: Config.QueueSize %d, want %d", flag, got, want)
 		}
 	}
 }
