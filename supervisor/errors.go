@@ -299,6 +299,18 @@ func describe(err error, format string, args ...any) error {
 	return &described{msg: fmt.Sprintf(format, args...), err: err}
 }
 
+// describeFull gives a full queue's refusal (*scheduler.FullError) its
+// cause as the message a caller sees (FullError.Cause: which bound is
+// reached, and the flag that sets it); other errors are returned as
+// they are.
+func describeFull(err error) error {
+	var full *scheduler.FullError
+	if errors.As(err, &full) {
+		return describe(err, "%s", full.Cause())
+	}
+	return err
+}
+
 // handlerPanic is a panic recovered in a gRPC handler (recoverHandler).
 type handlerPanic struct {
 	method string

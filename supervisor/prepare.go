@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
@@ -10,7 +9,6 @@ import (
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/principal"
 	"github.com/execfarm/execfarm/supervisor/registry"
-	"github.com/execfarm/execfarm/supervisor/scheduler"
 )
 
 // runtimeName maps the wire enum to a runtime name.
@@ -64,7 +62,9 @@ func (s *Server) prepare(ctx context.Context, req *sandboxv1.ExecuteRequest, tes
 // are the packages' (rpcError maps them): INVALID_ARGUMENT for bad code,
 // limits or env; NOT_FOUND for an unknown cached script; UNIMPLEMENTED
 // for a runtime this server cannot run; RESOURCE_EXHAUSTED for a full
-// queue; UNAVAILABLE while shutting down.
+// queue (QUEUE_FULL, the message naming the bound reached) or, when none
+// may wait (--queue-size 0), a memory limit that does not fit the
+// memory budget now (MEMORY_BUDGET); UNAVAILABLE while shutting down.
 func (s *Server) submit(ctx context.Context, req *sandboxv1.ExecuteRequest) (*registry.Execution, error) {
 	return s.submitMode(ctx, req, false)
 }
@@ -78,10 +78,7 @@ func (s *Server) submitMode(ctx context.Context, req *sandboxv1.ExecuteRequest, 
 	}
 	j.Owner = caller(ctx).String()
 	e, err := s.runner.Submit(j)
-	if errors.Is(err, scheduler.ErrQueueFull) {
-		err = describe(err, "execution queue full (%d waiting)", s.cfg.QueueSize)
-	}
-	return e, err
+	return e, describeFull(err)
 }
 
 // caller returns the principal of the call: the one the transport put in

@@ -14,7 +14,6 @@ import (
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
-	"github.com/execfarm/execfarm/supervisor/scheduler"
 	"github.com/execfarm/execfarm/supervisor/session"
 )
 
@@ -182,10 +181,7 @@ func (ss sessions) exec(ctx context.Context, req *execfarmv1.ExecRequest) (*regi
 	p := session.ExecParams{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), StdinOpen: req.GetKeepStdinOpen(),
 		Env: req.GetEnv(), Workdir: req.GetWorkdir(), TimeoutMs: req.TimeoutMs, OutputBytes: req.MaxOutputBytes, CPUTimeMs: req.CpuTimeMs}
 	e, err := ss.s.sessions.Exec(ctx, caller(ctx), req.GetSandboxId(), p)
-	if errors.Is(err, scheduler.ErrQueueFull) {
-		err = describe(err, "execution queue full (%d waiting)", ss.s.cfg.QueueSize)
-	}
-	return e, sandboxErr(req.GetSandboxId(), err)
+	return e, sandboxErr(req.GetSandboxId(), describeFull(err))
 }
 
 // Exec runs an exec and streams its output, the result last. Closing the

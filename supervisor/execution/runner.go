@@ -151,9 +151,10 @@ func (r *Runner) Closing() bool {
 // the sandbox's memory limit (j.Limits.MemoryBytes) of the scheduler's
 // memory budget: it waits in the queue until that fits. The returned
 // execution is PENDING or RUNNING. Errors: ErrShuttingDown once Shutdown
-// has begun; scheduler.ErrQueueFull (wrapped) when the queue is full; a
+// has begun; a *scheduler.FullError (wrapped) when the queue is full; a
 // *budget.Error wrapping budget.ErrTooLarge when the memory limit alone
-// is over the budget.
+// is over the budget, or budget.ErrExhausted when it does not fit now
+// and the scheduler lets none wait (QueueSize 0).
 func (r *Runner) Submit(j *Job) (*registry.Execution, error) {
 	if r.warmShape != nil && j.Limits.Spec() == r.cfg.Defaults.Spec() {
 		r.skipPrepare.Store(!workerv1.SameShape(j.Request, r.warmShape))
@@ -185,7 +186,7 @@ func (r *Runner) submit(p Placement, j *Job, memoryBytes int64) (*registry.Execu
 	if err != nil {
 		r.done(size)
 		reason := metrics.RejectQueueFull
-		if errors.Is(err, budget.ErrTooLarge) {
+		if errors.Is(err, budget.ErrTooLarge) || errors.Is(err, budget.ErrExhausted) {
 			reason = metrics.RejectMemoryBudget
 		}
 		r.cfg.Metrics.QueueRejected(reason)

@@ -209,3 +209,65 @@ func TestBudgetCancelledHeadKeepsNothing(t *testing.T) {
 	}
 	first.Release()
 }
+
+// A ticket that would wait and may not is refused naming what is short:
+// with no queue, the memory budget when a slot is free (a *budget.Error,
+// not ErrQueueFull) or the slots; with a full queue, the slots or the
+// memory its head waits for.
+func TestRefusalNamesTheCause(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		slots, queue int
+		running      []int64 // tickets granted, then ones queued
+		queued       []int64
+		ask          int64
+		memory       bool   // a *budget.Error wrapping ErrExhausted, else a *FullError
+		want         string // in the message
+	}{
+		{name: "no queue, memory short", slots: 2, queue: 0, running: []int64{60}, ask: 50, memory: true,
+			want: "budget: a memory limit of 50 bytes does not fit the node's memory budget of 100 bytes (--memory-budget): live sandboxes hold 60 bytes, 40 bytes is free"},
+		{name: "no queue, slots busy", slots: 1, queue: 0, running: []int64{10}, ask: 10,
+			want: "scheduler: all 1 execution slots are busy (--max-concurrent) and none may wait (--queue-size 0)"},
+		{name: "queue full, slots busy", slots: 1, queue: 1, running: []int64{10}, queued: []int64{10}, ask: 10,
+			want: "scheduler: execution queue full: 1 executions wait (--queue-size) for one of the 1 execution slots, all busy (--max-concurrent)"},
+		{name: "queue full, head waits for memory", slots: 2, queue: 1, running: []int64{60}, queued: []int64{50}, ask: 10,
+			want: "scheduler: execution queue full: 1 executions wait (--queue-size), the first for its memory limit of 50 bytes to fit the node's memory budget of 100 bytes (--memory-budget): live sandboxes hold 60 bytes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newBudgeted(t, tt.slots, tt.queue, 100)
+			var tickets []*Ticket
+			for _, m := range append(append([]int64{}, tt.running...), tt.queued...) {
+				tk, err := s.Enqueue(m)
+				if err != nil {
+					t.Fatalf("Enqueue(%d): %v", m, err)
+				}
+				tickets = append(tickets, tk)
+			}
+			defer func() {
+				for _, tk := range tickets {
+					tk.Release()
+				}
+			}()
+			tk, err := s.Enqueue(tt.ask)
+			if err == nil {
+				tk.Release()
+				t.Fatalf("Enqueue(%d) admitted", tt.ask)
+			}
+			var full *FullError
+			switch {
+			case tt.memory && (!errors.Is(err, budget.ErrExhausted) || errors.Is(err, ErrQueueFull)):
+				t.Errorf("Enqueue(%d) = %v, want budget.ErrExhausted and not ErrQueueFull", tt.ask, err)
+			case !tt.memory && !errors.As(err, &full):
+				t.Errorf("Enqueue(%d) = %v, want a *FullError", tt.ask, err)
+			case !tt.memory && !errors.Is(err, ErrQueueFull):
+				t.Errorf("Enqueue(%d) = %v, does not wrap ErrQueueFull", tt.ask, err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("message\n%s\nwant\n%s", err, tt.want)
+			}
+			if _, q := s.Counts(); q != len(tt.queued) {
+				t.Errorf("queued %d, want %d", q, len(tt.queued))
+			}
+		})
+	}
+}

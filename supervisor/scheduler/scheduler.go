@@ -2,15 +2,11 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/execfarm/execfarm/supervisor/budget"
 )
-
-// ErrQueueFull is returned by Enqueue when QueueSize tickets already wait.
-var ErrQueueFull = errors.New("scheduler: queue full")
 
 // Config sizes a Scheduler.
 type Config struct {
@@ -70,9 +66,12 @@ func New(cfg Config) (*Scheduler, error) {
 // slot is free and its memory fits the budget, and no ticket passes it;
 // while it waits, its memory is kept for it (budget.Reserve), so that
 // no session create takes it.
-// Errors: ErrQueueFull when the queue is full; a *budget.Error wrapping
-// budget.ErrTooLarge when memoryBytes alone is over the whole budget (it
-// would wait forever).
+// Errors: a *budget.Error wrapping budget.ErrTooLarge when memoryBytes
+// alone is over the whole budget (it would wait forever); with QueueSize
+// 0, a *budget.Error wrapping budget.ErrExhausted when a slot is free
+// but memoryBytes does not fit the budget now (memory, not a slot, is
+// short); else a *FullError (wrapping ErrQueueFull) when the ticket
+// would wait and the queue is full.
 func (s *Scheduler) Enqueue(memoryBytes int64) (*Ticket, error) {
 	if err := s.cfg.Budget.Fits(memoryBytes); err != nil {
 		return nil, err
@@ -80,14 +79,20 @@ func (s *Scheduler) Enqueue(memoryBytes int64) (*Ticket, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := &Ticket{s: s, ready: make(chan struct{}), memory: memoryBytes}
-	if s.running < s.cfg.MaxConcurrent && len(s.queue) == 0 && s.cfg.Budget.TryAcquire(memoryBytes) == nil {
-		s.running++
-		t.granted = true
-		close(t.ready)
-		return t, nil
+	if s.running < s.cfg.MaxConcurrent && len(s.queue) == 0 {
+		err := s.cfg.Budget.TryAcquire(memoryBytes)
+		if err == nil {
+			s.running++
+			t.granted = true
+			close(t.ready)
+			return t, nil
+		}
+		if s.cfg.QueueSize == 0 {
+			return nil, err // it cannot wait for the memory
+		}
 	}
 	if len(s.queue) >= s.cfg.QueueSize {
-		return nil, ErrQueueFull
+		return nil, s.fullLocked()
 	}
 	s.queue = append(s.queue, t)
 	s.reserveLocked()
@@ -191,6 +196,16 @@ func (s *Scheduler) reserveLocked() {
 		n = s.queue[0].memory
 	}
 	s.cfg.Budget.Reserve(n)
+}
+
+// fullLocked describes the full queue: why its tickets wait.
+func (s *Scheduler) fullLocked() *FullError {
+	e := &FullError{Queued: len(s.queue), QueueSize: s.cfg.QueueSize, Running: s.running, MaxConcurrent: s.cfg.MaxConcurrent}
+	if len(s.queue) > 0 {
+		e.HeadMemoryBytes = s.queue[0].memory
+	}
+	e.HeldBytes, e.BudgetBytes = s.cfg.Budget.Usage()
+	return e
 }
 
 // Counts returns the tickets holding a slot and the tickets queued.
