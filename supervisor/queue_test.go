@@ -66,3 +66,30 @@ func TestNoQueueRefusalNamesItsCause(t *testing.T) {
 		t.Errorf("counts %d,%d want 1,0: a refused execution took a place", running, queued)
 	}
 }
+
+// TestHealthCheckReportsTheMemoryBudget: HealthCheck carries the node's
+// memory budget and what its holders hold now, bytes: a session
+// sandbox's limit and a running execution's.
+func TestHealthCheckReportsTheMemoryBudget(t *testing.T) {
+	s, err := New(Config{Sandbox: validSandboxConfig(t), MaxConcurrent: 1, MemoryBudgetBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Shutdown(0) }()
+	if err := s.budget.TryAcquire(256 << 20); err != nil { // a session sandbox
+		t.Fatal(err)
+	}
+	defer s.budget.Release(256 << 20)
+	tk, err := s.sched.Enqueue(128 << 20) // a running execution
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Release()
+	h, err := s.HealthCheck(context.Background(), &sandboxv1.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.GetMemoryBudgetBytes() != 1<<30 || h.GetMemoryHeldBytes() != 384<<20 || h.GetRunning() != 1 {
+		t.Errorf("HealthCheck: budget %d, held %d, running %d; want %d, %d, 1", h.GetMemoryBudgetBytes(), h.GetMemoryHeldBytes(), h.GetRunning(), 1<<30, 384<<20)
+	}
+}

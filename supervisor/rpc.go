@@ -245,10 +245,12 @@ func (s *Server) ListExecutions(ctx context.Context, req *sandboxv1.ListExecutio
 }
 
 // HealthCheck reports whether the supervisor serves, its isolation layers
-// and its load.
+// and its load: executions running and queued, the warm pool, and the
+// node's memory budget with the bytes its holders hold now.
 func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckRequest) (*sandboxv1.HealthCheckResponse, error) {
 	closing := s.runner.Closing()
 	running, queued := s.sched.Counts()
+	held, total := s.budget.Usage()
 	kctx := ""
 	if s.cfg.Kube != nil {
 		kctx = s.cfg.Kube.Context()
@@ -267,6 +269,8 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 		Version:           s.cfg.Version,
 		DefaultRuntime:    s.cfg.DefaultRuntime,
 		Node:              s.ids.Node(),
+		MemoryBudgetBytes: total,
+		MemoryHeldBytes:   held,
 	}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/budget"
 )
 
 func runtimeNumCPU() int { return runtime.NumCPU() }
@@ -180,12 +181,23 @@ func psCmd(cf *clientFlags) *cobra.Command {
 	return cmd
 }
 
+// memoryLine is health's line for the node's memory budget: "memory
+// budget: 768Mi held of 1Gi (256Mi free)", or "memory budget: not
+// reported" when resp has none (a server that predates the field).
+func memoryLine(resp *sandboxv1.HealthCheckResponse) string {
+	total, held := resp.GetMemoryBudgetBytes(), resp.GetMemoryHeldBytes()
+	if total <= 0 {
+		return "memory budget: not reported"
+	}
+	return fmt.Sprintf("memory budget: %s held of %s (%s free)", budget.Format(held), budget.Format(total), budget.Format(total-held))
+}
+
 func healthCmd(cf *clientFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Ask the supervisor whether it is healthy and which isolation layers are active",
-		Long: `Ask the supervisor whether it is healthy, its load, warm pool and isolation
-layers. The exit status is 0 when it is healthy, 127 when none answers or it
+		Long: `Ask the supervisor whether it is healthy, its load, the node's memory budget
+(what live sandboxes hold of it), warm pool and isolation layers. The exit status is 0 when it is healthy, 127 when none answers or it
 is shutting down.`,
 		Args: cobra.NoArgs,
 	}
@@ -204,9 +216,10 @@ is shutting down.`,
 				}
 			} else {
 				w := cmd.OutOrStdout()
-				fmt.Fprintf(w, "healthy: %v\nversion: %s\ndefault runtime: %s\nrunning: %d\nqueued: %d\nwarm pool: %d ready, %d starting, %d in use, size %d\nkubernetes context: %q\n",
+				fmt.Fprintf(w, "healthy: %v\nversion: %s\ndefault runtime: %s\nrunning: %d\nqueued: %d\nwarm pool: %d ready, %d starting, %d in use, size %d\n%s\nkubernetes context: %q\n",
 					resp.GetHealthy(), resp.GetVersion(), resp.GetDefaultRuntime(), resp.GetRunning(), resp.GetQueued(),
-					resp.GetWarmPoolReady(), resp.GetWarmPoolStarting(), resp.GetWarmPoolInUse(), resp.GetWarmPoolSize(), resp.GetKubernetesContext())
+					resp.GetWarmPoolReady(), resp.GetWarmPoolStarting(), resp.GetWarmPoolInUse(), resp.GetWarmPoolSize(),
+					memoryLine(resp), resp.GetKubernetesContext())
 				for _, l := range resp.GetLayers() {
 					fmt.Fprintf(w, "layer %-18s available=%-5v active=%-5v %s\n", l.GetName(), l.GetAvailable(), l.GetActive(), l.GetDetail())
 				}

@@ -2284,9 +2284,14 @@ type HealthCheckResponse struct {
 	WarmPoolInUse    int32 `protobuf:"varint,108,opt,name=warm_pool_in_use,json=warmPoolInUse,proto3" json:"warm_pool_in_use,omitempty"`
 	// The node this supervisor runs on: the node that every execution id
 	// it hands out names.
-	Node          string `protobuf:"bytes,109,opt,name=node,proto3" json:"node,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Node string `protobuf:"bytes,109,opt,name=node,proto3" json:"node,omitempty"`
+	// The node's memory budget (--memory-budget), bytes, and the memory
+	// limits of the live session sandboxes and running single-use
+	// executions that hold it now, bytes.
+	MemoryBudgetBytes int64 `protobuf:"varint,110,opt,name=memory_budget_bytes,json=memoryBudgetBytes,proto3" json:"memory_budget_bytes,omitempty"`
+	MemoryHeldBytes   int64 `protobuf:"varint,111,opt,name=memory_held_bytes,json=memoryHeldBytes,proto3" json:"memory_held_bytes,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *HealthCheckResponse) Reset() {
@@ -2401,6 +2406,20 @@ func (x *HealthCheckResponse) GetNode() string {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *HealthCheckResponse) GetMemoryBudgetBytes() int64 {
+	if x != nil {
+		return x.MemoryBudgetBytes
+	}
+	return 0
+}
+
+func (x *HealthCheckResponse) GetMemoryHeldBytes() int64 {
+	if x != nil {
+		return x.MemoryHeldBytes
+	}
+	return 0
 }
 
 type ListCacheRequest struct {
@@ -2767,7 +2786,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tavailable\x18\x02 \x01(\bR\tavailable\x12\x16\n" +
 	"\x06active\x18\x03 \x01(\bR\x06active\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"\xc9\x03\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"\xa5\x04\n" +
 	"\x13HealthCheckResponse\x12\x18\n" +
 	"\ahealthy\x18\x01 \x01(\bR\ahealthy\x12-\n" +
 	"\x12kubernetes_context\x18\x02 \x01(\tR\x11kubernetesContext\x12;\n" +
@@ -2780,7 +2799,9 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x0fwarm_pool_ready\x18j \x01(\x05R\rwarmPoolReady\x12,\n" +
 	"\x12warm_pool_starting\x18k \x01(\x05R\x10warmPoolStarting\x12'\n" +
 	"\x10warm_pool_in_use\x18l \x01(\x05R\rwarmPoolInUse\x12\x12\n" +
-	"\x04node\x18m \x01(\tR\x04node\":\n" +
+	"\x04node\x18m \x01(\tR\x04node\x12.\n" +
+	"\x13memory_budget_bytes\x18n \x01(\x03R\x11memoryBudgetBytes\x12*\n" +
+	"\x11memory_held_bytes\x18o \x01(\x03R\x0fmemoryHeldBytes\":\n" +
 	"\x10ListCacheRequest\x12\x1b\n" +
 	"\x06filter\x18\x01 \x01(\tH\x00R\x06filter\x88\x01\x01B\t\n" +
 	"\a_filter\"N\n" +

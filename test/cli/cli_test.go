@@ -23,6 +23,7 @@ import (
 
 	"github.com/execfarm/execfarm/internal/leakcheck"
 	"github.com/execfarm/execfarm/runtime/deterministic/detertest"
+	"github.com/execfarm/execfarm/supervisor/budget"
 	"github.com/execfarm/execfarm/test/testbin"
 )
 
@@ -695,4 +696,24 @@ func TestCodeInputIsBounded(t *testing.T) {
 			t.Errorf("2 MiB of program and 3 MiB of stdin: %+v, want 126 naming both sizes", r)
 		}
 	})
+}
+
+// TestHealthShowsTheMemoryBudget: health prints the node's memory budget
+// and what is held of it; -o json carries the same in bytes
+// (memoryBudgetBytes, memoryHeldBytes).
+func TestHealthShowsTheMemoryBudget(t *testing.T) {
+	requireServe(t)
+	h := jsonOf(t, execfarm(t, "health", "-o", "json"))
+	total, err := strconv.ParseInt(fmt.Sprint(field(h, "memoryBudgetBytes")), 10, 64)
+	if err != nil || total <= 0 {
+		t.Fatalf("health -o json: memoryBudgetBytes %v (%v), want the budget in bytes", field(h, "memoryBudgetBytes"), err)
+	}
+	if _, err := strconv.ParseInt(fmt.Sprint(field(h, "memoryHeldBytes")), 10, 64); err != nil {
+		t.Errorf("health -o json: memoryHeldBytes %v (%v), want the bytes held", field(h, "memoryHeldBytes"), err)
+	}
+	r := execfarm(t, "health")
+	line := regexp.MustCompile(`(?m)^memory budget: .+ held of ` + regexp.QuoteMeta(budget.Format(total)) + ` \(.+ free\)$`)
+	if r.code != 0 || !line.MatchString(r.stdout) {
+		t.Errorf("health: exit %d, want a line naming the budget of %s and what is held:\n%s", r.code, budget.Format(total), r.stdout)
+	}
 }
