@@ -1,0 +1,85 @@
+package utf8text
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Replacement is what stands for one run of invalid bytes: U+FFFD.
+const Replacement = "\uFFFD"
+
+// String returns s with each maximal run of invalid UTF-8 replaced by one
+// U+FFFD; s itself when it is valid (no copy).
+func String(s string) string {
+	return strings.ToValidUTF8(s, Replacement)
+}
+
+// Bytes returns b as a string by String's rule.
+func Bytes(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), Replacement)
+}
+
+// Decoder applies String's rule to a stream given in chunks: the
+// concatenation of what Decode returns for each chunk and Flush returns
+// at the end is String of the chunks joined. A character split between
+// two chunks is returned whole with the second (the Decoder holds the at
+// most 3 bytes of its start), and a run of invalid bytes cut by a chunk
+// boundary is one U+FFFD, in the text of the chunk where the run starts.
+// The zero value is ready. A Decoder is not safe for concurrent use.
+type Decoder struct {
+	pending [utf8.UTFMax]byte // the start of a character the next chunk may complete
+	n       int               // bytes in pending, < utf8.UTFMax
+	inRun   bool              // the last byte decoded was invalid: a run goes on
+}
+
+// Decode returns the text of p after what earlier calls were given:
+// everything up to the start of a character p leaves incomplete, which is
+// held for the next call.
+func (d *Decoder) Decode(p []byte) string {
+	if d.n == 0 && utf8.Valid(p) {
+		if len(p) > 0 {
+			d.inRun = false
+		}
+		return string(p)
+	}
+	in := p
+	if d.n > 0 {
+		in = append(d.pending[:d.n:d.n], p...)
+		d.n = 0
+	}
+	out := make([]byte, 0, len(in)+len(Replacement))
+	for i := 0; i < len(in); {
+		if !utf8.FullRune(in[i:]) {
+			d.n = copy(d.pending[:], in[i:])
+			break
+		}
+		r, size := utf8.DecodeRune(in[i:])
+		if r == utf8.RuneError && size == 1 {
+			if !d.inRun {
+				out = append(out, Replacement...)
+			}
+			d.inRun = true
+		} else {
+			out = append(out, in[i:i+size]...)
+			d.inRun = false
+		}
+		i += size
+	}
+	return string(out)
+}
+
+// Flush ends the stream, or a part of it that does not go on where it
+// stopped (bytes between were dropped): it returns U+FFFD for a held
+// character the stream never completed (nothing when it continues a run),
+// and resets d to its zero value.
+func (d *Decoder) Flush() string {
+	s := ""
+	if d.n > 0 && !d.inRun {
+		s = Replacement
+	}
+	*d = Decoder{}
+	return s
+}
