@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/execfarm/execfarm/internal/utf8text"
 )
 
 // Output budget of a tool result, from the agent-sandbox MCP server's
@@ -32,7 +34,7 @@ type Budgeted struct {
 // budget. budget below MinOutputChars is taken as MinOutputChars, which
 // leaves room for a marker in both streams.
 func Budget(stdout, stderr string, budget int) (Budgeted, Budgeted) {
-	return split(&stringText{s: stdout}, &stringText{s: stderr}, max(budget, MinOutputChars))
+	return split(newStringText(stdout), newStringText(stderr), max(budget, MinOutputChars))
 }
 
 // text is one stream's output as the budget reads it: its length in code
@@ -47,13 +49,20 @@ type text interface {
 	slice(from, to int) string
 }
 
-// stringText is a whole string as a text; invalid UTF-8 bytes count one
-// code point each, as utf8.RuneCountInString counts them.
+// stringText is a whole string as a text, valid UTF-8 (newStringText).
 type stringText struct {
 	s       string
 	n       int
 	counted bool
 	runes   []rune // s's, once a slice needs them
+}
+
+// newStringText returns s as a text, made valid UTF-8 by package
+// utf8text's rule (a run of invalid bytes is one U+FFFD), as a Capture
+// decodes: the JSON encoder then never sees invalid UTF-8, which it would
+// replace byte by byte.
+func newStringText(s string) *stringText {
+	return &stringText{s: utf8text.String(s)}
 }
 
 func (t *stringText) chars() int {
@@ -157,7 +166,7 @@ func budgetTests(tests []TestResult, allowance int) (kept []TestResult, used, om
 	}
 	kept = []TestResult{}
 	for i, t := range ordered {
-		e := fit(&stringText{s: t.Error}, maxTestError)
+		e := fit(newStringText(t.Error), maxTestError)
 		t.Error = e.Text
 		cost := testCost + utf8.RuneCountInString(t.Name) + utf8.RuneCountInString(t.Error)
 		if used+cost > allowance {

@@ -1,20 +1,21 @@
 package mcpbridge
 
-import "unicode/utf8"
+import "github.com/execfarm/execfarm/internal/utf8text"
 
 // Capture reads one output stream in chunks and keeps what the output
 // budget (Budget's rule) can use of it: its length in code points, and
 // its first and last budget code points. Its memory is bounded by the
 // budget whatever the stream's size: 2 × budget code points, plus at most
 // three bytes of a code point split across chunks. Bytes decode as
-// Budget's strings do: an invalid byte is one U+FFFD.
+// Budget's strings do, by package utf8text's rule: a run of invalid bytes
+// is one U+FFFD, also when chunks cut it.
 type Capture struct {
 	budget  int
 	n       int    // code points so far
 	head    []rune // the first up to budget
 	ring    []rune // the last up to budget of those past head, once head is full
 	ringPos int    // index in ring of the oldest code point, once ring is full
-	pending []byte // the start of a code point the next chunk completes
+	dec     utf8text.Decoder
 }
 
 // NewCapture returns a Capture for a budget of budget code points
@@ -25,35 +26,10 @@ func NewCapture(budget int) *Capture {
 
 // Write adds p to the stream. It never fails.
 func (c *Capture) Write(p []byte) (int, error) {
-	n := len(p)
-	if len(c.pending) > 0 {
-		// Complete the split code point first, a byte at a time.
-		for len(p) > 0 && !utf8.FullRune(c.pending) {
-			c.pending, p = append(c.pending, p[0]), p[1:]
-		}
-		if !utf8.FullRune(c.pending) {
-			return n, nil
-		}
-		r, size := utf8.DecodeRune(c.pending)
+	for _, r := range c.dec.Decode(p) {
 		c.add(r)
-		// Bytes past the first code point (an invalid start byte
-		// decodes one byte at a time) go back in front of p.
-		rest := c.pending[size:]
-		c.pending = nil
-		if len(rest) > 0 {
-			p = append(append([]byte(nil), rest...), p...)
-		}
 	}
-	for len(p) > 0 {
-		if !utf8.FullRune(p) {
-			c.pending = append(c.pending[:0], p...)
-			return n, nil
-		}
-		r, size := utf8.DecodeRune(p)
-		c.add(r)
-		p = p[size:]
-	}
-	return n, nil
+	return len(p), nil
 }
 
 // WriteString adds s to the stream.
@@ -61,14 +37,12 @@ func (c *Capture) WriteString(s string) {
 	_, _ = c.Write([]byte(s))
 }
 
-// Close ends the stream: bytes of a code point it never completed count
-// as one U+FFFD each.
+// Close ends the stream: the start of a code point it never completed
+// is one U+FFFD (none when it goes on a run of invalid bytes).
 func (c *Capture) Close() {
-	for _, b := range c.pending {
-		r, _ := utf8.DecodeRune([]byte{b})
+	for _, r := range c.dec.Flush() {
 		c.add(r)
 	}
-	c.pending = nil
 }
 
 func (c *Capture) add(r rune) {

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // captured feeds s to a Capture of budget in chunks cut at the offsets
@@ -43,13 +44,28 @@ func TestCaptureIsBudgetOfTheWholeStream(t *testing.T) {
 		cuts := func(left int) int { return 1 + rng.IntN(min(left, 64)) }
 		wantO, wantE := Budget(stdout, stderr, budget)
 		gotO, gotE := BudgetCaptures(captured(stdout, budget, cuts), captured(stderr, budget, cuts), budget)
-		// A Capture decodes as it goes; Budget keeps a string it need not
-		// cut as it is. Invalid bytes become U+FFFD either way on the wire
-		// (encoding/json replaces each), so compare them so.
-		wantO.Text, wantE.Text = string([]rune(wantO.Text)), string([]rune(wantE.Text))
 		if gotO != wantO || gotE != wantE {
 			t.Fatalf("budget %d, %d and %d bytes:\ncapture %+v / %+v\nbudget  %+v / %+v", budget, len(stdout), len(stderr), gotO, gotE, wantO, wantE)
 		}
+	}
+}
+
+// TestCaptureOneReplacementPerRun: a Capture gives each run of invalid
+// bytes one U+FFFD (package utf8text's rule, as the supervisor's replies
+// and Budget do), however the chunks cut the run or a character, and the
+// text it budgets is valid UTF-8 before the JSON encoder sees it (which
+// would replace each invalid byte).
+func TestCaptureOneReplacementPerRun(t *testing.T) {
+	const in, want = "a\xff\xfeb\xe2\x82c€\xf0\x9f", "a\uFFFDb\uFFFDc€\uFFFD"
+	for _, size := range []int{1, 2, 3, len(in)} {
+		c := captured(in, 0, func(int) int { return size })
+		o, _ := BudgetCaptures(c, NewCapture(0), MinOutputChars)
+		if o.Text != want || o.TotalChars != utf8.RuneCountInString(want) {
+			t.Errorf("chunks of %d bytes: %q (%d chars), want %q", size, o.Text, o.TotalChars, want)
+		}
+	}
+	if o, _ := Budget(in, "", MinOutputChars); o.Text != want {
+		t.Errorf("Budget: %q, want %q", o.Text, want)
 	}
 }
 

@@ -300,7 +300,7 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 	switch mode {
 	case "execute", "stream", "status", "test":
 		if stdout == nil {
-			stdout, stderr = &stringText{s: out.Output}, &stringText{s: out.ErrorOutput}
+			stdout, stderr = newStringText(out.Output), newStringText(out.ErrorOutput)
 		}
 		// Test results take up to half, failed ones first; the output
 		// gets the rest.
@@ -321,7 +321,7 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 // carry (dropped by the output limit, or past the reply's first page)
 // count as unread.
 func received(s string, written int64) text {
-	t := &stringText{s: s}
+	t := newStringText(s)
 	if unread := written - int64(len(s)); unread > 0 {
 		return partText{text: t, unread: int(min(unread, math.MaxInt32))}
 	}
