@@ -2,8 +2,6 @@ package supervisor
 
 import (
 	"bytes"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
@@ -41,15 +39,6 @@ func runtimeToProto(name string) sandboxv1.Runtime {
 		return sandboxv1.Runtime_RUNTIME_PYTHON
 	}
 	return sandboxv1.Runtime_RUNTIME_UNSPECIFIED
-}
-
-// validUTF8 returns b as a proto-safe string: proto3 strings must be valid
-// UTF-8, so invalid bytes become U+FFFD. Offsets still count raw bytes.
-func validUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
 func outcomeToProto(id string, r registry.Result) *sandboxv1.ExecutionOutcome {

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/execfarm/execfarm/internal/utf8text"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
 	"github.com/execfarm/execfarm/supervisor/cache"
@@ -63,6 +64,18 @@ func (s *Server) ExecuteStream(req *sandboxv1.ExecuteRequest, stream sandboxv1.S
 	if proDiscoView(e, req.GetRawOutput()) {
 		return streamLines(e, stream)
 	}
+	return streamOutput(ctx, e, stream)
+}
+
+// streamOutput is ExecuteStream of the raw output: a chunk per event of
+// e's subscription with its stream offset, each made text by package
+// utf8text's rule, then the result. It cancels e when the stream fails.
+func streamOutput(ctx context.Context, e *registry.Execution, stream sandboxv1.SandboxService_ExecuteStreamServer) error {
+	// Per stream, the text rule carried across chunks: a run of invalid
+	// bytes that a chunk boundary cuts is one U+FFFD, as in Execute's
+	// output (the registry cuts events on character boundaries, so no
+	// character straddles two chunks).
+	var dec [2]utf8text.Decoder
 	for ev, err := range e.Subscribe(ctx) {
 		if err != nil {
 			_, _ = e.Cancel()
@@ -74,13 +87,21 @@ func (s *Server) ExecuteStream(req *sandboxv1.ExecuteRequest, stream sandboxv1.S
 			return stream.Send(chunk)
 		}
 		chunk.StreamOffset = ev.Offset
-		// Events are at most registry.MaxEventBytes; what is handed to
-		// gRPC and not yet read by the client stays bounded.
-		if err := transport.ReserveSend(ctx, int64(len(ev.Data))); err != nil {
+		d := &dec[ev.Stream]
+		if ev.Gap {
+			d.Flush() // dropped bytes lie between: a run after them is another
+		}
+		text := d.Decode(ev.Data) + d.Cut()
+		if text == "" {
+			continue // the event only went on a run of invalid bytes
+		}
+		// Events are at most registry.MaxEventBytes (their text at most
+		// twice that); what is handed to gRPC and not yet read by the
+		// client stays bounded.
+		if err := transport.ReserveSend(ctx, int64(len(text))); err != nil {
 			_, _ = e.Cancel()
 			return rpcError(err)
 		}
-		text := validUTF8(ev.Data)
 		if ev.Stream == registry.Stdout {
 			chunk.Chunk = &sandboxv1.ExecuteChunk_Output{Output: text}
 		} else {
@@ -435,13 +456,14 @@ func readHeads(ctx context.Context, e *registry.Execution, proDisco bool) (heads
 	return h, transport.ReserveSend(ctx, int64(len(h.out)+len(h.errOut)))
 }
 
-// pageText returns a page's kept bytes as valid UTF-8 (validUTF8), and
-// the index in it where the bytes dropped between the page's head and
-// tail lie: head and tail are made valid apart, so that no rune is made
-// of bytes from both sides of the gap.
+// pageText returns a page's kept bytes as valid UTF-8 (utf8text: a run
+// of invalid bytes is one U+FFFD), and the index in it where the bytes
+// dropped between the page's head and tail lie: head and tail are made
+// valid apart, so that no rune is made of bytes from both sides of the
+// gap.
 func pageText(p registry.Page) (string, int) {
-	head := validUTF8(p.Head)
-	return head + validUTF8(p.Tail), len(head)
+	head := utf8text.Bytes(p.Head)
+	return head + utf8text.Bytes(p.Tail), len(head)
 }
 
 // textHead returns s cut to at most n bytes on a rune boundary, and

@@ -71,15 +71,29 @@ func (d *Decoder) Decode(p []byte) string {
 	return string(out)
 }
 
-// Flush ends the stream, or a part of it that does not go on where it
-// stopped (bytes between were dropped): it returns U+FFFD for a held
-// character the stream never completed (nothing when it continues a run),
-// and resets d to its zero value.
-func (d *Decoder) Flush() string {
+// Cut ends a chunk where the caller knows no character straddles the
+// cut (a reader that cuts chunks on character boundaries, as
+// package registry's do): held bytes, a character the chunk left
+// incomplete, are one U+FFFD (none when they go on a run of invalid
+// bytes), and a run of invalid bytes that goes on in the next chunk stays
+// one U+FFFD, in this chunk's text.
+func (d *Decoder) Cut() string {
+	if d.n == 0 {
+		return ""
+	}
 	s := ""
-	if d.n > 0 && !d.inRun {
+	if !d.inRun {
 		s = Replacement
 	}
+	d.n, d.inRun = 0, true
+	return s
+}
+
+// Flush ends the stream, or a part of it that does not go on where it
+// stopped (bytes between were dropped): it returns Cut's text and resets
+// d to its zero value, so that a run after the gap is a run of its own.
+func (d *Decoder) Flush() string {
+	s := d.Cut()
 	*d = Decoder{}
 	return s
 }

@@ -91,6 +91,24 @@ func TestDecoderFlushResets(t *testing.T) {
 	}
 }
 
+func TestDecoderCut(t *testing.T) {
+	var d Decoder
+	// A chunk cut on a character boundary, ending in a run the next
+	// chunk goes on: one U+FFFD, in the first chunk's text.
+	if got := d.Decode([]byte("a\xff")) + d.Cut(); got != "a\uFFFD" {
+		t.Fatalf("first chunk %q", got)
+	}
+	if got := d.Decode([]byte("\xfe\xe2\x82")) + d.Cut(); got != "" {
+		t.Fatalf("second chunk %q, want nothing: it goes on the run", got)
+	}
+	if got := d.Decode([]byte("b\xe2\x82")) + d.Cut(); got != "b\uFFFD" {
+		t.Fatalf("third chunk %q: a held character is U+FFFD at the cut", got)
+	}
+	if got := d.Decode([]byte("c")) + d.Cut(); got != "c" {
+		t.Fatalf("fourth chunk %q", got)
+	}
+}
+
 // FuzzDecoder checks the Decoder's rule: wherever a stream is cut, the
 // text of its chunks joined is String of the stream, valid UTF-8, and no
 // Decode call returns invalid UTF-8 or holds more than 3 bytes.

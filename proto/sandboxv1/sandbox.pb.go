@@ -780,6 +780,17 @@ type ExecuteResponse struct {
 	Success bool                   `protobuf:"varint,1,opt,name=success,proto3" json:"success,omitempty"`
 	// For goja and node, the console lines as ProDisco joins them (see
 	// ExecuteRequest.raw_output); for shell and python, stdout.
+	//
+	// Output text, here and in every output and error_output field of this
+	// service (ExecuteChunk, GetExecutionResponse, ExecuteTestResponse):
+	// the program's bytes with each maximal run of invalid UTF-8 replaced
+	// by one U+FFFD (strings.ToValidUTF8's rule; proto3 strings must be
+	// UTF-8). ExecuteStream's chunks of a stream joined are Execute's
+	// output: no character is split between chunks, and a run a chunk
+	// boundary cuts is one U+FFFD, in the chunk where it starts. A
+	// GetExecution page is made text by itself, as are the kept bytes on
+	// either side of a truncation's gap. Offsets and lengths count the raw
+	// bytes.
 	Output          string      `protobuf:"bytes,2,opt,name=output,proto3" json:"output,omitempty"`
 	Error           *string     `protobuf:"bytes,3,opt,name=error,proto3,oneof" json:"error,omitempty"`
 	ExecutionTimeMs int64       `protobuf:"varint,4,opt,name=execution_time_ms,json=executionTimeMs,proto3" json:"execution_time_ms,omitempty"`
@@ -1074,11 +1085,14 @@ type isExecuteChunk_Chunk interface {
 }
 
 type ExecuteChunk_Output struct {
-	Output string `protobuf:"bytes,2,opt,name=output,proto3,oneof"` // stdout/console.log
+	// stdout/console.log, as text (ExecuteResponse.output: a run of
+	// invalid UTF-8 is one U+FFFD; a chunk holding only the rest of a
+	// run the previous chunk began is not sent).
+	Output string `protobuf:"bytes,2,opt,name=output,proto3,oneof"`
 }
 
 type ExecuteChunk_ErrorOutput struct {
-	ErrorOutput string `protobuf:"bytes,3,opt,name=error_output,json=errorOutput,proto3,oneof"` // stderr/console.error
+	ErrorOutput string `protobuf:"bytes,3,opt,name=error_output,json=errorOutput,proto3,oneof"` // stderr/console.error, as text likewise
 }
 
 type ExecuteChunk_Result struct {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/execfarm/execfarm/internal/utf8text"
 )
 
 // FD is the file descriptor on which a JavaScript runtime process writes
@@ -157,10 +160,10 @@ func (c *Counter) Admit(k Kind, text string) bool {
 func (c *Counter) Full() bool { return c.full }
 
 // Append appends the record of kind k with text to dst. Invalid UTF-8 in
-// text becomes U+FFFD.
+// text becomes U+FFFD by package utf8text's rule (a run is one).
 func Append(dst []byte, k Kind, text string) []byte {
 	dst = append(dst, byte(k))
-	b, _ := json.Marshal(text) // a string always marshals
+	b, _ := json.Marshal(utf8text.String(text)) // a string always marshals
 	dst = append(dst, b...)
 	return append(dst, '\n')
 }
@@ -241,8 +244,15 @@ func (p *Parser) record(rec []byte) (Line, bool) {
 	case !isLine(k) || p.count.Full():
 		return Line{}, false // after the caps, lines are not even decoded
 	}
+	// The program may write the channel itself: its invalid UTF-8 is
+	// replaced by utf8text's rule (a run is one U+FFFD) before
+	// encoding/json, which would replace each invalid byte, reads it.
+	body := rec[1:]
+	if !utf8.Valid(body) {
+		body = []byte(utf8text.Bytes(body))
+	}
 	var text string
-	if json.Unmarshal(rec[1:], &text) != nil {
+	if json.Unmarshal(body, &text) != nil {
 		return Line{}, false
 	}
 	if k == Thrown {

@@ -106,6 +106,22 @@ func TestMalformedRecords(t *testing.T) {
 	}
 }
 
+// TestInvalidUTF8: invalid bytes a program writes in a record, or gives
+// Append, become one U+FFFD per run (package utf8text's rule), not one
+// per byte as encoding/json would make them.
+func TestInvalidUTF8(t *testing.T) {
+	const want = "a\uFFFDb\uFFFDc"
+	var p Parser
+	got := p.Write([]byte("L\"a\xff\xfeb\xe2\x82c\"\n"))
+	if len(got) != 1 || got[0].Text != want {
+		t.Errorf("written record: lines %+v, want one %q", got, want)
+	}
+	got = p.Write(Append(nil, Log, "a\xff\xfeb\xe2\x82c"))
+	if len(got) != 1 || got[0].Text != want {
+		t.Errorf("Append: lines %+v, want one %q", got, want)
+	}
+}
+
 // FuzzParser: whatever a program writes on its channel, in whatever
 // chunks, the kept lines fit the caps and the parser holds at most
 // MaxRecordBytes.

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/execfarm/execfarm/internal/utf8text"
 )
 
 // Caps shared by writers and Parse.
@@ -154,9 +155,10 @@ func (w *Writer) line(l any) error {
 }
 
 // Truncate cuts s to at most n bytes on a UTF-8 boundary, ending it with a
-// marker when it was cut. Invalid UTF-8 is replaced.
+// marker when it was cut. Invalid UTF-8 is replaced first, by package
+// utf8text's rule (a run of invalid bytes is one U+FFFD).
 func Truncate(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = utf8text.String(s)
 	if len(s) <= n {
 		return s
 	}
@@ -213,6 +215,12 @@ func Parse(r io.Reader) (Summary, []Result, error) {
 
 // parseLine decodes one line into sum (a summary line) or results.
 func parseLine(b []byte, sum *Summary, results *[]Result, counted *Counts) {
+	// The program wrote the line: its invalid UTF-8 is replaced by
+	// utf8text's rule (a run is one U+FFFD) before encoding/json, which
+	// would replace each invalid byte, reads it.
+	if !utf8.Valid(b) {
+		b = []byte(utf8text.Bytes(b))
+	}
 	var l Line
 	if err := json.Unmarshal(b, &l); err != nil {
 		return

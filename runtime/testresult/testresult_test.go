@@ -92,6 +92,12 @@ func TestParse(t *testing.T) {
 			results: []Result{{Name: "a", Passed: true}},
 		},
 		{
+			name:    "a run of invalid bytes is one U+FFFD",
+			input:   "{\"name\":\"a\xff\xfeb\",\"passed\":false,\"error\":\"x\xe2\x82y\"}\n",
+			summary: Summary{Total: 1, Failed: 1},
+			results: []Result{{Name: "a\uFFFDb", Error: "x\uFFFDy"}},
+		},
+		{
 			name:    "passed and skipped is skipped",
 			input:   `{"name":"a","passed":true,"skipped":true}` + "\n",
 			summary: Summary{Total: 1, Skipped: 1},

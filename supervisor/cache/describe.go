@@ -3,6 +3,8 @@ package cache
 import (
 	"strings"
 	"unicode"
+
+	"github.com/execfarm/execfarm/internal/utf8text"
 )
 
 const (
@@ -66,7 +68,7 @@ func blockText(line string) (text string, open bool) {
 // clean makes s a one-line, valid UTF-8 description of at most
 // MaxDescriptionRunes runes.
 func clean(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = utf8text.String(s)
 	var b strings.Builder
 	n := 0
 	for _, r := range s {

@@ -3,6 +3,7 @@ package execution
 import (
 	"strings"
 
+	"github.com/execfarm/execfarm/internal/utf8text"
 	"github.com/execfarm/execfarm/supervisor/registry"
 )
 
@@ -30,7 +31,7 @@ func (r *run) errorText(res registry.Result) string {
 	}
 	written := r.e.Output(registry.Stderr).WrittenBytes
 	tail, _, _, err := r.e.Read(registry.Stderr, max(0, written-maxErrorText))
-	if s := strings.TrimSpace(strings.ToValidUTF8(string(tail), "")); err == nil && s != "" {
+	if s := strings.TrimSpace(utf8text.Bytes(tail)); err == nil && s != "" {
 		return s
 	}
 	return res.Error

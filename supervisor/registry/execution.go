@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/execfarm/execfarm/internal/utf8text"
 )
 
 // DefaultMaxOutputBytes is the per-stream output cap used when
@@ -517,8 +517,5 @@ func preview(s string) string {
 		}
 		n++
 	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return s
+	return utf8text.String(s)
 }
