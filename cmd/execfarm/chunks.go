@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 )
 
@@ -170,4 +172,41 @@ func printTruncation(w io.Writer, o *sandboxv1.ExecutionOutcome) {
 		fmt.Fprintf(w, "execfarm: %s truncated: of the %d bytes the program wrote, the middle was dropped (head and tail kept; max_output_bytes %d)\n",
 			s.name, s.written, limit)
 	}
+}
+
+// whole reports whether c wrote every byte of a stream of total bytes:
+// offsets known exactly (not approx, not in append mode) and no gap
+// marked.
+func (c *chunkWriter) whole(total int64) bool {
+	return !c.noOffsets && !c.approx && c.dropped == 0 && c.next >= total
+}
+
+// asDelivered returns o as this client received the output: a stream
+// the server kept only in part (its middle dropped past
+// max_output_bytes) that out or errOut nonetheless wrote whole, because
+// the client read it live as it was written, is not truncated here.
+// Whether such a stream was truncated decides the exit status (137 for
+// a program that exited 0) and the "truncated" line, which would
+// otherwise say bytes were dropped after every byte had been printed.
+// o itself is not changed.
+func asDelivered(o *sandboxv1.ExecutionOutcome, out, errOut *chunkWriter) *sandboxv1.ExecutionOutcome {
+	stdout := o.GetStdoutTruncated() && !out.whole(o.GetStdoutBytes())
+	stderr := o.GetStderrTruncated() && !errOut.whole(o.GetStderrBytes())
+	if stdout == o.GetStdoutTruncated() && stderr == o.GetStderrTruncated() {
+		return o
+	}
+	d := proto.CloneOf(o)
+	d.StdoutTruncated, d.StderrTruncated = stdout, stderr
+	return d
+}
+
+// succeededAsDelivered is res's success as this client received its
+// output (seen, from asDelivered): also true for a program that exited 0
+// whose only fault was output the server kept in part and this client
+// got whole.
+func succeededAsDelivered(res *sandboxv1.ExecuteResult, seen *sandboxv1.ExecutionOutcome) bool {
+	o := res.GetOutcome()
+	return res.GetSuccess() ||
+		o.GetTerminationReason() == sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && o.GetExitCode() == 0 &&
+			(o.GetStdoutTruncated() || o.GetStderrTruncated()) && !seen.GetStdoutTruncated() && !seen.GetStderrTruncated()
 }

@@ -277,3 +277,57 @@ func TestResultError(t *testing.T) {
 		t.Errorf("copyExecuteChunks = %v, stderr %q; want exit 126 and %q", err, stderr.String(), "execfarm: "+notStarted)
 	}
 }
+
+// TestAsDelivered: a stream the server kept only in part but that the
+// client wrote whole (it read every chunk live) is not truncated for the
+// client, and a program that exited 0 then succeeded; a stream with a
+// gap, or one whose offsets the client could not follow, stays
+// truncated, and the execution failed.
+func TestAsDelivered(t *testing.T) {
+	outcome := func() *sandboxv1.ExecutionOutcome {
+		return &sandboxv1.ExecutionOutcome{TerminationReason: sandboxv1.TerminationReason_TERMINATION_REASON_EXITED,
+			StdoutTruncated: true, StdoutBytes: 6, StderrBytes: 0}
+	}
+	tests := []struct {
+		name    string
+		chunks  []chunk
+		exit    int32
+		trunc   bool // stdout truncated as delivered
+		success bool
+	}{
+		{"whole", []chunk{{0, "abc"}, {3, "def"}}, 0, false, true},
+		{"whole, exit 3", []chunk{{0, "abcdef"}}, 3, false, false},
+		{"gap", []chunk{{0, "ab"}, {4, "ef"}}, 0, true, false},
+		{"missing tail", []chunk{{0, "abc"}}, 0, true, false},
+		{"no offsets", []chunk{{0, "abc"}, {0, "def"}}, 0, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var w, note strings.Builder
+			out := &chunkWriter{name: "stdout", w: &w, note: &note}
+			errOut := &chunkWriter{name: "stderr", w: io.Discard, note: &note}
+			for _, c := range tc.chunks {
+				if err := out.writeText(c.off, c.data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := outcome()
+			o.ExitCode = tc.exit
+			out.finish(o.GetStdoutBytes())
+			errOut.finish(o.GetStderrBytes())
+			seen := asDelivered(o, out, errOut)
+			if seen.GetStdoutTruncated() != tc.trunc || !o.GetStdoutTruncated() {
+				t.Errorf("stdout truncated as delivered %v (server's %v); want %v", seen.GetStdoutTruncated(), o.GetStdoutTruncated(), tc.trunc)
+			}
+			res := &sandboxv1.ExecuteResult{Outcome: o}
+			if got := succeededAsDelivered(res, seen); got != tc.success {
+				t.Errorf("succeeded as delivered = %v, want %v", got, tc.success)
+			}
+			var b strings.Builder
+			printTruncation(&b, seen)
+			if said := b.Len() > 0; said != tc.trunc {
+				t.Errorf("truncation line %q; want one: %v", b.String(), tc.trunc)
+			}
+		})
+	}
+}

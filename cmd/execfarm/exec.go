@@ -135,10 +135,11 @@ func execStream(ctx context.Context, c execfarmv1.SessionServiceClient, req *exe
 			res := x.Result
 			out.finish(res.GetOutcome().GetStdoutBytes())
 			errOut.finish(res.GetOutcome().GetStderrBytes())
+			seen := asDelivered(res.GetOutcome(), out, errOut)
 			if verbose {
-				printOutcome(os.Stderr, res.GetState(), res.GetOutcome())
+				printOutcome(os.Stderr, res.GetState(), seen)
 			} else {
-				printTruncation(os.Stderr, res.GetOutcome())
+				printTruncation(os.Stderr, seen)
 			}
 			select {
 			case err := <-stdinErr:
@@ -146,6 +147,9 @@ func execStream(ctx context.Context, c execfarmv1.SessionServiceClient, req *exe
 					fmt.Fprintln(os.Stderr, "execfarm: stdin:", describe(err))
 				}
 			default:
+			}
+			if succeededAsDelivered(res, seen) {
+				return nil
 			}
 			return execExit(res)
 		}

@@ -339,18 +339,19 @@ func copyExecuteChunks(st executeChunks, stdout, stderr io.Writer, verbose bool)
 			werr = errOut.writeText(chunk.GetStreamOffset(), c.ErrorOutput)
 		case *sandboxv1.ExecuteChunk_Result:
 			res := c.Result
-			o := res.GetOutcome()
-			out.finish(o.GetStdoutBytes())
-			errOut.finish(o.GetStderrBytes())
+			out.finish(res.GetOutcome().GetStdoutBytes())
+			errOut.finish(res.GetOutcome().GetStderrBytes())
+			o := asDelivered(res.GetOutcome(), out, errOut)
 			if verbose {
 				printOutcome(stderr, res.GetState(), o)
 			} else {
 				printTruncation(stderr, o)
 			}
-			if msg := resultError(res); msg != "" {
+			success := succeededAsDelivered(res, o)
+			if msg := resultError(res); msg != "" && !success {
 				fmt.Fprintln(stderr, "execfarm:", msg)
 			}
-			return resultExit(res.GetSuccess(), res.GetState(), o)
+			return resultExit(success, res.GetState(), o)
 		}
 		if errors.Is(werr, syscall.EPIPE) {
 			// Whoever reads our output has gone (| head): stop, and let
