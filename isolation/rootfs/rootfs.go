@@ -98,13 +98,15 @@ const GojaPath = "/.execfarm/goja"
 // entries that describe the host rather than the sandbox: /proc/pressure
 // (the host's CPU, memory and I/O stall figures, which follow what other
 // sandboxes do), /proc/config.gz (the kernel's build configuration) and the
-// boot's identity, the same in every sandbox of a boot.
+// boot's identity, the same in every sandbox of a boot, and /proc/locks
+// (every lock of the host, with device, inode and the owner's pid).
 var maskedPaths = []string{
 	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
 	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
 	"/proc/sched_debug", "/proc/scsi", "/proc/sysrq-trigger",
 	"/proc/interrupts", "/proc/kallsyms", "/proc/kmsg",
 	"/proc/pressure", "/proc/config.gz", "/proc/sys/kernel/random/boot_id",
+	"/proc/locks",
 }
 
 // readOnlyPaths are /proc entries remounted read-only (runc's default).
