@@ -331,8 +331,9 @@ func (e *Execution) Output(stream Stream) OutputStats {
 // QueueWaitMs when zero, and clears Success unless r.State is StateCompleted
 // and no stream was truncated.
 //
-// The registry's bookkeeping (retention count and output share, which may
-// cut this execution's output and set its truncation flags) is done
+// The registry's bookkeeping (retention count, attachments and output
+// share, which may drop this execution's attachment or cut its output and
+// set AttachmentDropped or its truncation flags) is done
 // before anyone can read the result, so that a result never changes once
 // read.
 func (e *Execution) Finish(r Result) bool {
@@ -357,6 +358,7 @@ func (e *Execution) finishLocked(r Result) bool {
 	out, errb := e.bufs[Stdout], e.bufs[Stderr]
 	r.StdoutTruncated, r.StderrTruncated = out.truncated, errb.truncated
 	r.StdoutBytes, r.StderrBytes = out.written, errb.written
+	r.AttachmentDropped = false
 	r.Success = r.Success && r.State == StateCompleted && !out.truncated && !errb.truncated
 	if r.State == StateCancelled && r.Reason == ReasonCancelled && e.cancelCause != "" {
 		r.Error = CancelledText + ": " + e.cancelCause
@@ -403,6 +405,22 @@ func (e *Execution) shrinkLocked(stream Stream, keep int64) int64 {
 		}
 	}
 	return freed
+}
+
+// dropAttachment drops the attachment of a terminal execution for the
+// retention budget and says so in the result. Success is not changed.
+func (e *Execution) dropAttachment() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.dropAttachmentLocked()
+}
+
+// dropAttachmentLocked is dropAttachment with e.mu held.
+func (e *Execution) dropAttachmentLocked() {
+	if e.state.Terminal() && e.result.Attachment != nil {
+		e.result.Attachment = nil
+		e.result.AttachmentDropped = true
+	}
 }
 
 // Result returns the result and true once the execution is terminal.

@@ -26,16 +26,21 @@ type Config struct {
 	// RetentionMs is how long a terminal execution stays readable after it
 	// ended, milliseconds. Zero => DefaultRetentionMs (5 minutes).
 	RetentionMs int64
-	// MaxBufferedBytes is the budget for output kept by terminal executions,
-	// bytes. Running and pending executions do not count against it (their
-	// output is bounded by Meta.MaxOutputBytes per stream). The budget holds
-	// at every moment, and one execution's output never evicts another's
-	// result: when an execution ends over the budget, the streams of
-	// terminal executions that keep the most are cut down (head and tail
-	// kept, as truncation does) to an equal share, the largest first, so
-	// that a stream within its share is never touched. Every terminal
-	// stream thus keeps at least MaxBufferedBytes / (2 × the terminal
-	// executions held). Zero => DefaultMaxBufferedBytes (64 MiB).
+	// MaxBufferedBytes is the budget for output and attachments
+	// (Result.Attachment, a test run's results) kept by terminal
+	// executions, bytes. Running and pending executions do not count
+	// against it (their output is bounded by Meta.MaxOutputBytes per
+	// stream). The budget holds at every moment, and one execution's
+	// output never evicts another's result. When an execution ends over
+	// the budget, attachments go first, while they keep more than half of
+	// the budget: each time the oldest of the account (Meta.Account)
+	// whose attachments keep the most bytes, so that a principal's flood
+	// of test runs drops its own results first (Result.AttachmentDropped
+	// says so). Then the streams of terminal executions that keep the
+	// most are cut down (head and tail kept, as truncation does) to an
+	// equal share of what is left, the largest first, so that a stream
+	// within its share is never touched. Zero => DefaultMaxBufferedBytes
+	// (64 MiB).
 	MaxBufferedBytes int64
 	// MaxRetained is how many terminal executions are held at most; past
 	// it the ones that ended first are forgotten before their retention
@@ -95,9 +100,10 @@ type entry struct {
 	finSeq     uint64
 	bytes      [2]int64 // kept output bytes per stream, from finish on
 	lines      int64    // bytes of console lines, frozen at finish
+	attached   int64    // bytes of Result.Attachment kept, from finish on
 }
 
-func (en *entry) total() int64 { return en.bytes[Stdout] + en.bytes[Stderr] + en.lines }
+func (en *entry) total() int64 { return en.bytes[Stdout] + en.bytes[Stderr] + en.lines + en.attached }
 
 // New returns an empty Registry configured by cfg.
 func New(cfg Config) *Registry {
@@ -238,8 +244,9 @@ func (r *Registry) Len() int {
 	return len(r.entries)
 }
 
-// BufferedBytes returns the output bytes kept by all executions held,
-// running ones included.
+// BufferedBytes returns the output and attachment bytes kept by all
+// executions held, running ones included (their output only: an
+// attachment comes with the result).
 func (r *Registry) BufferedBytes() int64 { return r.buffered.Load() }
 
 // finishedLocked records that e just became terminal, with r.mu and
@@ -254,9 +261,12 @@ func (r *Registry) finishedLocked(e *Execution) {
 	en.terminal, en.finishedAt, en.finSeq = true, e.finished, r.finSeq
 	en.bytes = [2]int64{e.bufs[Stdout].kept(), e.bufs[Stderr].kept()}
 	en.lines = e.lineBytes
+	en.attached = int64(len(e.result.Attachment))
+	r.buffered.Add(en.attached) // output and lines were counted as written
 	r.terminalBytes += en.total()
 	r.terminalCount++
 	r.evictLocked(nil)
+	r.dropAttachmentsLocked(e)
 	r.shareLocked(e)
 }
 
@@ -271,8 +281,8 @@ func (r *Registry) finished(e *Execution) {
 // Sweep removes the terminal executions that ended more than the retention
 // time ago, then, past MaxRetained terminal executions, those that ended
 // first. It returns how many it removed. Running and pending executions
-// are never removed, and output is never the reason for a removal (see
-// Config.MaxBufferedBytes).
+// are never removed, and output or attachments are never the reason for a
+// removal (see Config.MaxBufferedBytes).
 func (r *Registry) Sweep() int {
 	now := r.now()
 	r.mu.Lock()
@@ -334,6 +344,69 @@ func (r *Registry) evictLocked(done []*entry) int {
 	return removed
 }
 
+// dropAttachmentsLocked drops attachments (Result.Attachment) of terminal
+// executions while the terminal executions keep more than the budget and
+// their attachments more than half of it: each time the oldest of the
+// account whose attachments keep the most bytes (on a tie, the one
+// holding the oldest). Output is then shared within what is left
+// (shareLocked). It returns the bytes freed.
+//
+// locked is an execution whose mutex the caller holds (nil: none).
+func (r *Registry) dropAttachmentsLocked(locked *Execution) int64 {
+	if r.terminalBytes <= r.budget {
+		return 0
+	}
+	var held int64
+	var all []*entry
+	for _, en := range r.entries {
+		if en.terminal && en.attached > 0 {
+			held += en.attached
+			all = append(all, en)
+		}
+	}
+	if held <= r.budget/2 {
+		return 0
+	}
+	slices.SortFunc(all, func(a, b *entry) int { return cmp.Compare(a.finSeq, b.finSeq) })
+	byAccount := map[string][]*entry{} // each account's, oldest first
+	bytesOf := map[string]int64{}
+	for _, en := range all {
+		a := en.e.meta.Account
+		byAccount[a] = append(byAccount[a], en)
+		bytesOf[a] += en.attached
+	}
+	var freed int64
+	for r.terminalBytes > r.budget && held > r.budget/2 {
+		most, found := "", false
+		for a, l := range byAccount {
+			if len(l) == 0 {
+				continue
+			}
+			if !found || bytesOf[a] > bytesOf[most] || bytesOf[a] == bytesOf[most] && l[0].finSeq < byAccount[most][0].finSeq {
+				most, found = a, true
+			}
+		}
+		if !found {
+			break
+		}
+		en := byAccount[most][0]
+		byAccount[most] = byAccount[most][1:]
+		if en.e == locked {
+			locked.dropAttachmentLocked()
+		} else {
+			en.e.dropAttachment()
+		}
+		f := en.attached
+		en.attached = 0
+		bytesOf[most] -= f
+		held -= f
+		r.terminalBytes -= f
+		r.buffered.Add(-f)
+		freed += f
+	}
+	return freed
+}
+
 // shareLocked brings the output kept by terminal executions within the
 // budget without removing any: it finds the largest share L such that
 // every terminal stream kept at min(its size, L) fits, and cuts each
@@ -359,11 +432,12 @@ func (r *Registry) shareLocked(locked *Execution) int64 {
 	slices.SortFunc(all, func(a, b stream) int { return cmp.Compare(a.en.bytes[a.s], b.en.bytes[b.s]) })
 	// Water filling: the smallest streams fit whole while they are within
 	// an equal share of what is left once the console lines (which are
-	// not cut) are counted.
+	// not cut) and the attachments left by dropAttachmentsLocked are
+	// counted.
 	left, share := r.budget, int64(-1)
 	for _, en := range r.entries {
 		if en.terminal {
-			left -= en.lines
+			left -= en.lines + en.attached
 		}
 	}
 	left = max(left, 0)

@@ -311,6 +311,81 @@ func TestRetentionShares(t *testing.T) {
 	}
 }
 
+// TestRetentionAttachments: attachments (a test run's results) count in
+// the retention budget; past it, while they keep more than half of it,
+// the oldest of the account keeping the most are dropped, and the result
+// says so. Before this, attachments were not counted at all: 100 test
+// runs with 8 MiB of results each kept 800 MiB against a 64 MiB budget.
+func TestRetentionAttachments(t *testing.T) {
+	r := New(Config{MaxBufferedBytes: 1000})
+	finish := func(account string, attached int, out string) *Execution {
+		e := r.Create(Meta{Account: account, MaxOutputBytes: 1000})
+		_ = e.Start()
+		e.Write(Stdout, []byte(out))
+		res := completed()
+		res.Attachment = []byte(strings.Repeat("r", attached))
+		e.Finish(res)
+		return e
+	}
+	attachment := func(e *Execution) (int, bool) {
+		res, _ := e.Result()
+		return len(res.Attachment), res.AttachmentDropped
+	}
+	alice := finish("token:alice", 300, "")
+	var bob []*Execution
+	for range 5 {
+		bob = append(bob, finish("token:bob", 300, ""))
+	}
+	// 1800 bytes against 1000: bob keeps the most, his oldest go until
+	// the budget holds.
+	if n, dropped := attachment(alice); n != 300 || dropped {
+		t.Errorf("alice's attachment: %d bytes, dropped %v", n, dropped)
+	}
+	for i, e := range bob {
+		n, dropped := attachment(e)
+		if kept := i >= 3; kept != (n == 300) || kept == dropped {
+			t.Errorf("bob's %d: %d bytes, dropped %v", i, n, dropped)
+		}
+		if res, _ := e.Result(); !res.Success {
+			t.Errorf("bob's %d: dropping its attachment changed Success: %+v", i, res)
+		}
+	}
+	if got := r.BufferedBytes(); got != 900 {
+		t.Errorf("BufferedBytes = %d, want the 3 attachments kept, 900", got)
+	}
+	// Output past the budget takes attachments down to half of it (bob's
+	// oldest, then, with equal shares, the oldest: alice's), then is cut
+	// to its share of the rest: it never drops every result.
+	out := finish("token:carol", 0, strings.Repeat("o", 800))
+	for name, e := range map[string]*Execution{"alice's": alice, "bob's 3": bob[3]} {
+		if n, dropped := attachment(e); n != 0 || !dropped {
+			t.Errorf("%s attachment: %d bytes, dropped %v", name, n, dropped)
+		}
+	}
+	if n, _ := attachment(bob[4]); n != 300 {
+		t.Errorf("bob's newest attachment: %d bytes", n)
+	}
+	if got, _, _ := mustRead(t, out, Stdout, 0); len(got) != 700 {
+		t.Errorf("carol's output keeps %d bytes, want what the attachment leaves, 700", len(got))
+	}
+	if got := r.BufferedBytes(); got != 1000 {
+		t.Errorf("BufferedBytes = %d, want the budget, 1000", got)
+	}
+	// Removal gives the attachment's bytes back.
+	r2 := New(Config{MaxRetained: 1})
+	e := r2.Create(Meta{})
+	res := completed()
+	res.Attachment = []byte("results")
+	e.Finish(res)
+	if got := r2.BufferedBytes(); got != 7 {
+		t.Errorf("BufferedBytes = %d, want the attachment's 7", got)
+	}
+	r2.Create(Meta{}).Finish(completed())
+	if got := r2.BufferedBytes(); got != 0 {
+		t.Errorf("BufferedBytes after removal = %d, want 0", got)
+	}
+}
+
 // TestRetentionCount: past MaxRetained terminal executions, the ones that
 // ended first are forgotten.
 func TestRetentionCount(t *testing.T) {

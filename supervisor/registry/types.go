@@ -140,10 +140,17 @@ type Result struct {
 	Usage       Usage  // resource usage from the sandbox cgroup
 	QueueWaitMs int64  // time queued before a sandbox was assigned, milliseconds; 0 => the registry uses Start time minus creation time
 	SandboxID   string // identity of the sandbox that ran the execution, empty if none
-	Extra       any    // opaque to the registry, for the caller's own use
+	Extra       any    // opaque to the registry, for the caller's own use; keep it small, its size is not counted
+	// Attachment is bulk data the runner keeps with the result (a test
+	// run's results channel), opaque to the registry but counted, with
+	// the output, in the retention budget (Config.MaxBufferedBytes): past
+	// it the registry drops old attachments (AttachmentDropped). Nil if
+	// none.
+	Attachment []byte
 
-	StdoutTruncated bool  // set by the registry: stdout exceeded Meta.MaxOutputBytes, or was cut to its share of the retention budget after the end
-	StderrTruncated bool  // set by the registry: stderr exceeded Meta.MaxOutputBytes, or was cut to its share of the retention budget after the end
-	StdoutBytes     int64 // set by the registry: total bytes written to stdout, dropped ones included
-	StderrBytes     int64 // set by the registry: total bytes written to stderr, dropped ones included
+	AttachmentDropped bool  // set by the registry: Attachment was dropped after the end to keep the retention budget
+	StdoutTruncated   bool  // set by the registry: stdout exceeded Meta.MaxOutputBytes, or was cut to its share of the retention budget after the end
+	StderrTruncated   bool  // set by the registry: stderr exceeded Meta.MaxOutputBytes, or was cut to its share of the retention budget after the end
+	StdoutBytes       int64 // set by the registry: total bytes written to stdout, dropped ones included
+	StderrBytes       int64 // set by the registry: total bytes written to stderr, dropped ones included
 }
