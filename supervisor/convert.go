@@ -145,11 +145,10 @@ func cachedToProto(r registry.Result) *sandboxv1.CacheEntry {
 
 // testResponse is ExecuteTest's answer for the test run id that ended
 // with res: the per-test results and the summary its program wrote on the
-// results channel (Extra.Results), its output, and whether it succeeded:
-// it ended normally and every test that ran passed.
+// results channel (Result.Attachment), its output, and whether it
+// succeeded: it ended normally and every test that ran passed.
 func testResponse(id string, res registry.Result, h heads) *sandboxv1.ExecuteTestResponse {
-	x, _ := res.Extra.(execution.Extra)
-	summary, results, _ := testresult.Parse(bytes.NewReader(x.Results))
+	summary, results, _ := testresult.Parse(bytes.NewReader(res.Attachment))
 	resp := &sandboxv1.ExecuteTestResponse{
 		Summary: &sandboxv1.TestSummary{
 			Total: int32(summary.Total), Passed: int32(summary.Passed),
@@ -172,6 +171,8 @@ func testResponse(id string, res registry.Result, h heads) *sandboxv1.ExecuteTes
 	// Success: the program ended normally and every test that ran passed.
 	resp.Success = res.State == registry.StateCompleted && summary.Complete && summary.OK()
 	switch {
+	case res.AttachmentDropped:
+		resp.Error = ptr("the test results were dropped to keep the supervisor's retention budget")
 	case summary.Error != "":
 		resp.Error = ptr(summary.Error)
 	case res.State != registry.StateCompleted && res.Reason != registry.ReasonExited:

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/execfarm/execfarm/internal/utf8text"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
@@ -329,7 +331,13 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	return testResponse(e.ID(), res, h), nil
+	resp := testResponse(e.ID(), res, h)
+	// readHeads reserved the output; the rest, the tests (up to
+	// execution.MaxResultsBytes of results), is reserved here.
+	if err := transport.ReserveSend(ctx, int64(proto.Size(resp)-len(h.out)-len(h.errOut))); err != nil {
+		return nil, rpcError(err)
+	}
+	return resp, nil
 }
 
 // ListCache lists the caller's cached scripts newest first, filtered by a

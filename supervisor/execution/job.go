@@ -73,7 +73,10 @@ func (j *Job) Bytes() int64 {
 	return int64(proto.Size(j.Request) + len(j.Code))
 }
 
-// Extra is what an execution keeps in registry.Result.Extra.
+// Extra is what an execution keeps in registry.Result.Extra. What a
+// test-mode program wrote on its results channel (at most
+// MaxResultsBytes) is kept as registry.Result.Attachment instead, where
+// the registry counts it in its retention budget and may drop it.
 type Extra struct {
 	// Limits are the limits the execution ran with.
 	Limits limits.Set
@@ -81,9 +84,6 @@ type Extra struct {
 	Runtime string
 	// Cached is the cache entry created by this execution, if any.
 	Cached *cache.Entry
-	// Results is what a test-mode program wrote on its results channel,
-	// at most MaxResultsBytes.
-	Results []byte
 	// Deterministic and Seed are the job's: it ran with a fixed clock and
 	// Math.random seeded with Seed.
 	Deterministic bool

@@ -25,7 +25,7 @@ type Input struct {
 	// Env is added to the program's base environment.
 	Env map[string]string
 	// Tests runs the code in test mode (results on a channel of their
-	// own, Extra.Results).
+	// own, kept as registry.Result.Attachment).
 	Tests bool
 	// Limits are the execution's limits.
 	Limits limits.Set

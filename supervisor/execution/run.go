@@ -331,12 +331,13 @@ func (r *run) finishStopped() {
 	r.finish(res)
 }
 
-// finish publishes res with the queue wait, its error text (errorText)
-// and Extra, first saving new code of a successful run in the cache.
+// finish publishes res with the queue wait, its error text (errorText),
+// Extra and the test results (Attachment), first saving new code of a successful run in the cache.
 func (r *run) finish(res registry.Result) {
 	res.QueueWaitMs = r.queueWaitMs
 	res.Error = r.errorText(res)
-	x := Extra{Limits: r.j.Limits, Runtime: r.j.Runtime, Results: r.results, Deterministic: r.j.Deterministic, Seed: r.j.Seed}
+	x := Extra{Limits: r.j.Limits, Runtime: r.j.Runtime, Deterministic: r.j.Deterministic, Seed: r.j.Seed}
+	res.Attachment = r.results // counted in the registry's retention budget
 	if res.Success && res.State == registry.StateCompleted && r.j.Cacheable {
 		// Failed runs are never cached; the same code is stored once.
 		var (
