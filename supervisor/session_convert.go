@@ -51,7 +51,7 @@ func notFoundSandbox(id, msg string) *execfarmv1.Sandbox {
 func fileInfoToProto(fi session.FileInfo) *execfarmv1.FileInfo {
 	return &execfarmv1.FileInfo{
 		Name: fi.Name, Path: fi.Path, Size: fi.Size, Type: execfarmv1.FileType(fi.Type),
-		Mode: fi.Mode, ModTimeMs: unixMs(fi.ModTime), LinkTarget: fi.LinkTarget,
+		Mode: fi.Mode, ModTimeMs: unixMs(fi.ModTime), LinkTarget: fi.LinkTarget, NotUtf8: fi.NotUTF8,
 	}
 }
 

@@ -8,6 +8,9 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
@@ -15,6 +18,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/session"
+	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
 // sessions serves execfarm.v1.SessionService: the gRPC surface of
@@ -32,6 +36,12 @@ const (
 	maxFileChunk = 1 << 20
 	// downloadChunk is the size of a download's data messages, bytes.
 	downloadChunk = 256 << 10
+	// maxListBytes bounds a ListFiles response, bytes: entries past it
+	// are left out and the response is truncated. 10000 entries of long
+	// names and link targets come to tens of MiB (each repeats its full
+	// path); 3 MiB stays under the 4 MiB grpc-go clients accept by
+	// default, with room for the message's framing.
+	maxListBytes = 3 << 20
 )
 
 // sessionRuntime maps the wire enum to a runtime name; unspecified is ""
@@ -380,11 +390,35 @@ func (ss sessions) ListFiles(ctx context.Context, req *execfarmv1.ListFilesReque
 	if err != nil {
 		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
-	resp := &execfarmv1.ListFilesResponse{Path: dir, TotalEntries: total, Truncated: total > int64(len(entries))}
-	for _, fi := range entries {
-		resp.Entries = append(resp.Entries, fileInfoToProto(fi))
+	resp := listResponse(dir, entries, total, maxListBytes)
+	// Up to maxListBytes handed to gRPC: counted against the connection's
+	// unsent bytes as Execute's and GetExecution's output are.
+	if err := transport.ReserveSend(ctx, int64(proto.Size(resp))); err != nil {
+		return nil, rpcError(err)
 	}
 	return resp, nil
+}
+
+// listResponse is ListFiles' answer: entries in order while the encoded
+// response stays within maxBytes, truncated when it holds fewer than
+// total (max_entries or maxBytes cut the listing).
+func listResponse(dir string, entries []session.FileInfo, total int64, maxBytes int) *execfarmv1.ListFilesResponse {
+	// Sized with truncated set: the most the fixed fields take.
+	resp := &execfarmv1.ListFilesResponse{Path: dir, TotalEntries: total, Truncated: true}
+	n := proto.Size(resp)
+	for _, fi := range entries {
+		e := fileInfoToProto(fi)
+		m := proto.Size(e)
+		// The entry's tag (field 2, one byte) and length prefix.
+		m += 1 + protowire.SizeVarint(uint64(m))
+		if n+m > maxBytes {
+			break
+		}
+		n += m
+		resp.Entries = append(resp.Entries, e)
+	}
+	resp.Truncated = total > int64(len(resp.Entries))
+	return resp
 }
 
 // StatFile says whether a path exists in a sandbox and what it is.

@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/execfarm/execfarm/internal/utf8text"
 	"github.com/execfarm/execfarm/isolation/namespace"
 	"github.com/execfarm/execfarm/proto/workerv1"
 )
@@ -274,7 +276,22 @@ func statAt(dir int, name string) (*workerv1.FileInfo, error) {
 			fi.SymlinkTarget = string(buf[:n])
 		}
 	}
+	validText(fi)
 	return fi, nil
+}
+
+// validText makes fi's name and symbolic link target valid UTF-8, which a
+// proto string must be (grpc refuses to marshal the whole message
+// otherwise): a name is any bytes but "/" and NUL. Each run of invalid
+// bytes becomes one U+FFFD (utf8text) and fi.NotUtf8 says the text is
+// not the real one.
+func validText(fi *workerv1.FileInfo) {
+	if !utf8.ValidString(fi.Name) {
+		fi.Name, fi.NotUtf8 = utf8text.String(fi.Name), true
+	}
+	if !utf8.ValidString(fi.SymlinkTarget) {
+		fi.SymlinkTarget, fi.NotUtf8 = utf8text.String(fi.SymlinkTarget), true
+	}
 }
 
 // tempName is the name an upload writes to before its rename: hidden,

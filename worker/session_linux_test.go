@@ -3,10 +3,12 @@ package worker
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -231,6 +233,52 @@ func TestFileCallsResolveInTheirRoot(t *testing.T) {
 		if code(err) != codes.InvalidArgument || reason(err) != plugin.ReasonInvalidPath {
 			t.Errorf("stat %q: %v, want INVALID_ARGUMENT %s", p, err, plugin.ReasonInvalidPath)
 		}
+	}
+}
+
+// TestListNamesNotUTF8 lists a directory holding a name and a link
+// target that are not UTF-8: the listing (and Stat) marshals, with each
+// run of invalid bytes as one U+FFFD and not_utf8 set on those entries
+// only.
+func TestListNamesNotUTF8(t *testing.T) {
+	c, root := sessionWorker(t)
+	dir := filepath.Join(root, "workspace", "notutf8")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad\xff\xfe."), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ok"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("t\xfex", filepath.Join(dir, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := c.List(context.Background(), &workerv1.ListRequest{Path: "notutf8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("list: %v", err)
+		}
+		for _, fi := range msg.GetEntries() {
+			got = append(got, fmt.Sprintf("%s>%s:%v", fi.GetName(), fi.GetSymlinkTarget(), fi.GetNotUtf8()))
+		}
+		if msg.GetDone() {
+			break
+		}
+	}
+	want := []string{"bad\uFFFD.>:true", "lnk>t\uFFFDx:true", "ok>:false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("list: %q, want %q", got, want)
+	}
+	st, err := c.Stat(context.Background(), &workerv1.StatRequest{Path: "notutf8/lnk"})
+	if err != nil || st.GetInfo().GetSymlinkTarget() != "t\uFFFDx" || !st.GetInfo().GetNotUtf8() {
+		t.Errorf("stat notutf8/lnk: %v, %v; want target t\uFFFDx, not_utf8", st, err)
 	}
 }
 

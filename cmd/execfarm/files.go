@@ -255,8 +255,11 @@ func lsCmd(cf *clientFlags) *cobra.Command {
 		Short: "List a directory of a session sandbox (default /workspace)",
 		Long: `List a directory of a session sandbox: mode, size, modification time and
 name of each entry, sorted by name, symlinks with their target (never
-followed). At most --max-entries are shown; when the directory holds
-more, stderr says how many.`,
+followed). At most --max-entries are shown, and at most 3 MiB of them
+(the server's bound on one response); when the directory holds more,
+stderr says how many and what cut the listing. A name or target that is
+not UTF-8 is shown with U+FFFD for each run of its invalid bytes, and
+stderr says so.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := "."
@@ -269,7 +272,11 @@ more, stderr says how many.`,
 					return err
 				}
 				w := tabwriter.NewWriter(os.Stdout, 0, 4, 1, ' ', tabwriter.AlignRight)
+				notUTF8 := 0
 				for _, e := range resp.GetEntries() {
+					if e.GetNotUtf8() {
+						notUTF8++
+					}
 					name := e.GetName()
 					if t := e.GetLinkTarget(); t != "" {
 						name += " -> " + t
@@ -280,8 +287,11 @@ more, stderr says how many.`,
 				if err := w.Flush(); err != nil {
 					return err
 				}
+				if notUTF8 > 0 {
+					fmt.Fprintf(os.Stderr, "execfarm: %d names or link targets are not UTF-8; shown with U+FFFD, they are not the real ones\n", notUTF8)
+				}
 				if resp.GetTruncated() {
-					fmt.Fprintf(os.Stderr, "execfarm: %s holds %d entries; %d shown (--max-entries)\n", resp.GetPath(), resp.GetTotalEntries(), len(resp.GetEntries()))
+					fmt.Fprintf(os.Stderr, "execfarm: %s holds %d entries; %d shown (%s)\n", resp.GetPath(), resp.GetTotalEntries(), len(resp.GetEntries()), listCut(maxEntries, len(resp.GetEntries())))
 				}
 				return nil
 			})
@@ -289,6 +299,19 @@ more, stderr says how many.`,
 	}
 	cmd.Flags().Int32Var(&maxEntries, "max-entries", 0, "show at most this many entries, at most 10000 (default 1000)")
 	return cmd
+}
+
+// listCut names what cut a truncated listing of shown entries asked
+// for with --max-entries max: the flag when it shows that many, else the
+// server's bound on a response's bytes.
+func listCut(max int32, shown int) string {
+	if max == 0 {
+		max = 1000
+	}
+	if shown >= int(max) {
+		return "--max-entries"
+	}
+	return "the server's 3 MiB bound on one response"
 }
 
 // modeText renders a file's type and permission bits as ls -l does:

@@ -1315,7 +1315,12 @@ type FileInfo struct {
 	// Modification time, Unix milliseconds.
 	ModTimeMs int64 `protobuf:"varint,6,opt,name=mod_time_ms,json=modTimeMs,proto3" json:"mod_time_ms,omitempty"`
 	// A symlink's target as written (never resolved).
-	LinkTarget    string `protobuf:"bytes,7,opt,name=link_target,json=linkTarget,proto3" json:"link_target,omitempty"`
+	LinkTarget string `protobuf:"bytes,7,opt,name=link_target,json=linkTarget,proto3" json:"link_target,omitempty"`
+	// name (and so path) or link_target held bytes that are not UTF-8 (a
+	// proto string cannot carry them): each run of such bytes was replaced
+	// by one U+FFFD, so the text is not the real name and using it as a
+	// path reaches another file or none.
+	NotUtf8       bool `protobuf:"varint,8,opt,name=not_utf8,json=notUtf8,proto3" json:"not_utf8,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1397,6 +1402,13 @@ func (x *FileInfo) GetLinkTarget() string {
 		return x.LinkTarget
 	}
 	return ""
+}
+
+func (x *FileInfo) GetNotUtf8() bool {
+	if x != nil {
+		return x.NotUtf8
+	}
+	return false
 }
 
 type UploadFileRequest struct {
@@ -1799,11 +1811,13 @@ type ListFilesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The directory's absolute path inside the sandbox.
 	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	// At most max_entries, sorted by name.
+	// At most max_entries, sorted by name; fewer when they would not fit
+	// in 3 MiB of response (the first that fit are kept).
 	Entries []*FileInfo `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
-	// Entries the directory holds (before max_entries).
+	// Entries the directory holds (before max_entries and the byte bound).
 	TotalEntries int64 `protobuf:"varint,3,opt,name=total_entries,json=totalEntries,proto3" json:"total_entries,omitempty"`
-	// total_entries > len(entries).
+	// total_entries > len(entries): max_entries or the 3 MiB bound cut the
+	// listing.
 	Truncated     bool `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3163,7 +3177,7 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\x11SignalExecRequest\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\"\x14\n" +
-	"\x12SignalExecResponse\"\xc6\x01\n" +
+	"\x12SignalExecResponse\"\xe1\x01\n" +
 	"\bFileInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
@@ -3172,7 +3186,8 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\x04mode\x18\x05 \x01(\rR\x04mode\x12\x1e\n" +
 	"\vmod_time_ms\x18\x06 \x01(\x03R\tmodTimeMs\x12\x1f\n" +
 	"\vlink_target\x18\a \x01(\tR\n" +
-	"linkTarget\"j\n" +
+	"linkTarget\x12\x19\n" +
+	"\bnot_utf8\x18\b \x01(\bR\anotUtf8\"j\n" +
 	"\x11UploadFileRequest\x127\n" +
 	"\x06header\x18\x01 \x01(\v2\x1d.execfarm.v1.UploadFileHeaderH\x00R\x06header\x12\x14\n" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x06\n" +

@@ -95,7 +95,8 @@ type SessionServiceClient interface {
 	// DownloadFile streams a file out of the sandbox: its FileInfo, then
 	// data chunks.
 	DownloadFile(ctx context.Context, in *DownloadFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DownloadFileResponse], error)
-	// ListFiles lists a directory, at most max_entries of its entries.
+	// ListFiles lists a directory, at most max_entries of its entries and at
+	// most 3 MiB of them (truncated says either cut the listing).
 	ListFiles(ctx context.Context, in *ListFilesRequest, opts ...grpc.CallOption) (*ListFilesResponse, error)
 	// StatFile says whether a path exists and what it is; a missing path
 	// is exists false, not an error.
@@ -356,7 +357,8 @@ type SessionServiceServer interface {
 	// DownloadFile streams a file out of the sandbox: its FileInfo, then
 	// data chunks.
 	DownloadFile(*DownloadFileRequest, grpc.ServerStreamingServer[DownloadFileResponse]) error
-	// ListFiles lists a directory, at most max_entries of its entries.
+	// ListFiles lists a directory, at most max_entries of its entries and at
+	// most 3 MiB of them (truncated says either cut the listing).
 	ListFiles(context.Context, *ListFilesRequest) (*ListFilesResponse, error)
 	// StatFile says whether a path exists and what it is; a missing path
 	// is exists false, not an error.

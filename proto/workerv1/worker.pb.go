@@ -392,6 +392,10 @@ type FileInfo struct {
 	ModTimeUnixNano int64 `protobuf:"varint,5,opt,name=mod_time_unix_nano,json=modTimeUnixNano,proto3" json:"mod_time_unix_nano,omitempty"`
 	// A symbolic link's target, as stored (Stat and List only).
 	SymlinkTarget string `protobuf:"bytes,6,opt,name=symlink_target,json=symlinkTarget,proto3" json:"symlink_target,omitempty"`
+	// name or symlink_target held bytes that are not UTF-8 (a proto string
+	// cannot carry them): each run of such bytes was replaced by one U+FFFD,
+	// so the text shown is not the real one.
+	NotUtf8       bool `protobuf:"varint,7,opt,name=not_utf8,json=notUtf8,proto3" json:"not_utf8,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -466,6 +470,13 @@ func (x *FileInfo) GetSymlinkTarget() string {
 		return x.SymlinkTarget
 	}
 	return ""
+}
+
+func (x *FileInfo) GetNotUtf8() bool {
+	if x != nil {
+		return x.NotUtf8
+	}
+	return false
 }
 
 type UploadHeader struct {
@@ -2322,14 +2333,15 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\"\\\n" +
 	"\x06Rusage\x12&\n" +
 	"\x0fcpu_user_micros\x18\x01 \x01(\x03R\rcpuUserMicros\x12*\n" +
-	"\x11cpu_system_micros\x18\x02 \x01(\x03R\x0fcpuSystemMicros\"\xcc\x01\n" +
+	"\x11cpu_system_micros\x18\x02 \x01(\x03R\x0fcpuSystemMicros\"\xe7\x01\n" +
 	"\bFileInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x120\n" +
 	"\x04type\x18\x03 \x01(\x0e2\x1c.execfarm.worker.v1.FileTypeR\x04type\x12\x12\n" +
 	"\x04mode\x18\x04 \x01(\rR\x04mode\x12+\n" +
 	"\x12mod_time_unix_nano\x18\x05 \x01(\x03R\x0fmodTimeUnixNano\x12%\n" +
-	"\x0esymlink_target\x18\x06 \x01(\tR\rsymlinkTarget\"6\n" +
+	"\x0esymlink_target\x18\x06 \x01(\tR\rsymlinkTarget\x12\x19\n" +
+	"\bnot_utf8\x18\a \x01(\bR\anotUtf8\"6\n" +
 	"\fUploadHeader\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\"i\n" +

@@ -203,13 +203,18 @@ type FileEntry struct {
 	Type string `json:"type"`
 	// ModTime is the modification time, POSIX seconds.
 	ModTime float64 `json:"mod_time"`
+	// NotUTF8 says the name held bytes that are not UTF-8: each run of
+	// them is one U+FFFD in Name, which is not the real name.
+	NotUTF8 bool `json:"not_utf8,omitempty"`
 }
 
 // ListFilesOutput is list_files' result.
 type ListFilesOutput struct {
 	Path    string      `json:"path"`
 	Entries []FileEntry `json:"entries"`
-	// TotalEntries counts the directory's entries before max_entries.
+	// TotalEntries counts the directory's entries before max_entries and
+	// the server's 3 MiB bound on a response; Truncated says either cut
+	// Entries (it holds fewer than TotalEntries).
 	TotalEntries int64 `json:"total_entries"`
 	Truncated    bool  `json:"truncated"`
 }
@@ -333,7 +338,8 @@ func addSessionTools(s *mcp.Server, client execfarmv1.SessionServiceClient) {
 	}, st.download)
 	addTool(s, &mcp.Tool{
 		Name: ListFilesTool,
-		Description: "List a directory of one of your sandboxes: entries (name, size, type file/directory/symlink/other, mod_time in POSIX seconds) sorted by name, at most max_entries (default 1000, at most 10000), with total_entries counting them all and truncated when some were left out; " +
+		Description: "List a directory of one of your sandboxes: entries (name, size, type file/directory/symlink/other, mod_time in POSIX seconds) sorted by name, at most max_entries (default 1000, at most 10000) and at most 3 MiB of them, with total_entries counting them all and truncated when some were left out; " +
+			"a name that is not UTF-8 has U+FFFD for each run of its invalid bytes and not_utf8 true (not the real name); " +
 			"then narrow the path, or use execute_command for a targeted listing. namespace is ignored.",
 		InputSchema: withSchema[ListFilesInput](func(p map[string]*jsonschema.Schema, _ *jsonschema.Schema) {
 			timeoutProp(p["timeout"], DefaultCommandTimeoutSeconds)
@@ -685,7 +691,7 @@ func (st *sessionTools) list(ctx context.Context, in ListFilesInput) (ListFilesO
 	}
 	out := ListFilesOutput{Path: resp.GetPath(), Entries: make([]FileEntry, 0, len(resp.GetEntries())), TotalEntries: resp.GetTotalEntries(), Truncated: resp.GetTruncated()}
 	for _, e := range resp.GetEntries() {
-		out.Entries = append(out.Entries, FileEntry{Name: e.GetName(), Size: e.GetSize(), Type: fileType(e.GetType()), ModTime: posix(e.GetModTimeMs())})
+		out.Entries = append(out.Entries, FileEntry{Name: e.GetName(), Size: e.GetSize(), Type: fileType(e.GetType()), ModTime: posix(e.GetModTimeMs()), NotUTF8: e.GetNotUtf8()})
 	}
 	return out, "", nil
 }

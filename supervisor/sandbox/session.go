@@ -125,6 +125,10 @@ type FileInfo struct {
 	ModTime time.Time
 	// SymlinkTarget is a symbolic link's target as stored (Stat, List).
 	SymlinkTarget string
+	// NotUTF8 says Name or SymlinkTarget held bytes that are not UTF-8:
+	// the worker replaced each run of them by one U+FFFD, so the text is
+	// not the real one.
+	NotUTF8 bool
 }
 
 // Listing is one directory listing: at most the maxEntries entries whose
@@ -142,5 +146,6 @@ func fileInfo(fi *workerv1.FileInfo) FileInfo {
 	return FileInfo{
 		Name: fi.GetName(), Size: fi.GetSize(), Type: FileType(fi.GetType()), Mode: fi.GetMode(),
 		ModTime: time.Unix(0, fi.GetModTimeUnixNano()), SymlinkTarget: fi.GetSymlinkTarget(),
+		NotUTF8: fi.GetNotUtf8(),
 	}
 }

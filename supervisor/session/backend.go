@@ -51,6 +51,10 @@ type FileInfo struct {
 	ModTime time.Time
 	// LinkTarget is a symlink's target as written, never resolved.
 	LinkTarget string
+	// NotUTF8 says Name (and so Path) or LinkTarget held bytes that are
+	// not UTF-8, each run of them replaced by one U+FFFD: not the real
+	// name, and as a path it reaches another file or none.
+	NotUTF8 bool
 }
 
 // Box is one live sandbox as a session drives it. Paths are absolute
@@ -375,7 +379,7 @@ func boxFileInfo(p string, fi sandbox.FileInfo) FileInfo {
 	case sandbox.FileTypeSymlink:
 		t = TypeSymlink
 	}
-	return FileInfo{Name: path.Base(p), Path: p, Size: fi.Size, Type: t, Mode: fi.Mode, ModTime: fi.ModTime, LinkTarget: fi.SymlinkTarget}
+	return FileInfo{Name: path.Base(p), Path: p, Size: fi.Size, Type: t, Mode: fi.Mode, ModTime: fi.ModTime, LinkTarget: fi.SymlinkTarget, NotUTF8: fi.NotUTF8}
 }
 
 // mechanismErrnos are the errnos the Box contract names for the
