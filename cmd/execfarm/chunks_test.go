@@ -220,11 +220,21 @@ func TestCopyExecuteChunksTruncated(t *testing.T) {
 		}
 	})
 	t.Run("verbose", func(t *testing.T) {
-		st := fakeChunks{out(0, "1\n"), result(false, true, 2)}
+		// The program wrote 4 bytes; 2 reached this client.
+		st := fakeChunks{out(0, "1\n"), result(false, true, 4)}
 		var stdout, stderr strings.Builder
 		_ = copyExecuteChunks(&st, &stdout, &stderr, true)
 		if strings.Count(stderr.String(), "stdout truncated") != 1 || !strings.Contains(stderr.String(), "reason exited") {
 			t.Errorf("--verbose stderr %q: want the outcome and one truncation line", stderr.String())
+		}
+	})
+	t.Run("kept in part, printed whole", func(t *testing.T) {
+		// The server kept the stream in part; this client read all 4
+		// bytes live: nothing was dropped for it.
+		st := fakeChunks{out(0, "1\n"), errOut(0, "e\n"), out(2, "2\n"), result(false, true, 4)}
+		var stdout, stderr strings.Builder
+		if err := copyExecuteChunks(&st, &stdout, &stderr, false); err != nil || stdout.String() != "1\n2\n" || stderr.String() != "e\n" {
+			t.Errorf("copyExecuteChunks = %v, stdout %q, stderr %q; want nil, %q, %q", err, stdout.String(), stderr.String(), "1\n2\n", "e\n")
 		}
 	})
 	t.Run("no result", func(t *testing.T) {
