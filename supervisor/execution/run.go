@@ -332,7 +332,8 @@ func (r *run) finishStopped() {
 }
 
 // finish publishes res with the queue wait, its error text (errorText),
-// Extra and the test results (Attachment), first saving new code of a successful run in the cache.
+// Extra and the test results (Attachment), first saving new code of a
+// successful run in the cache.
 func (r *run) finish(res registry.Result) {
 	res.QueueWaitMs = r.queueWaitMs
 	res.Error = r.errorText(res)
