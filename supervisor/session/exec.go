@@ -246,22 +246,28 @@ func (x *exec) Finished(e *registry.Execution, res registry.Result) {
 type placement struct{ x *exec }
 
 // Acquire gives the run the sandbox; one that has begun ending is
-// execution.ErrSandboxGone (the exec ends CANCELLED: the sandbox's end
-// cancels every exec it holds, and this one may not have been reached
-// yet).
+// execution.ErrSandboxGone, and the exec ends CANCELLED with the end's
+// cause (cancelCause): the sandbox's end cancels every exec it holds,
+// but a queued one can reach a slot another's cancel freed before the
+// end reaches it.
 func (p placement) Acquire(context.Context, string, sandbox.Spec) (execution.Sandbox, error) {
 	s := p.x.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.usableLocked(); err != nil {
-		if s.state != stateReady {
-			return nil, fmt.Errorf("%w: %w", execution.ErrSandboxGone, err)
-		}
+	err := s.usableLocked()
+	ending, cause := s.state != stateReady, s.cancelCause
+	if err == nil {
+		p.x.mu.Lock()
+		p.x.running = true
+		p.x.mu.Unlock()
+	}
+	s.mu.Unlock()
+	switch {
+	case ending:
+		_, _ = p.x.e.CancelBecause(cause) // the cause, before the run finishes it CANCELLED
+		return nil, fmt.Errorf("%w: %w", execution.ErrSandboxGone, err)
+	case err != nil:
 		return nil, err
 	}
-	p.x.mu.Lock()
-	p.x.running = true
-	p.x.mu.Unlock()
 	return execBox(p), nil
 }
 

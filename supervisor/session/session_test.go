@@ -649,26 +649,47 @@ func TestDeleteCancelsExecs(t *testing.T) {
 
 // TestExecReachingAnEndingSandboxIsCancelled: an exec whose run reaches
 // the sandbox (Acquire) after the sandbox began ending, before the end's
-// cancel reached the exec, is told execution.ErrSandboxGone, so that it
-// ends CANCELLED like the execs the end cancelled itself (an error the
-// runner did not know ended it FAILED, and Delete counted it not
-// cancelled: TestDeleteCancelsExecs failed in a few runs of hundreds).
+// cancel reached the exec, ends CANCELLED with the end's cause, like the
+// execs the end cancelled itself. A queued exec does so when another's
+// cancel frees its slot first (TestDeleteCancelsExecs failed in CI so:
+// the end's loop had not reached it). Here the end is held after its
+// first step: the sandbox ending, its cause set.
 func TestExecReachingAnEndingSandboxIsCancelled(t *testing.T) {
 	h := newHarness(t, Config{})
 	s := h.create(t, CreateParams{})
-	x := &exec{s: s}
-	s.mu.Lock()
-	s.state = stateEnding
-	s.mu.Unlock()
-	_, err := placement{x}.Acquire(context.Background(), "", sandbox.Spec{})
-	s.mu.Lock()
-	s.state = stateReady // the harness's end of the sandbox
-	s.mu.Unlock()
-	if !errors.Is(err, execution.ErrSandboxGone) {
-		t.Fatalf("Acquire on an ending sandbox: %v, want execution.ErrSandboxGone", err)
+	var running []*registry.Execution
+	for range 4 { // the harness's 4 slots
+		e, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "block"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		running = append(running, e)
 	}
-	if _, err := (placement{x}).Acquire(context.Background(), "", sandbox.Spec{}); err != nil {
-		t.Fatalf("Acquire on a ready sandbox: %v", err)
+	queued, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Code: "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := h.backend.boxes[0]
+	if !waitFor(5*time.Second, func() bool { box.mu.Lock(); defer box.mu.Unlock(); return len(box.running) == 4 }) {
+		t.Fatal("the 4 blocking execs did not start")
+	}
+	s.mu.Lock()
+	s.state, s.cancelCause = stateEnding, cancelCause(EndDeleted, "by its owner")
+	s.mu.Unlock()
+	if _, err := running[0].Cancel(); err != nil { // frees a slot for queued
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := queued.Wait(ctx)
+	s.mu.Lock()
+	s.state, s.cancelCause, s.cancelled = stateReady, "", 0 // the harness ends the sandbox
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatalf("the queued exec did not end: %v", err)
+	}
+	if res.State != registry.StateCancelled || res.Error != "Execution was cancelled: the sandbox was deleted" {
+		t.Fatalf("queued exec reaching an ending sandbox: %+v; want CANCELLED saying the sandbox was deleted", res)
 	}
 }
 
