@@ -17,6 +17,7 @@ import (
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/registry"
+	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/session"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
@@ -37,11 +38,12 @@ const (
 	// downloadChunk is the size of a download's data messages, bytes.
 	downloadChunk = 256 << 10
 	// maxListBytes bounds a ListFiles response, bytes: entries past it
-	// are left out and the response is truncated. 10000 entries of long
-	// names and link targets come to tens of MiB (each repeats its full
-	// path); 3 MiB stays under the 4 MiB grpc-go clients accept by
-	// default, with room for the message's framing.
-	maxListBytes = 3 << 20
+	// are left out and the response is truncated. It is the bound of
+	// what the supervisor holds of a listing (sandbox.MaxListBytes, of
+	// paths and targets alone: an entry encodes to more), and stays
+	// under the 4 MiB grpc-go clients accept by default, with room for
+	// the message's framing.
+	maxListBytes = sandbox.MaxListBytes
 )
 
 // sessionRuntime maps the wire enum to a runtime name; unspecified is ""

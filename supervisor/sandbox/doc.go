@@ -66,7 +66,8 @@
 // upload goes to a hidden file renamed over its target at the end, and
 // one that fails (ErrNoSpace when the workspace is full) leaves nothing.
 // List holds at most maxEntries (≤ MaxListEntries) entries on either side,
-// whatever the directory's size. At most MaxConcurrentFileCalls (16) file
+// and the supervisor at most MaxListBytes of their paths and link
+// targets, whatever the directory's size. At most MaxConcurrentFileCalls (16) file
 // calls run at once per sandbox; more wait their turn. Errors are *FileError wrapping the
 // sentinels of errors.go; each names the gRPC status the public API gives
 // it.

@@ -200,9 +200,11 @@ func (r *FileReader) Close() error {
 
 // List lists the directory path: the maxEntries entries (0 =
 // DefaultListEntries, at most MaxListEntries) whose names come first in
-// byte order, described by lstat, with the directory's total count. The
-// worker reads every name but keeps only maxEntries, and so does the
-// supervisor: a directory of any size costs both O(maxEntries). Errors:
+// byte order, described by lstat, with the directory's total count;
+// fewer when their paths and link targets pass MaxListBytes (Truncated).
+// The worker reads every name but sends only maxEntries, and the
+// supervisor keeps at most MaxListBytes of them: a directory of any size
+// costs the supervisor O(MaxListBytes) per listing. Errors:
 // ErrNotSession, ErrInvalidPath (also a maxEntries out of range),
 // ErrNotExist, ErrNotDirectory, ErrPermission.
 func (s *Sandbox) List(ctx context.Context, path string, maxEntries int) (Listing, error) {
@@ -224,6 +226,7 @@ func (s *Sandbox) List(ctx context.Context, path string, maxEntries int) (Listin
 		return Listing{}, sessionError("list", path, err)
 	}
 	var l Listing
+	received, kept, full := 0, 0, false
 	for {
 		msg, err := stream.Recv()
 		if err != nil {
@@ -232,14 +235,23 @@ func (s *Sandbox) List(ctx context.Context, path string, maxEntries int) (Listin
 			}
 			return Listing{}, sessionError("list", path, err)
 		}
-		if len(l.Entries)+len(msg.GetEntries()) > MaxListEntries {
+		if received += len(msg.GetEntries()); received > MaxListEntries {
 			return Listing{}, fmt.Errorf("sandbox: list %s: the worker sent more than %d entries", path, MaxListEntries)
 		}
+		// Past MaxListBytes the stream is read to its end for the total,
+		// each message dropped as it comes.
 		for _, fi := range msg.GetEntries() {
-			l.Entries = append(l.Entries, fileInfo(fi))
+			if full {
+				break
+			}
+			n := len(path) + 1 + len(fi.GetName()) + len(fi.GetSymlinkTarget())
+			if full = kept+n > MaxListBytes; !full {
+				kept += n
+				l.Entries = append(l.Entries, fileInfo(fi))
+			}
 		}
 		if msg.GetDone() {
-			l.TotalEntries, l.Truncated = msg.GetTotalEntries(), msg.GetTruncated()
+			l.TotalEntries, l.Truncated = msg.GetTotalEntries(), msg.GetTruncated() || full
 			return l, nil
 		}
 	}

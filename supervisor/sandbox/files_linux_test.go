@@ -228,6 +228,46 @@ func TestSessionListBigDirectory(t *testing.T) {
 	}
 }
 
+// TestSessionListBoundsItsBytes: 1000 links with 4000-byte targets (3.8
+// MiB of targets) are listed up to MaxListBytes of paths and targets, the
+// first names in byte order, truncated, with the directory's whole count.
+func TestSessionListBoundsItsBytes(t *testing.T) {
+	sb := startSession(t, func(s *Spec) { s.WorkspaceBytes = 64 << 20 })
+	const n, targetLen = 1000, 4000
+	script := fmt.Sprintf(`mkdir links && cd links && python3 -c 'import os; [os.symlink("x" * %d, "l%%d" %% i) for i in range(%d)]'`, targetLen, n)
+	if r := run(t, sb, script); r.exit.GetExitCode() != 0 {
+		t.Fatalf("create links: %+v", r)
+	}
+	l, err := sb.List(context.Background(), "links", MaxListEntries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := len("links") + 1 + len("l123") + targetLen // at most
+	if len(l.Entries) == 0 || len(l.Entries) >= n || l.TotalEntries != n || !l.Truncated {
+		t.Fatalf("listing: %d entries, total %d, truncated %v; want fewer than %d, total %d, truncated", len(l.Entries), l.TotalEntries, l.Truncated, n, n)
+	}
+	held := 0
+	for _, e := range l.Entries {
+		if e.Type != FileTypeSymlink || len(e.SymlinkTarget) != targetLen {
+			t.Fatalf("entry %+v", e)
+		}
+		held += len("links") + 1 + len(e.Name) + len(e.SymlinkTarget)
+	}
+	if held > MaxListBytes || held+per <= MaxListBytes {
+		t.Fatalf("the listing holds %d bytes of paths and targets; want the most entries within %d", held, MaxListBytes)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "l" + strconv.Itoa(i)
+	}
+	slices.Sort(names)
+	for i, e := range l.Entries {
+		if e.Name != names[i] {
+			t.Fatalf("entry %d: %s, want %s", i, e.Name, names[i])
+		}
+	}
+}
+
 // TestSessionBigTransfer moves 100 MiB of random bytes in and out again:
 // byte-identical, and the supervisor's (this process's) resident memory
 // grows by less than 32 MiB meanwhile (streamed end to end).

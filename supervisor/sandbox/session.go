@@ -36,6 +36,14 @@ const (
 	// DefaultListEntries); the listing holds at most that many entries.
 	DefaultListEntries = 1000
 	MaxListEntries     = 10000
+	// MaxListBytes bounds what a listing holds, bytes: List keeps entries
+	// while the sum of their paths (the listed directory, "/" and the
+	// name) and symbolic link targets stays within it, and reports the
+	// rest as Truncated. 10000 entries of long names and targets under a
+	// long directory come to tens of MiB; 3 MiB also keeps the public
+	// ListFiles response (which repeats each full path) under the 4 MiB
+	// gRPC clients accept by default.
+	MaxListBytes = 3 << 20
 )
 
 // ExecRequest is one exec of a session sandbox.
