@@ -26,10 +26,12 @@ demo: build
 
 # The README's test command: installs what the tests need, then runs every
 # test (unit, integration, hostile, compatibility) and the race detector on
-# the supervisor and worker packages.
+# the supervisor and worker packages. A package's tests may take up to
+# 30 minutes (go test's default is 10): the compatibility suite takes
+# about 2 minutes on a quiet 2-core machine and 10 at a load of 20.
 test: deps
-	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./supervisor/... ./worker/... ./runtime/...
+	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 30m -race ./supervisor/... ./worker/... ./runtime/...
 
 # The cgroup package's tests, the integration suite and the hostile suite
 # on a real, pure cgroup v2 kernel: Debian's kernel booted in qemu (TCG),
