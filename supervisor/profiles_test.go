@@ -12,6 +12,7 @@ import (
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/profile"
+	"github.com/execfarm/execfarm/supervisor/session"
 )
 
 // TestCreateOverAProfile: a create takes its profile's runtime, limits,
@@ -27,7 +28,8 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: limits.Default(), Ceilings: limits.DefaultCeilings(), Profiles: set}}
+	s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: limits.Default(), Ceilings: limits.DefaultCeilings(), Profiles: set},
+		sessions: newSessions(t, session.Config{})}
 	p, err := s.createParams(&execfarmv1.CreateSandboxRequest{})
 	if err != nil || p.Profile != "default" || p.Runtime != "shell" || p.Limits.MemoryBytes != 256<<20 || p.Lifetime != nil || p.IdleTimeout != 0 {
 		t.Errorf("no profile: %+v, %v", p, err)
@@ -49,6 +51,55 @@ profiles:
 	_, err = s.createParams(&execfarmv1.CreateSandboxRequest{Profile: "gpu"})
 	if st := status.Convert(rpcError(err)); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), `"gpu"`) || !strings.Contains(st.Message(), "default, py") {
 		t.Errorf("unknown profile: %v", st)
+	}
+}
+
+// newSessions is a Manager for createParams, which starts nothing: its
+// Backend and Runner are never called.
+func newSessions(t *testing.T, cfg session.Config) *session.Manager {
+	t.Helper()
+	cfg.Backend, cfg.Runner = struct{ session.Backend }{}, struct{ session.Runner }{}
+	m, err := session.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestCreateDurationsAsAsked: a lifetime or idle timeout in seconds too
+// large for a time.Duration is refused with the seconds as asked and the
+// maximum (the lifetime ceiling, else the largest duration), never the
+// saturated 9223372036 s; over a ceiling it is RESOURCE_EXHAUSTED (a
+// quota), past the largest duration INVALID_ARGUMENT.
+func TestCreateDurationsAsAsked(t *testing.T) {
+	const huge = int64(1) << 53
+	for _, tt := range []struct {
+		name       string
+		ceiling    time.Duration
+		life, idle *int64
+		code       codes.Code
+		want       []string
+	}{
+		{"lifetime over the ceiling", 24 * time.Hour, ptr(huge), nil, codes.ResourceExhausted, []string{"9007199254740992s", "86400s"}},
+		{"lifetime of MaxInt64 over the ceiling", 24 * time.Hour, ptr(int64(1<<63 - 1)), nil, codes.ResourceExhausted, []string{"9223372036854775807s", "86400s"}},
+		{"lifetime past a duration, no ceiling", session.NoLifetimeCeiling, ptr(huge), nil, codes.InvalidArgument, []string{"shutdown_after_seconds", "9007199254740992 s", "maximum 9223372036 s"}},
+		{"idle timeout past a duration", 0, nil, ptr(huge), codes.InvalidArgument, []string{"idle_timeout_seconds", "9007199254740992 s", "maximum 9223372036 s"}},
+		{"negative idle timeout", 0, nil, ptr(int64(-1)), codes.InvalidArgument, []string{"idle_timeout_seconds", "negative"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Server{cfg: Config{DefaultRuntime: "goja", Defaults: limits.Default(), Ceilings: limits.DefaultCeilings(), Profiles: profile.Default()},
+				sessions: newSessions(t, session.Config{MaxLifetime: tt.ceiling})}
+			_, err := s.createParams(&execfarmv1.CreateSandboxRequest{ShutdownAfterSeconds: tt.life, IdleTimeoutSeconds: tt.idle})
+			st := status.Convert(rpcError(err))
+			if st.Code() != tt.code {
+				t.Errorf("code %v, want %v: %v", st.Code(), tt.code, st.Message())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(st.Message(), w) {
+					t.Errorf("%q does not name %q", st.Message(), w)
+				}
+			}
+		})
 	}
 }
 

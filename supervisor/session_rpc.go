@@ -127,12 +127,17 @@ func (s *Server) createParams(req *execfarmv1.CreateSandboxRequest) (session.Cre
 	p := session.CreateParams{Runtime: cmp.Or(rt, prof.Runtime), Limits: l, Labels: req.GetLabels(), Profile: prof.Name,
 		Lifetime: prof.ShutdownAfter}
 	if req.ShutdownAfterSeconds != nil {
-		d := limits.Seconds(req.GetShutdownAfterSeconds())
+		d, err := s.sessions.LifetimeSeconds(req.GetShutdownAfterSeconds())
+		if err != nil {
+			return session.CreateParams{}, err
+		}
 		p.Lifetime = &d
 	}
 	switch {
 	case req.IdleTimeoutSeconds != nil:
-		p.IdleTimeout = limits.Seconds(req.GetIdleTimeoutSeconds())
+		if p.IdleTimeout, err = session.IdleTimeoutSeconds(req.GetIdleTimeoutSeconds()); err != nil {
+			return session.CreateParams{}, err
+		}
 	case prof.IdleTimeout != nil:
 		p.IdleTimeout = *prof.IdleTimeout
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -294,10 +295,52 @@ func (m *Manager) Lifetime(asked *time.Duration) (time.Duration, error) {
 	case ceiling == NoLifetimeCeiling:
 		return d, nil
 	case d == 0 || d > ceiling:
-		return 0, &QuotaError{Limit: "sandbox lifetime ceiling", Flag: "--sandbox-max-lifetime",
-			Max: int64(ceiling / time.Second), Asked: int64(d / time.Second), Unit: "s"}
+		return 0, m.overCeiling(int64(d / time.Second))
 	}
 	return d, nil
+}
+
+// MaxSeconds is the most seconds a time.Duration holds (9223372036 s,
+// about 292 years): a lifetime or idle timeout past it is refused, not
+// saturated.
+const MaxSeconds = math.MaxInt64 / int64(time.Second)
+
+// LifetimeSeconds is Lifetime for a lifetime as the request gives it,
+// in seconds (shutdown_after_seconds): its errors name n as asked, never
+// the duration it would convert to. Errors: a *FieldError for a negative
+// n, or for one past MaxSeconds when there is no ceiling; a *QuotaError
+// for one over the ceiling.
+func (m *Manager) LifetimeSeconds(n int64) (time.Duration, error) {
+	switch {
+	case n < 0:
+		return 0, &FieldError{Field: "shutdown_after_seconds", Reason: "must not be negative"}
+	case n <= MaxSeconds:
+		d := time.Duration(n) * time.Second
+		return m.Lifetime(&d)
+	}
+	if m.cfg.MaxLifetime == NoLifetimeCeiling {
+		return 0, &FieldError{Field: "shutdown_after_seconds", Reason: fmt.Sprintf("%d s is over the maximum %d s", n, MaxSeconds)}
+	}
+	return 0, m.overCeiling(n)
+}
+
+// overCeiling is the refusal of a lifetime of asked seconds (0: none).
+func (m *Manager) overCeiling(asked int64) error {
+	return &QuotaError{Limit: "sandbox lifetime ceiling", Flag: "--sandbox-max-lifetime",
+		Max: int64(m.cfg.MaxLifetime / time.Second), Asked: asked, Unit: "s"}
+}
+
+// IdleTimeoutSeconds is an idle timeout as the request gives it, in
+// seconds (idle_timeout_seconds; 0 = none). Errors: a *FieldError naming
+// n for a negative one or one past MaxSeconds.
+func IdleTimeoutSeconds(n int64) (time.Duration, error) {
+	switch {
+	case n < 0:
+		return 0, &FieldError{Field: "idle_timeout_seconds", Reason: "must not be negative"}
+	case n > MaxSeconds:
+		return 0, &FieldError{Field: "idle_timeout_seconds", Reason: fmt.Sprintf("%d s is over the maximum %d s", n, MaxSeconds)}
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // reserve counts a create in progress for account (the owner's unscoped
