@@ -243,15 +243,18 @@ func (b *Bridge) register() error {
 	}
 	b.Server = mcp.NewServer(&mcp.Implementation{Name: "execfarm", Version: b.cfg.Version}, &mcp.ServerOptions{Instructions: text})
 	rs := &bridge{client: b.cfg.Executions}
-	mcp.AddTool(b.Server, &mcp.Tool{
+	tool := &mcp.Tool{
 		Name:        ToolName,
 		Description: "Run TypeScript/JavaScript, a shell command or Python in an isolated sandbox. Modes: execute (default) runs and returns the output; stream sends output as progress notifications; async returns an executionId for status (with wait) and cancel; list shows recent executions; test runs uvu tests (test/assert) and returns per-test results.",
 		InputSchema: schema,
-	}, rs.call)
-	if b.cfg.Sessions != nil {
-		addSessionTools(b.Server, b.cfg.Sessions)
 	}
-	b.Server.AddReceivingMiddleware(b.scope, nullIsAbsent)
+	mcp.AddTool(b.Server, tool, rs.call)
+	ints := toolInts{}
+	ints.add(tool)
+	if b.cfg.Sessions != nil {
+		addSessionTools(b.Server, b.cfg.Sessions, ints)
+	}
+	b.Server.AddReceivingMiddleware(b.scope, nullIsAbsent, ints.middleware)
 	return nil
 }
 

@@ -254,15 +254,15 @@ func TestRefusals(t *testing.T) {
 		{map[string]any{"mode": "cancel"}, "INVALID_ARGUMENT: executionId is required"},
 		{map[string]any{"mode": "test"}, "INVALID_ARGUMENT: tests is required"},
 		{map[string]any{"mode": "run"}, "enum"},
-		{map[string]any{"code": "1", "timeout": 120001}, "maximum"},
+		{map[string]any{"code": "1", "timeout": 120001}, "INVALID_ARGUMENT: timeout: 120001 is out of range: want an integer from 0 to 120000"},
 		{map[string]any{"code": "1", "runtime": "ruby"}, "enum"},
-		{map[string]any{"mode": "list", "limit": 101}, "maximum"},
+		{map[string]any{"mode": "list", "limit": 101}, "INVALID_ARGUMENT: limit: 101 is out of range: want an integer from 0 to 100"},
 		{map[string]any{"mode": "list", "states": []string{"done"}}, "enum"},
 		{map[string]any{"code": 5}, "code"},
-		{map[string]any{"code": "1", "maxOutputChars": 127}, "minimum"},
+		{map[string]any{"code": "1", "maxOutputChars": 127}, "INVALID_ARGUMENT: maxOutputChars: 127 is out of range: want an integer from 128 to 300000"},
 		{map[string]any{"code": strings.Repeat("x", MaxCodeBytes+1)}, "INVALID_ARGUMENT: code and tests are"},
 		{map[string]any{"mode": "test", "code": strings.Repeat("x", MaxCodeBytes), "tests": "test('a', () => {})"}, "INVALID_ARGUMENT: code and tests are"},
-		{map[string]any{"code": "1", "maxOutputChars": 300001}, "maximum"},
+		{map[string]any{"code": "1", "maxOutputChars": 300001}, "INVALID_ARGUMENT: maxOutputChars: 300001 is out of range: want an integer from 128 to 300000"},
 	} {
 		if _, errText := call(t, cs, c.args, nil); !strings.Contains(errText, c.want) {
 			t.Errorf("%v: tool error %q, want it to contain %q", c.args, errText, c.want)

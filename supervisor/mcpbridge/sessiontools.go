@@ -283,10 +283,10 @@ func timeoutProp(p *jsonschema.Schema, def int) {
 }
 
 // addSessionTools adds the session tools and the get_sandboxes resource
-// to s.
-func addSessionTools(s *mcp.Server, client execfarmv1.SessionServiceClient) {
+// to s, and their integer arguments to ints.
+func addSessionTools(s *mcp.Server, client execfarmv1.SessionServiceClient, ints toolInts) {
 	st := &sessionTools{client: client}
-	addTool(s, &mcp.Tool{
+	addTool(s, ints, &mcp.Tool{
 		Name: CreateSandboxTool,
 		Description: "Create an isolated sandbox (its own namespaces, cgroup, seccomp filter and read-only root; a writable /workspace that persists between commands) from a sandbox profile (warmpool), and return its sandbox_claim_name. " +
 			"It lives shutdown_after_seconds (absent or null: the warmpool's lifetime, else 300) unless deleted first, and belongs to this MCP client alone: no other client can see or use it, and when this client's session ends (a stdio client exits) it is deleted. " +
@@ -302,12 +302,12 @@ func addSessionTools(s *mcp.Server, client execfarmv1.SessionServiceClient) {
 			p["shutdown_after_seconds"].Minimum = ptr(1.0)
 		}),
 	}, st.create)
-	addTool(s, &mcp.Tool{
+	addTool(s, ints, &mcp.Tool{
 		Name:        DeleteSandboxTool,
 		Description: "Delete one of your sandboxes: every command still running in it is killed and everything in it is destroyed. A sandbox that is not yours, or is gone, is NOT_FOUND. namespace is ignored.",
 		InputSchema: withSchema[SandboxRef](func(map[string]*jsonschema.Schema, *jsonschema.Schema) {}),
 	}, st.delete)
-	addTool(s, &mcp.Tool{
+	addTool(s, ints, &mcp.Tool{
 		Name: ExecuteCommandTool,
 		Description: "Run a shell command (/bin/sh -c) in one of your sandboxes, in /workspace, and return exit_code, stdout and stderr. timeout (default 60 s) kills the command and everything it started. " +
 			"Output is cut to max_output_chars characters (default 30000, 128 to 300000) of stdout and stderr together: half each at first, a stream that needs less leaves the rest to the other, and an oversized stream keeps its beginning and end around \"[... N characters omitted ...]\". " +
@@ -318,7 +318,7 @@ func addSessionTools(s *mcp.Server, client execfarmv1.SessionServiceClient) {
 			p["max_output_chars"].Default = defaultOf(DefaultOutputChars)
 		}),
 	}, st.execute)
-	addTool(s, &mcp.Tool{
+	addTool(s, ints, &mcp.Tool{
 		Name: UploadFileTool,
 		Description: fmt.Sprintf("Write a file in one of your sandboxes (parent directories are created) from text, or from base64 with binary true; returns the number of bytes written. "+
 			"At most %d bytes (1 MiB) a file: %s. namespace is ignored.", MaxFileBytes, largeFiles),
@@ -327,7 +327,7 @@ func addSessionTools(s *mcp.Server, client execfarmv1.SessionServiceClient) {
 			p["binary"].Default = defaultOf(false)
 		}),
 	}, st.upload)
-	addTool(s, &mcp.Tool{
+	addTool(s, ints, &mcp.Tool{
 		Name: DownloadFileTool,
 		Description: fmt.Sprintf("Read a file of one of your sandboxes: its content as text (UTF-8), or as base64 with binary true, and the number of bytes read. "+
 			"At most %d bytes (1 MiB) a file: %s. namespace is ignored.", MaxFileBytes, largeFiles),
@@ -336,7 +336,7 @@ func addSessionTools(s *mcp.Server, client execfarmv1.SessionServiceClient) {
 			p["binary"].Default = defaultOf(false)
 		}),
 	}, st.download)
-	addTool(s, &mcp.Tool{
+	addTool(s, ints, &mcp.Tool{
 		Name: ListFilesTool,
 		Description: "List a directory of one of your sandboxes: entries (name, size, type file/directory/symlink/other, mod_time in POSIX seconds) sorted by name, at most max_entries (default 1000, at most 10000) and at most 3 MiB of them, with total_entries counting them all and truncated when some were left out; " +
 			"a name that is not UTF-8 has U+FFFD for each run of its invalid bytes and not_utf8 true (not the real name); " +
@@ -347,14 +347,14 @@ func addSessionTools(s *mcp.Server, client execfarmv1.SessionServiceClient) {
 			p["max_entries"].Default = defaultOf(DefaultListEntries)
 		}),
 	}, st.list)
-	addTool(s, &mcp.Tool{
+	addTool(s, ints, &mcp.Tool{
 		Name:        FileExistsTool,
 		Description: "Check whether a file or directory exists in one of your sandboxes (symlinks are not followed): exists, and its type when it does. A missing path is exists false, not an error. namespace is ignored.",
 		InputSchema: withSchema[FileExistsInput](func(p map[string]*jsonschema.Schema, _ *jsonschema.Schema) {
 			timeoutProp(p["timeout"], DefaultCommandTimeoutSeconds)
 		}),
 	}, st.exists)
-	addTool(s, &mcp.Tool{
+	addTool(s, ints, &mcp.Tool{
 		Name:        GetSandboxStatusTool,
 		Description: "Report a sandbox's readiness: status SandboxReady, SandboxNotReady (being deleted or expiring, or its worker was lost; message says which) or SandboxNotFound (never created, gone, or not yours), ready, and message. namespace is ignored.",
 		InputSchema: withSchema[SandboxRef](func(map[string]*jsonschema.Schema, *jsonschema.Schema) {}),
@@ -371,7 +371,8 @@ func addSessionTools(s *mcp.Server, client execfarmv1.SessionServiceClient) {
 // unless "", the result's text content (else the SDK's JSON of it). A
 // handler's gRPC error becomes a tool error starting with its code
 // (wireError); a result whose JSON is over MaxResultBytes becomes one.
-func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h func(context.Context, In) (Out, string, error)) {
+func addTool[In, Out any](s *mcp.Server, ints toolInts, t *mcp.Tool, h func(context.Context, In) (Out, string, error)) {
+	ints.add(t)
 	mcp.AddTool(s, t, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		var zero Out
 		out, text, err := h(ctx, in)

@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -184,5 +185,65 @@ func TestNullArgumentsAreAbsent(t *testing.T) {
 		t.Errorf("runSandbox list with its arguments null: %s", text)
 	} else if r, ok := fc.last().(*sandboxv1.ListExecutionsRequest); !ok || r.GetLimit() != DefaultListLimit || len(r.GetStates()) != 0 {
 		t.Errorf("runSandbox list with its arguments null asked for %v, want the default limit and no states", fc.last())
+	}
+}
+
+// TestIntegerArgumentsAreExact: every integer argument of every tool
+// (read from tools/list) given 2^63-1, 2^53 or a fraction is refused
+// INVALID_ARGUMENT naming the argument, the value as sent and the range,
+// and no Go type; 2^53-1, where the schema allows it, passes.
+func TestIntegerArgumentsAreExact(t *testing.T) {
+	f, fc := &fakeSessions{}, &fakeClient{}
+	b, err := New(Config{Executions: fc, Sessions: f, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := jsonLines(t, b.Server)
+	list := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	res, _ := list["result"].(map[string]any)
+	tools, _ := res["tools"].([]any)
+	id, checked := 10, 0
+	for _, tool := range tools {
+		tool := tool.(map[string]any)
+		name := tool["name"].(string)
+		props, _ := tool["inputSchema"].(map[string]any)["properties"].(map[string]any)
+		for arg, p := range props {
+			p := p.(map[string]any)
+			isInt := p["type"] == "integer"
+			if types, ok := p["type"].([]any); ok {
+				isInt = slices.Contains(types, any("integer"))
+			}
+			if !isInt {
+				continue
+			}
+			checked++
+			for _, v := range []string{"9223372036854775807", "9007199254740992", "-9007199254740993", "1e400", "2.5"} {
+				id++
+				m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{%q:%s}}}`, id, name, arg, v))
+				r, _ := m["result"].(map[string]any)
+				var text string
+				if content, _ := r["content"].([]any); len(content) > 0 {
+					text, _ = content[0].(map[string]any)["text"].(string)
+				}
+				if r["isError"] != true || !strings.HasPrefix(text, "INVALID_ARGUMENT: "+arg+": "+v+" ") || !strings.Contains(text, "want an integer from ") {
+					t.Errorf("%s %s %s: %q, want it refused naming the argument, the value and the range", name, arg, v, text)
+				}
+				for _, goType := range []string{"int64", "int32", "float64", "Go ", "struct"} {
+					if strings.Contains(text, goType) {
+						t.Errorf("%s %s %s: %q names a Go type", name, arg, v, text)
+					}
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d integer arguments, want every one of the tools' (at least 10)", checked)
+	}
+	id++
+	m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"mode":"list","includeCompletedWithinMs":9007199254740991}}}`, id, ToolName))
+	if r, _ := m["result"].(map[string]any); r["isError"] == true {
+		t.Errorf("includeCompletedWithinMs 2^53-1: %v, want it passed", r)
+	} else if req, ok := fc.last().(*sandboxv1.ListExecutionsRequest); !ok || req.GetIncludeCompletedWithinMs() != 9007199254740991 {
+		t.Errorf("includeCompletedWithinMs 2^53-1 asked for %v, want it exact", fc.last())
 	}
 }
