@@ -249,7 +249,7 @@ func downloadTarget(local string, info *execfarmv1.FileInfo) (w io.Writer, commi
 }
 
 func lsCmd(cf *clientFlags) *cobra.Command {
-	var maxEntries int32
+	maxEntries := countFlag{want: "a whole number from 1 to 10000 (0: the default, 1000)"}
 	cmd := &cobra.Command{
 		Use:   "ls SANDBOX [PATH]",
 		Short: "List a directory of a session sandbox (default /workspace)",
@@ -267,7 +267,7 @@ stderr says so.`,
 				path = args[1]
 			}
 			return cf.sessionCall(func(c sessionClients) error {
-				resp, err := c.sessions.ListFiles(cmd.Context(), &execfarmv1.ListFilesRequest{SandboxId: args[0], Path: path, MaxEntries: maxEntries})
+				resp, err := c.sessions.ListFiles(cmd.Context(), &execfarmv1.ListFilesRequest{SandboxId: args[0], Path: path, MaxEntries: maxEntries.n})
 				if err != nil {
 					return err
 				}
@@ -291,13 +291,13 @@ stderr says so.`,
 					fmt.Fprintf(os.Stderr, "execfarm: %d names or link targets are not UTF-8; shown with U+FFFD, they are not the real ones\n", notUTF8)
 				}
 				if resp.GetTruncated() {
-					fmt.Fprintf(os.Stderr, "execfarm: %s holds %d entries; %d shown (%s)\n", resp.GetPath(), resp.GetTotalEntries(), len(resp.GetEntries()), listCut(maxEntries, len(resp.GetEntries())))
+					fmt.Fprintf(os.Stderr, "execfarm: %s holds %d entries; %d shown (%s)\n", resp.GetPath(), resp.GetTotalEntries(), len(resp.GetEntries()), listCut(maxEntries.n, len(resp.GetEntries())))
 				}
 				return nil
 			})
 		},
 	}
-	cmd.Flags().Int32Var(&maxEntries, "max-entries", 0, "show at most this many entries, at most 10000 (default 1000)")
+	cmd.Flags().Var(&maxEntries, "max-entries", "show at most this many entries, at most 10000 (default 1000)")
 	return cmd
 }
 

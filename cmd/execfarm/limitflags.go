@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -21,7 +22,7 @@ import (
 type limitFlags struct {
 	memory, output, workspace quantityFlag // bytes
 	cpus                      quantityFlag // cores
-	pids, fds                 int32
+	pids, fds                 countFlag
 	timeout, cpuTime          time.Duration
 }
 
@@ -30,9 +31,12 @@ type limitFlags struct {
 func (l *limitFlags) register(fs *pflag.FlagSet, what string) {
 	fs.Var(&l.memory, "memory", "memory limit of "+what+", bytes with units: 256Mi, 1Gi (default: the server's, 512Mi)")
 	fs.Var(&l.cpus, "cpus", "CPU bandwidth of "+what+" in cores: 0.5, 2 (default: the server's, 1)")
-	fs.Int32Var(&l.pids, "pids", 0, "processes and threads of "+what+" (default: the server's, 256)")
-	fs.Int32Var(&l.fds, "open-files", 0, "open file descriptors per process (RLIMIT_NOFILE; at least 64; default: the server's, 1024)")
-	fs.Int32Var(&l.fds, "fds", 0, "the same as --open-files")
+	ceil := limits.DefaultCeilings()
+	l.pids.want = fmt.Sprintf("a whole number from %d to the server's ceiling (%d unless configured)", limits.MinProcesses, ceil.Processes)
+	l.fds.want = fmt.Sprintf("a whole number from %d to the server's ceiling (%d unless configured)", limits.MinFileDescriptors, ceil.FileDescriptors)
+	fs.Var(&l.pids, "pids", "processes and threads of "+what+fmt.Sprintf(" (at least %d; default: the server's, 256)", limits.MinProcesses))
+	fs.Var(&l.fds, "open-files", fmt.Sprintf("open file descriptors per process (RLIMIT_NOFILE; at least %d; default: the server's, 1024)", limits.MinFileDescriptors))
+	fs.Var(&l.fds, "fds", "the same as --open-files")
 	fs.Var(&l.output, "output-limit", "output kept per stream, bytes with units (default: the server's, 1Mi)")
 	fs.DurationVar(&l.timeout, "timeout", 0, "wall-clock timeout of each execution: 30s, 2m (default: the server's, 30s)")
 	fs.DurationVar(&l.cpuTime, "cpu-time", 0, "CPU time of each execution, all its processes together: 10s (default: none)")
@@ -42,22 +46,26 @@ func (l *limitFlags) register(fs *pflag.FlagSet, what string) {
 // proto returns the limits the flags ask for, nil when none was given.
 // Errors name the flag: a negative amount, or one too large to carry.
 func (l *limitFlags) proto() (*sandboxv1.ResourceLimits, error) {
-	out := &sandboxv1.ResourceLimits{MaxProcesses: l.pids, MaxFileDescriptors: l.fds}
+	out := &sandboxv1.ResourceLimits{MaxProcesses: l.pids.n, MaxFileDescriptors: l.fds.n}
+	ceil := limits.DefaultCeilings()
 	var err error
-	if out.MaxMemoryBytes, err = l.memory.bytes("--memory"); err != nil {
+	if out.MaxMemoryBytes, err = l.memory.limitBytes("--memory", ceil.MemoryBytes); err != nil {
 		return nil, err
 	}
-	if out.MaxOutputBytes, err = l.output.bytes("--output-limit"); err != nil {
+	if out.MaxOutputBytes, err = l.output.limitBytes("--output-limit", ceil.OutputBytes); err != nil {
 		return nil, err
 	}
-	if out.WorkspaceBytes, err = l.workspace.bytes("--workspace"); err != nil {
+	if out.WorkspaceBytes, err = l.workspace.limitBytes("--workspace", ceil.WorkspaceBytes); err != nil {
 		return nil, err
 	}
 	if l.cpus.set {
-		// 1 core = 1000m = 100 percent.
+		// 1 core = 1000m = 100 percent. A quantity past int64 milli
+		// (1e30) is refused with the rest: MilliValue would wrap it.
 		pct := l.cpus.q.MilliValue() / 10
-		if l.cpus.q.Sign() <= 0 || pct < limits.MinCPUPercent || pct > math.MaxInt32 {
-			return nil, fmt.Errorf("--cpus %s: want a number of cores, at least %g", l.cpus.q.String(), float64(limits.MinCPUPercent)/100)
+		if l.cpus.q.Sign() <= 0 || l.cpus.q.Cmp(*resource.NewQuantity(math.MaxInt32/100, resource.DecimalSI)) > 0 ||
+			pct < limits.MinCPUPercent || pct > math.MaxInt32 {
+			return nil, fmt.Errorf("--cpus %s: want a number of cores from %g to the server's ceiling (%g unless configured)",
+				l.cpus.raw, float64(limits.MinCPUPercent)/100, float64(ceil.CPUPercent)/100)
 		}
 		out.MaxCpuPercent = int32(pct)
 	}
@@ -74,12 +82,6 @@ func (l *limitFlags) proto() (*sandboxv1.ResourceLimits, error) {
 		}
 		*d.dst = d.v.Milliseconds()
 	}
-	switch {
-	case l.pids < 0:
-		return nil, fmt.Errorf("--pids %d: must not be negative", l.pids)
-	case l.fds < 0:
-		return nil, fmt.Errorf("--open-files %d: must not be negative", l.fds)
-	}
 	if proto.Equal(out, &sandboxv1.ResourceLimits{}) {
 		return nil, nil
 	}
@@ -90,6 +92,7 @@ func (l *limitFlags) proto() (*sandboxv1.ResourceLimits, error) {
 // 256Mi, 1G, 1.5, 500m).
 type quantityFlag struct {
 	q   resource.Quantity
+	raw string // as given, for refusals
 	set bool
 }
 
@@ -105,11 +108,43 @@ func (f *quantityFlag) Set(s string) error {
 	if err != nil {
 		return fmt.Errorf("%q: want an amount with units, as 256Mi, 1G or 0.5", s)
 	}
-	f.q, f.set = q, true
+	f.q, f.raw, f.set = q, s, true
 	return nil
 }
 
 func (f *quantityFlag) Type() string { return "quantity" }
+
+// limitBytes is bytes for a limit: its refusal names the accepted range,
+// up to the server's default ceiling.
+func (f *quantityFlag) limitBytes(flag string, ceiling int64) (int64, error) {
+	n, err := f.bytes(flag)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: want an amount of bytes from 1 to the server's ceiling (%s unless configured)",
+			flag, f.raw, resource.NewQuantity(ceiling, resource.BinarySI))
+	}
+	return n, nil
+}
+
+// countFlag is a flag holding a count of a limit (processes, file
+// descriptors): a whole number, 0 (the default) for the server's default.
+// A refusal says want, the accepted values.
+type countFlag struct {
+	n    int32
+	want string
+}
+
+func (f *countFlag) String() string { return strconv.Itoa(int(f.n)) }
+
+func (f *countFlag) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want %s", f.want)
+	}
+	f.n = int32(n)
+	return nil
+}
+
+func (f *countFlag) Type() string { return "int" }
 
 // bytes returns the amount in bytes (rounded up), 0 when unset.
 func (f *quantityFlag) bytes(flag string) (int64, error) {

@@ -98,10 +98,28 @@ func TestLimitFlags(t *testing.T) {
 			t.Errorf("%v accepted: %v", bad, got)
 		}
 	}
-	// The server's minimum, said by the CLI (it once said 0.01, and the
-	// server then refused 0.01).
-	if _, err := parse("--cpus", "0.05"); err == nil || !strings.Contains(err.Error(), "at least 0.1") {
-		t.Errorf("--cpus 0.05: %v; want the minimum 0.1 named", err)
+	// A refusal names the value as given and the accepted range, the
+	// server's minimum (it once said 0.01, and the server then refused
+	// 0.01) and its default ceiling; never "at least" for a value too
+	// large, nor a Go function.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cpus", "0.05"}, "--cpus 0.05: want a number of cores from 0.1 to the server's ceiling (8 unless configured)"},
+		{[]string{"--cpus", "1e9"}, "--cpus 1e9: want a number of cores from 0.1 to the server's ceiling (8 unless configured)"},
+		{[]string{"--cpus", "1e30"}, "--cpus 1e30: want a number of cores from 0.1"},
+		{[]string{"--pids", "1e9"}, `"1e9" for "--pids" flag: want a whole number from 8 to the server's ceiling (4096 unless configured)`},
+		{[]string{"--pids", "99999999999"}, `"99999999999" for "--pids" flag: want a whole number from 8`},
+		{[]string{"--open-files", "-1"}, `"-1" for "--open-files" flag: want a whole number from 64 to the server's ceiling (65536 unless configured)`},
+		{[]string{"--memory", "1e30"}, "--memory 1e30: want an amount of bytes from 1 to the server's ceiling (8Gi unless configured)"},
+		{[]string{"--workspace", "10E"}, "--workspace 10E: want an amount of bytes from 1 to the server's ceiling (2Gi unless configured)"},
+		{[]string{"--output-limit", "0"}, "--output-limit 0: want an amount of bytes from 1 to the server's ceiling (64Mi unless configured)"},
+	} {
+		_, err := parse(tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "strconv") {
+			t.Errorf("%v: %v; want %q", tt.args, err, tt.want)
+		}
 	}
 	if got, err := parse("--cpus", "0.1"); err != nil || got.GetMaxCpuPercent() != 10 {
 		t.Errorf("--cpus 0.1: %v, %v; want 10 percent", got, err)

@@ -47,6 +47,9 @@ const MinCPUTimeMs = 100
 // core: the worker's own start-up runs under the sandbox's CPU quota.
 const MinCPUPercent = 10
 
+// MinProcesses is the smallest max_processes the server accepts.
+const MinProcesses = 8
+
 // MinFileDescriptors is the smallest RLIMIT_NOFILE (max_file_descriptors)
 // of an execution, whatever its runtime. The worker sets the program's
 // rlimits on itself just before the fork (worker/server_linux.go: the
@@ -167,7 +170,7 @@ func (l Set) checkMinimums() error {
 		{"limits.max_cpu_percent", int64(l.CPUPercent), MinCPUPercent, ""},
 		{"limits.max_file_descriptors", int64(l.FileDescriptors), MinFileDescriptors,
 			"every runtime: the sandbox's worker holds some of them when it starts the program"},
-		{"limits.max_processes", int64(l.Processes), 8, ""},
+		{"limits.max_processes", int64(l.Processes), MinProcesses, ""},
 		{"limits.workspace_bytes", l.WorkspaceBytes, MinWorkspaceBytes, ""},
 	}
 	if l.CPUTimeMs > 0 && l.CPUTimeMs < MinCPUTimeMs {
