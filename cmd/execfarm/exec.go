@@ -52,11 +52,11 @@ truncated (the command exited 0 but wrote more than the output limit).
 			}
 			req := &execfarmv1.ExecRequest{SandboxId: args[0], Code: commandLine(r, args[1:]), Runtime: r,
 				KeepStdinOpen: interactive, Env: env, Workdir: workdir}
-			if timeout < 0 {
-				return fmt.Errorf("--timeout %v: must not be negative", timeout)
+			ms, err := millis("--timeout", timeout, 1)
+			if err != nil {
+				return err
 			}
-			if timeout > 0 {
-				ms := max(timeout.Milliseconds(), 1)
+			if ms > 0 {
 				req.TimeoutMs = &ms
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -71,7 +71,7 @@ truncated (the command exited 0 but wrote more than the output limit).
 	f.BoolVarP(&interactive, "stdin", "i", false, "give this command's standard input to the exec, until its end")
 	f.StringVarP(&workdir, "workdir", "w", "", "working directory, absolute or relative to /workspace (default /workspace)")
 	f.StringToStringVarP(&env, "env", "e", nil, "environment variable K=V (repeatable)")
-	f.DurationVar(&timeout, "timeout", 0, "wall-clock timeout: 30s, 5m (default: the sandbox's)")
+	f.DurationVar(&timeout, "timeout", 0, "wall-clock timeout, whole milliseconds, at least 1ms: 30s, 5m; 0 = the sandbox's default")
 	f.BoolVarP(&verbose, "verbose", "v", false, "print the termination reason and resource usage to stderr")
 	return cmd
 }

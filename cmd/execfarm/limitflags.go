@@ -38,8 +38,8 @@ func (l *limitFlags) register(fs *pflag.FlagSet, what string) {
 	fs.Var(&l.fds, "open-files", fmt.Sprintf("open file descriptors per process (RLIMIT_NOFILE; at least %d; default: the server's, 1024)", limits.MinFileDescriptors))
 	fs.Var(&l.fds, "fds", "the same as --open-files")
 	fs.Var(&l.output, "output-limit", "output kept per stream, bytes with units (default: the server's, 1Mi)")
-	fs.DurationVar(&l.timeout, "timeout", 0, "wall-clock timeout of each execution: 30s, 2m (default: the server's, 30s)")
-	fs.DurationVar(&l.cpuTime, "cpu-time", 0, "CPU time of each execution, all its processes together: 10s (default: none)")
+	fs.DurationVar(&l.timeout, "timeout", 0, "wall-clock timeout of each execution, whole milliseconds, at least 1ms: 30s, 2m; 0 = the server's default, 30s")
+	fs.DurationVar(&l.cpuTime, "cpu-time", 0, fmt.Sprintf("CPU time of each execution, all its processes together, whole milliseconds, at least %dms: 10s; 0 = the server's default, none", limits.MinCPUTimeMs))
 	fs.Var(&l.workspace, "workspace", "size of the /workspace file system, bytes with units (default: the server's, 64Mi)")
 }
 
@@ -69,18 +69,11 @@ func (l *limitFlags) proto() (*sandboxv1.ResourceLimits, error) {
 		}
 		out.MaxCpuPercent = int32(pct)
 	}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-		dst  *int64
-	}{{"--timeout", l.timeout, &out.TimeoutMs}, {"--cpu-time", l.cpuTime, &out.CpuTimeMs}} {
-		switch {
-		case d.v < 0:
-			return nil, fmt.Errorf("%s %v: must not be negative", d.flag, d.v)
-		case d.v > 0 && d.v < time.Millisecond:
-			return nil, fmt.Errorf("%s %v: at least 1ms", d.flag, d.v)
-		}
-		*d.dst = d.v.Milliseconds()
+	if out.TimeoutMs, err = millis("--timeout", l.timeout, 1); err != nil {
+		return nil, err
+	}
+	if out.CpuTimeMs, err = millis("--cpu-time", l.cpuTime, limits.MinCPUTimeMs); err != nil {
+		return nil, err
 	}
 	if proto.Equal(out, &sandboxv1.ResourceLimits{}) {
 		return nil, nil
@@ -113,6 +106,25 @@ func (f *quantityFlag) Set(s string) error {
 }
 
 func (f *quantityFlag) Type() string { return "quantity" }
+
+// millis is a duration flag's value in whole milliseconds, as the API
+// takes timeout_ms and cpu_time_ms: 0 = the default (the flag left out),
+// else at least minMs. A negative duration, one under minMs or one with a
+// fraction of a millisecond is refused naming the rule.
+func millis(flag string, d time.Duration, minMs int64) (int64, error) {
+	least := time.Duration(minMs) * time.Millisecond
+	switch {
+	case d == 0:
+		return 0, nil
+	case d < 0:
+		return 0, fmt.Errorf("%s %v: must not be negative (at least %v, or 0 for the default)", flag, d, least)
+	case d < least:
+		return 0, fmt.Errorf("%s %v: below the minimum %v (0 is the default)", flag, d, least)
+	case d%time.Millisecond != 0:
+		return 0, fmt.Errorf("%s %v: want whole milliseconds", flag, d)
+	}
+	return d.Milliseconds(), nil
+}
 
 // limitBytes is bytes for a limit: its refusal names the accepted range,
 // up to the server's default ceiling.

@@ -305,3 +305,46 @@ func TestSandboxCreateDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeoutFlags: --timeout and --cpu-time of run, test and sandbox
+// create (limitFlags) and exec's --timeout keep one rule, the API's for
+// timeout_ms and cpu_time_ms: 0 is the default; else whole milliseconds
+// from the minimum, and a refusal names the minimum. exec once rounded
+// 500us up to 1ms where run refused it.
+func TestTimeoutFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" = accepted
+		ms   int64
+	}{
+		{[]string{"--timeout", "0s"}, "", 0},
+		{[]string{"--timeout", "1ms"}, "", 1},
+		{[]string{"--timeout", "500us"}, "--timeout 500µs: below the minimum 1ms (0 is the default)", 0},
+		{[]string{"--timeout", "1500us"}, "--timeout 1.5ms: want whole milliseconds", 0},
+		{[]string{"--timeout", "-1s"}, "--timeout -1s: must not be negative (at least 1ms, or 0 for the default)", 0},
+		{[]string{"--cpu-time", "50ms"}, "--cpu-time 50ms: below the minimum 100ms (0 is the default)", 0},
+	} {
+		var l limitFlags
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		l.register(fs, "it")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.proto()
+		switch {
+		case tc.want == "" && (err != nil || got.GetTimeoutMs() != tc.ms):
+			t.Errorf("run %q: %v, %v; want timeout_ms %d", tc.args, got, err, tc.ms)
+		case tc.want != "" && (err == nil || err.Error() != tc.want):
+			t.Errorf("run %q: %v, want %q", tc.args, err, tc.want)
+		}
+		if tc.args[0] != "--timeout" || tc.want == "" {
+			continue
+		}
+		cmd := execCmd(&clientFlags{socket: filepath.Join(t.TempDir(), "none.sock")})
+		cmd.SetArgs(append([]string{"sb"}, append(tc.args, "--", "true")...))
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		if err := cmd.Execute(); err == nil || err.Error() != tc.want {
+			t.Errorf("exec %q: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
