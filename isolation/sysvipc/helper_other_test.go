@@ -1,0 +1,5 @@
+//go:build !linux
+
+package sysvipc
+
+func runHelper() int { return 1 }
