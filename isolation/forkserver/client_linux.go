@@ -393,6 +393,20 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	return unix.PidfdSendSignal(p.pidfd, sig, nil, 0)
 }
 
+// WithPidFD calls f with the process's pidfd, which names this process
+// even once its pid is reused (setns(2) takes one since Linux 5.8), and
+// returns f's error; Release waits until f has returned. It returns
+// os.ErrProcessDone without calling f after Release or when the fork
+// server sent no pidfd.
+func (p *Process) WithPidFD(f func(pidfd int) error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released || p.pidfd < 0 {
+		return os.ErrProcessDone
+	}
+	return f(p.pidfd)
+}
+
 // ReleaseTimeout bounds how long Release waits for the fork server to
 // reap a process.
 const ReleaseTimeout = 5 * time.Second
