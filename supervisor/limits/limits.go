@@ -203,7 +203,8 @@ func (l Set) Rlimits() []*workerv1.Rlimit {
 
 // Spec is the sandbox a run with limits l needs: its cgroup limits, a
 // workspace of WorkspaceBytes, and /tmp and /dev/shm of ScratchBytes
-// each. The warm pool holds sandboxes of the resolved server defaults'
+// each (and System V shared memory of as much, bounded in the sandbox's
+// IPC namespace by the supervisor: sysvipc.LimitsFor). The warm pool holds sandboxes of the resolved server defaults'
 // Spec.
 func (l Set) Spec() sandbox.Spec {
 	scratch := l.ScratchBytes()

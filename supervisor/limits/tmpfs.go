@@ -12,15 +12,24 @@ import (
 // candidate but its worker (the sandbox's init), so a session sandbox
 // ended and lost its files (red-team pass). The rule that prevents it:
 //
-//	charge(workspace) + charge(tmp) + charge(shm) <= memory - ReserveBytes(memory)
+//	charge(workspace) + charge(tmp) + charge(shm) + sysv(shm) <= memory - ReserveBytes(memory)
 //
 // where charge is rootfs.TmpfsChargeBytes (a mount's pages and its inodes'
-// kernel memory when full). Files alone therefore fail with ENOSPC while
-// at least ReserveBytes of the memory limit is left for the worker and
-// the programs. /tmp and /dev/shm, which requests cannot size, shrink first
-// (from rootfs.DefaultTmpfsBytes down to MinScratchBytes, equal sizes);
-// then a default workspace is lowered to fit, and a workspace the request
-// names that cannot fit is refused (Resolve).
+// kernel memory when full) and sysv is sysvipc.ShmChargeBytes: System V
+// shared memory segments, charged to the sandbox and belonging to no
+// process like files, are bounded in the sandbox's IPC namespace to as
+// much again as /dev/shm (120 MiB of segments OOM-killed a 128 MiB session
+// sandbox's worker; red-team pass). Both are shared memory a program may
+// choose between, so they get the same size; sysv(s) <= charge(s), so
+// the budget counts it as a third scratch tmpfs. Files and segments alone
+// therefore fail with ENOSPC while at least ReserveBytes of the memory
+// limit is left for the worker and the programs (less the message queues
+// and semaphores, bounded alike in every sandbox to pin at most
+// sysvipc.MsgSemChargeBytes, 1.2 MiB). /tmp, /dev/shm and the
+// segments, which requests cannot size, shrink first (from
+// rootfs.DefaultTmpfsBytes down to MinScratchBytes, equal sizes); then a
+// default workspace is lowered to fit, and a workspace the request names
+// that cannot fit is refused (Resolve).
 
 // MaxReserveBytes is the most of a sandbox's memory limit that its
 // tmpfs mounts leave free: 32 MiB. Measured on cgroup v1
@@ -51,10 +60,11 @@ func ReserveBytes(memoryBytes int64) int64 { return min(MaxReserveBytes, memoryB
 func FilesBudgetBytes(memoryBytes int64) int64 { return memoryBytes - ReserveBytes(memoryBytes) }
 
 // MaxWorkspaceBytes is the largest workspace, in bytes (a multiple of
-// 4 KiB), that fits a memory limit of memoryBytes beside /tmp and
-// /dev/shm of MinScratchBytes each; 0 if even MinWorkspaceBytes does not.
+// 4 KiB), that fits a memory limit of memoryBytes beside /tmp, /dev/shm
+// and System V shared memory of MinScratchBytes each; 0 if even
+// MinWorkspaceBytes does not.
 func MaxWorkspaceBytes(memoryBytes int64) int64 {
-	room := FilesBudgetBytes(memoryBytes) - 2*rootfs.TmpfsChargeBytes(MinScratchBytes)
+	room := FilesBudgetBytes(memoryBytes) - scratchShares*rootfs.TmpfsChargeBytes(MinScratchBytes)
 	ws := largestTmpfs(room)
 	if ws < MinWorkspaceBytes {
 		return 0
@@ -62,13 +72,19 @@ func MaxWorkspaceBytes(memoryBytes int64) int64 {
 	return ws
 }
 
+// scratchShares is how many equal shares of the files budget left beside
+// the workspace there are: /tmp, /dev/shm and System V shared memory
+// (bounded to /dev/shm's size, sysvipc.LimitsFor).
+const scratchShares = 3
+
 // ScratchBytes is the size of /tmp and of /dev/shm of a sandbox with
-// limits l: each rootfs.DefaultTmpfsBytes, or less so that the three
-// mounts fit the memory limit (see MaxReserveBytes), but not under
+// limits l, and the bound of its System V shared memory: each
+// rootfs.DefaultTmpfsBytes, or less so that the three mounts and the
+// segments fit the memory limit (see MaxReserveBytes), but not under
 // MinScratchBytes (a Set that Resolve did not return may then not fit).
 func (l Set) ScratchBytes() int64 {
 	room := FilesBudgetBytes(l.MemoryBytes) - rootfs.TmpfsChargeBytes(l.WorkspaceBytes)
-	return min(int64(rootfs.DefaultTmpfsBytes), max(MinScratchBytes, largestTmpfs(room/2)))
+	return min(int64(rootfs.DefaultTmpfsBytes), max(MinScratchBytes, largestTmpfs(room/scratchShares)))
 }
 
 // largestTmpfs is the largest size, a multiple of 4 KiB, of a tmpfs whose
@@ -97,7 +113,7 @@ func (l Set) fitTmpfs(explicit bool) (Set, error) {
 	most := MaxWorkspaceBytes(l.MemoryBytes)
 	if most == 0 {
 		return l, &FieldError{Field: "limits.max_memory_bytes", Value: l.MemoryBytes,
-			Reason: fmt.Sprintf("leaves no room for limits.workspace_bytes of %d with /tmp and /dev/shm of %d each (files may take the limit less %d)",
+			Reason: fmt.Sprintf("leaves no room for limits.workspace_bytes of %d with /tmp, /dev/shm and System V shared memory of %d each (files may take the limit less %d)",
 				MinWorkspaceBytes, MinScratchBytes, ReserveBytes(l.MemoryBytes))}
 	}
 	if l.WorkspaceBytes <= most {
@@ -108,6 +124,6 @@ func (l Set) fitTmpfs(explicit bool) (Set, error) {
 		return l, nil
 	}
 	return l, &FieldError{Field: "limits.workspace_bytes", Value: l.WorkspaceBytes,
-		Reason: fmt.Sprintf("does not fit limits.max_memory_bytes %d: at most %d (the workspace, /tmp and /dev/shm of at least %d each, and 1 KiB per inode, may take the limit less %d for the sandbox's processes)",
+		Reason: fmt.Sprintf("does not fit limits.max_memory_bytes %d: at most %d (the workspace, /tmp, /dev/shm and System V shared memory of at least %d each, and 1 KiB per inode, may take the limit less %d for the sandbox's processes)",
 			l.MemoryBytes, most, MinScratchBytes, ReserveBytes(l.MemoryBytes))}
 }

@@ -6,18 +6,21 @@ import (
 	"testing"
 
 	"github.com/execfarm/execfarm/isolation/rootfs"
+	"github.com/execfarm/execfarm/isolation/sysvipc"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 )
 
-// filesCharge is the most the tmpfs mounts of l's sandbox charge to its
-// memory cgroup when full.
+// filesCharge is the most the tmpfs mounts and the System V shared
+// memory of l's sandbox charge to its memory cgroup when full.
 func filesCharge(l Set) int64 {
 	s := l.Spec()
-	return rootfs.TmpfsChargeBytes(s.WorkspaceBytes) + rootfs.TmpfsChargeBytes(s.TmpBytes) + rootfs.TmpfsChargeBytes(s.ShmBytes)
+	return rootfs.TmpfsChargeBytes(s.WorkspaceBytes) + rootfs.TmpfsChargeBytes(s.TmpBytes) + rootfs.TmpfsChargeBytes(s.ShmBytes) +
+		sysvipc.ShmChargeBytes(s.ShmBytes)
 }
 
 // TestTmpfsFitMemory: for every memory limit a request may ask, the
-// workspace, /tmp and /dev/shm full (pages and inodes) leave at least
+// workspace, /tmp and /dev/shm full (pages and inodes) and System V
+// shared memory full (bounded to /dev/shm's size) leave at least
 // ReserveBytes of it free; /tmp and /dev/shm shrink before a default
 // workspace does, and the server defaults' sandbox (the warm pool's) keeps
 // 64 MiB each.
@@ -34,7 +37,8 @@ func TestTmpfsFitMemory(t *testing.T) {
 		{memory: 64 * mib, wsLowered: true, scratch: MinScratchBytes},
 		{memory: 100 * mib, wsLowered: true, scratch: MinScratchBytes},
 		{memory: 128 * mib, ws: 64 * mib, scratchShrunk: true},
-		{memory: 272 * mib, ws: 64 * mib, scratch: 64 * mib},
+		{memory: 272 * mib, ws: 64 * mib, scratchShrunk: true},
+		{memory: 352 * mib, ws: 64 * mib, scratch: 64 * mib},
 		{memory: 512 * mib, ws: 64 * mib, scratch: 64 * mib},
 		{memory: 8 << 30, ws: 64 * mib, scratch: 64 * mib},
 	}

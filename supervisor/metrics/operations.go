@@ -19,7 +19,7 @@ const (
 // startPhases are the phases of a sandbox start-up the supervisor times
 // (sandbox.Sandbox.StartPhases); others are not recorded, so that the
 // phase label stays bounded.
-var startPhases = []string{"prepare", "cgroup", "fork", "handshake", "dispense"}
+var startPhases = []string{"prepare", "cgroup", "fork", "handshake", "ipc", "dispense"}
 
 // operations are the metrics an operator watches the node's health by:
 // start-up phases, refusals, teardown and cgroup failures.
@@ -38,7 +38,7 @@ func newOperations() operations {
 	o := operations{
 		startPhase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "execfarm_sandbox_start_phase_seconds",
-			Help:    "Time of each phase of successful sandbox start-ups on the supervisor's side, seconds, by phase (prepare, cgroup, fork, handshake, dispense).",
+			Help:    "Time of each phase of successful sandbox start-ups on the supervisor's side, seconds, by phase (prepare, cgroup, fork, handshake, ipc, dispense).",
 			Buckets: phaseBuckets,
 		}, []string{"phase"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -94,7 +94,9 @@ type Spec struct {
 	// PidsMax limits the program's processes (the payload cgroup).
 	Limits cgroup.Limits
 	// WorkspaceBytes, TmpBytes, ShmBytes size the tmpfs mounts of
-	// /workspace, /tmp and /dev/shm in bytes; 0 = 64 MiB each.
+	// /workspace, /tmp and /dev/shm in bytes; 0 = 64 MiB each. ShmBytes
+	// also bounds the System V shared memory of the sandbox's IPC
+	// namespace (sysvipc.LimitsFor).
 	WorkspaceBytes, TmpBytes, ShmBytes int64
 	// FileDescriptors is the RLIMIT_NOFILE the sandbox's runtime processes
 	// get (0 = unset). The worker sets rlimits on itself before it forks

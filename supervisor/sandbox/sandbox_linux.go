@@ -25,6 +25,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/isolation/namespace"
 	"github.com/execfarm/execfarm/isolation/seccomp"
+	"github.com/execfarm/execfarm/isolation/sysvipc"
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/worker/plugin"
 )
@@ -262,6 +263,10 @@ func start(ctx context.Context, cfg *Config, spec Spec, background bool) (_ *San
 		last = r.forked
 	}
 	mark("handshake")
+	if err := s.limitIPC(spec.ShmBytes); err != nil {
+		return nil, err
+	}
+	mark("ipc")
 	raw, err := rpc.Dispense(plugin.Name)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: dispense worker: %w", err)
@@ -271,12 +276,34 @@ func start(ctx context.Context, cfg *Config, spec Spec, background bool) (_ *San
 	return s, nil
 }
 
+// limitIPC bounds the System V IPC of the sandbox's IPC namespace to
+// the size of its /dev/shm, shmBytes (0 = rootfs.DefaultTmpfsBytes), and
+// small fixed message queue and semaphore bounds (sysvipc.LimitsFor),
+// through the worker's pidfd, so that a gone worker's reused pid cannot
+// redirect it. Its moment: the worker is in its namespaces and has
+// finished its own set-up (the handshake), and no program has run in
+// them yet, since every Run, Prepare and Exec comes after Start returns.
+// The limits hold for the namespace's life, across Reset (which removes
+// the objects, not the limits); the worker's user namespace root could
+// change them from Linux 6.9, the sandbox's programs cannot (uid 1000,
+// no capabilities, /proc/sys read-only). A sandbox whose limits did not
+// take does not start.
+func (s *Sandbox) limitIPC(shmBytes int64) error {
+	l := sysvipc.LimitsFor(shmBytes, int64(os.Getpagesize()))
+	err := s.runner.proc.WithPidFD(func(pidfd int) error { return sysvipc.Apply(pidfd, l) })
+	if err != nil {
+		return fmt.Errorf("sandbox: bound System V IPC of the sandbox: %w%s", err, s.stderr.suffix())
+	}
+	return nil
+}
+
 // StartPhases returns the supervisor's side of the sandbox's start-up, in
 // order: prepare (uid range, host directory), cgroup (sandbox and payload
 // cgroups with their limits), fork (go-plugin set-up, clone into the
 // namespaces, v1 placement), handshake (from the fork to go-plugin's
-// connection: the worker's exec and isolation, see WorkerPhases),
-// dispense.
+// connection: the worker's exec and isolation, see WorkerPhases), ipc
+// (the System V IPC limits written into the sandbox's IPC namespace,
+// limitIPC), dispense.
 func (s *Sandbox) StartPhases() []Phase { return append([]Phase(nil), s.phases...) }
 
 // WorkerPhases asks the worker for its side of the start-up

@@ -145,7 +145,7 @@ func TestStartupPhasesAreRecorded(t *testing.T) {
 			worker += p.Duration
 		}
 	}
-	want := []string{"prepare", "cgroup", "fork", "handshake", "dispense"}
+	want := []string{"prepare", "cgroup", "fork", "handshake", "ipc", "dispense"}
 	for _, w := range want {
 		if !slices.Contains(names, w) {
 			t.Errorf("supervisor phase %q missing from %q", w, names)
