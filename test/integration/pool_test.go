@@ -171,7 +171,8 @@ func TestWarmPoolPreparesOnlyWhatIsAsked(t *testing.T) {
 
 // TestSandboxReuse: with --sandbox-reuse 3 a warm sandbox serves three
 // executions, and each finds it reset: no process, file (workspace, /tmp,
-// /dev/shm, message queues) or System V IPC object of the one before, the
+// /dev/shm, message queues) or System V IPC object of the one before (and
+// System V shared memory still bounded: the limits outlive a reset), the
 // workspace's mode back, CPU time and peak memory its own. An execution
 // that does not end by its own exit (timeout) never passes its sandbox on.
 func TestSandboxReuse(t *testing.T) {
@@ -211,6 +212,7 @@ echo dirty`
 	const inspect = `ls -A /workspace /tmp /dev/shm /dev/mqueue | tr '\n' ' '; echo
 stat -c %a /workspace
 ipcs -m -q -s | grep -c '^0x' || true
+cat /proc/sys/kernel/shmmax
 python3 -c 'import os; print(os.listxattr("/workspace"), os.stat("/workspace").st_mtime > 1e9)'
 ls /proc | grep -c '^[0-9]'`
 	var ids []string
@@ -229,12 +231,14 @@ ls /proc | grep -c '^[0-9]'`
 	}
 	second := run(inspect)
 	// ls of four empty dirs prints their headers only; mode 755; no IPC
-	// object; no xattr or ACL, mtime not the 1970 one; processes: the
-	// worker, sh, and the pipeline's ls and grep.
+	// object, and System V shared memory still bounded to /dev/shm's
+	// 64 MiB (the limits last the IPC namespace's life); no xattr or ACL,
+	// mtime not the 1970 one; processes: the worker, sh, and the
+	// pipeline's ls and grep.
 	lines := strings.Split(strings.TrimSpace(second.GetOutput()), "\n")
-	if len(lines) != 5 || strings.Contains(lines[0], "file") || strings.Contains(lines[0], "leftover") || strings.Contains(lines[0], " d ") ||
-		lines[1] != "755" || lines[2] != "0" || lines[3] != "[] True" {
-		t.Errorf("reused sandbox not reset (want empty dirs, mode 755, no IPC, no xattr, fresh mtime): %q", second.GetOutput())
+	if len(lines) != 6 || strings.Contains(lines[0], "file") || strings.Contains(lines[0], "leftover") || strings.Contains(lines[0], " d ") ||
+		lines[1] != "755" || lines[2] != "0" || lines[3] != "67108864" || lines[4] != "[] True" {
+		t.Errorf("reused sandbox not reset (want empty dirs, mode 755, no IPC, shmmax 64 MiB, no xattr, fresh mtime): %q", second.GetOutput())
 	}
 	if n, err := strconv.Atoi(lines[len(lines)-1]); err != nil || n > 4 {
 		t.Errorf("processes in the reused sandbox: %q (the daemon of the run before survived?)", lines[len(lines)-1])
