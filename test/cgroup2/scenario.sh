@@ -46,7 +46,7 @@ check() {
 # measured, and what is left; the rest of the suites does not depend on
 # the placement (host-service runs it all).
 subset_integration='^(TestIsolationThroughTheAPI|TestTimeoutKillsTheProcessTree|TestMemoryLimitEndsInOOMKill|TestAccounting|TestPayloadPlacementByGate|TestSandboxReuse|TestSandboxReuseKeepsGoja|TestWarmPoolRunsGojaOnPreparedProcesses|TestPythonRuntime)$'
-subset_hostile='^TestHostile$/^(cases|after)$/^(fork_bomb.sh|fork_bomb_python.py|thread_bomb.py|heap_bomb.py|tmpfs_charged_to_memory.py|tcp_buffers_charged.py|cgroup_namespace.sh|sleep_past_timeout.sh|daemon_double_fork_setsid.py|kill_all.sh|cpu_time_forked.sh)$'
+subset_hostile='^TestHostile$/^(cases|after)$/^(fork_bomb.sh|fork_bomb_python.py|thread_bomb.py|heap_bomb.py|tmpfs_charged_to_memory.py|tcp_buffers_charged.py|cgroup_namespace.sh|sleep_past_timeout.sh|daemon_double_fork_setsid.py|kill_all.sh|cpu_time_forked.sh|sysv_shm_bounded.py|session_sysv_shm_then_upload.py)$'
 
 # suite NAME PKGDIR BINARY [PATTERN]: a test binary built on the host, run
 # from its package's directory as `go test` would; PATTERN (-test.run)
