@@ -19,10 +19,10 @@ import (
 const helperShmBytes = 1 << 20
 
 // startHelper starts the test binary as a process in a new user namespace
-// (root mapped to host uid 300000, as a sandbox's is to its own range)
-// and a new IPC namespace, waiting on its stdin; it returns the process,
-// its stdin, a pidfd and where its output goes.
-func startHelper(t *testing.T) (*exec.Cmd, io.WriteCloser, int, *bytes.Buffer) {
+// (root mapped to host uid rootID, 300000 as a sandbox's is to its own
+// range) and a new IPC namespace, waiting on its stdin; it returns the
+// process, its stdin, a pidfd and where its output goes.
+func startHelper(t *testing.T, rootID int) (*exec.Cmd, io.WriteCloser, int, *bytes.Buffer) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -31,8 +31,8 @@ func startHelper(t *testing.T) (*exec.Cmd, io.WriteCloser, int, *bytes.Buffer) {
 	cmd.Env = []string{helperEnv + "=1"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWIPC,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 300000, Size: 65536}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 300000, Size: 65536}},
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: rootID, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: rootID, Size: 1}},
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -65,8 +65,18 @@ func startHelper(t *testing.T) (*exec.Cmd, io.WriteCloser, int, *bytes.Buffer) {
 // none is attached, the fifth message queue is ENOSPC, a message over
 // 4 KiB and a set of 33 semaphores are EINVAL. With the kernel's defaults
 // every one of them is accepted. The host's own limits are untouched.
+// The files are written by their owner: on this kernel the namespace's
+// root, 300000 (a sandbox's, from Linux 6.9), or host root when the
+// namespace's root is host uid 0 (the owner of every namespace's files
+// before 6.9).
 func TestApply(t *testing.T) {
-	cmd, stdin, pidfd, out := startHelper(t)
+	for _, rootID := range []int{300000, 0} {
+		t.Run(fmt.Sprintf("root=%d", rootID), func(t *testing.T) { testApply(t, rootID) })
+	}
+}
+
+func testApply(t *testing.T, rootID int) {
+	cmd, stdin, pidfd, out := startHelper(t, rootID)
 	before, err := os.ReadFile("/proc/sys/kernel/shmmax")
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +116,7 @@ set of 33 semaphores: invalid argument
 // TestApplyFailsForAGoneProcess: a namespace that cannot be entered is an
 // error, not a silent success.
 func TestApplyFailsForAGoneProcess(t *testing.T) {
-	cmd, stdin, pidfd, _ := startHelper(t)
+	cmd, stdin, pidfd, _ := startHelper(t, 300000)
 	stdin.Close()
 	cmd.Wait()
 	err := Apply(pidfd, LimitsFor(helperShmBytes, 4096))
