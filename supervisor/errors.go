@@ -147,6 +147,9 @@ func faultOf(err error) fault {
 		return fault{code: codes.InvalidArgument, reason: "PROGRAM_TOO_LARGE", field: "code"}
 	case errors.Is(err, transformer.ErrBusy):
 		return fault{code: codes.ResourceExhausted, reason: "TRANSFORM_BUSY", retry: true}
+	case errors.Is(err, transformer.ErrStarved):
+		// The host's CPU, not the code: retryable, as TRANSFORM_BUSY.
+		return fault{code: codes.ResourceExhausted, reason: "TRANSFORM_STARVED", retry: true}
 	case errors.Is(err, transformer.ErrHelper):
 		return fault{code: codes.Unavailable, reason: "TRANSFORM_HELPER_FAILED", retry: true}
 	case errors.Is(err, transform.ErrEmptyCode):

@@ -62,6 +62,7 @@ func TestRPCError(t *testing.T) {
 		{name: "program too large", err: &program.SizeError{Bytes: 5 << 20, Limit: program.MaxRequestBytes}, code: codes.InvalidArgument, reason: "PROGRAM_TOO_LARGE", field: "code",
 			msg: "the program and its stdin are 5242880 bytes once transformed; at most 4128768"},
 		{name: "transform busy", err: fmt.Errorf("%w: 40 MiB wait", transformer.ErrBusy), code: codes.ResourceExhausted, reason: "TRANSFORM_BUSY", retry: true},
+		{name: "transform starved", err: fmt.Errorf("%w: no answer in 30s", transformer.ErrStarved), code: codes.ResourceExhausted, reason: "TRANSFORM_STARVED", retry: true},
 		{name: "transform helper", err: fmt.Errorf("%w: start: no such file", transformer.ErrHelper), code: codes.Unavailable, reason: "TRANSFORM_HELPER_FAILED", retry: true},
 		{name: "empty code", err: transform.ErrEmptyCode, code: codes.InvalidArgument, reason: "EMPTY_CODE", field: "code", msg: "code is empty"},
 		{name: "unknown runtime", err: fmt.Errorf("%w: %q", program.ErrUnknownRuntime, "ruby"), code: codes.InvalidArgument, reason: "UNKNOWN_RUNTIME", field: "runtime"},

@@ -183,7 +183,9 @@ func (e *SizeError) Error() string {
 // Build returns the worker request for in, transforming goja and node
 // code with runtime/transformer (in a helper process; ctx bounds the wait
 // for one). TypeScript syntax errors come back as *transform.SyntaxError;
-// code past a helper's bounds as *transformer.LimitError; empty code as
+// code past a helper's bounds as *transformer.LimitError; a transform
+// the host's load starved or the helpers' queue refused as
+// transformer.ErrStarved or transformer.ErrBusy (retryable); empty code as
 // transform.ErrEmptyCode (whitespace alone is code, which runs and does
 // nothing); shell or python code execve would refuse as *ArgError (too
 // long) or *NULError (a NUL byte); a request over MaxRequestBytes as

@@ -98,6 +98,12 @@ var errStale = errors.New("idle helper gone")
 // transformed is at MaxQueuedBytes: the request may be retried.
 var ErrBusy = errors.New("transform helpers busy")
 
+// ErrStarved is wrapped by the error of a transform that reached the
+// wall-clock backstop (Timeout) within its CPU time bound: the helper
+// waited for a CPU (a loaded host) or was stopped, which is not the
+// code's doing; the request may be retried.
+var ErrStarved = errors.New("transform helper starved of CPU")
+
 // ownerKey is the context key of WithOwner.
 type ownerKey struct{}
 

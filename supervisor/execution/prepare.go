@@ -101,17 +101,17 @@ func (r *Runner) cached(owner cache.Owner, name string) (code, fullName string, 
 }
 
 // logTransformFailure logs a transform that passed a helper's bound, or
-// whose helper failed or was too busy, for the operator: such requests
-// come from a client (slow or huge code holds a helper), and are not
-// otherwise seen beside the client's own error. Other errors (syntax)
-// are the client's alone.
+// whose helper failed, was too busy or was starved of CPU, for the
+// operator: such requests come from a client (slow or huge code holds a
+// helper), and are not otherwise seen beside the client's own error.
+// Other errors (syntax) are the client's alone.
 func (r *Runner) logTransformFailure(in Input, codeBytes int, err error) {
 	var le *transformer.LimitError
 	switch {
 	case errors.As(err, &le):
 		r.log.Warn("code refused: its transform passed a helper's bound", "account", in.Account, "runtime", in.Runtime,
 			"code_bytes", codeBytes, "bound", le.Bound, "error", err)
-	case errors.Is(err, transformer.ErrHelper), errors.Is(err, transformer.ErrBusy):
+	case errors.Is(err, transformer.ErrHelper), errors.Is(err, transformer.ErrBusy), errors.Is(err, transformer.ErrStarved):
 		r.log.Warn("transform failed", "account", in.Account, "runtime", in.Runtime, "code_bytes", codeBytes, "error", err)
 	}
 }
