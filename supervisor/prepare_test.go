@@ -92,10 +92,11 @@ func TestCodeThatBreaksTheTransformIsRefused(t *testing.T) {
 		name, code, reason, msg string
 	}{
 		{"nested parentheses", nested, "TRANSFORM_LIMIT", "nests too deeply"},
-		// The transform's time is its ~4 MiB output's, its bound the
-		// input's (TimeoutBase + TimeoutPerKiB a KiB): a comment esbuild
-		// drops adds 6 s of bound for little work, so that the lowering
-		// ends within it in a -race build on a loaded host (5.12 s did not).
+		// The transform's CPU time is its ~4 MiB output's, its bound
+		// the input's (CPUTimeBase + CPUTimePerKiB a KiB): a comment
+		// esbuild drops adds 6 s of bound for little work, so that the
+		// lowering ends within it in a -race build. (A loaded host no
+		// longer counts: the bound is CPU time, not wall-clock time.)
 		{"lowering past the worker's request", strings.Repeat("{ using a = b }\n", 20000) + "//" + strings.Repeat("x", 600<<10) + "\n", "PROGRAM_TOO_LARGE", "once transformed"},
 	} {
 		req := &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: tc.code}, Runtime: sandboxv1.Runtime_RUNTIME_GOJA}

@@ -9,8 +9,17 @@
 // can also blow code up 30 times (`using`, enums), so one 4 MB request
 // held ~300 MB while it was transformed. In a helper the same code ends
 // only the helper, whose stack (MaxStack), memory (MemoryLimit, as
-// RLIMIT_DATA) and time (Timeout) are bounded, and the request is refused
-// with a *LimitError naming the bound.
+// RLIMIT_DATA) and CPU time (CPUTimeBase plus CPUTimePerKiB a KiB of
+// code, MaxCPUTime at most) are bounded, and the request is refused with
+// a *LimitError naming the bound.
+//
+// The time bound is CPU time, which the helper reads itself and ends
+// itself past (exitCPU): on a loaded host a helper waits for a CPU, and
+// wall-clock time would blame the code for the host's load. Wall-clock
+// time is only a backstop, Timeout per transform: a helper starved of CPU
+// (or stuck) is killed there and the request is ErrStarved, retryable,
+// never a *LimitError. A helper whose supervisor died ends itself
+// watchdogSlack past Timeout, never before the supervisor's backstop.
 //
 // # Helpers
 //

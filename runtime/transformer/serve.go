@@ -35,14 +35,15 @@ func init() {
 // answer is the payload's length, a status and the payload.
 func serve(bounds string, in io.Reader, out io.Writer) int {
 	f := strings.Split(bounds, ",")
-	if len(f) != 3 {
-		fmt.Fprintf(os.Stderr, "transform helper: bounds %q: want stack,memory,timeout\n", bounds)
+	if len(f) != 4 {
+		fmt.Fprintf(os.Stderr, "transform helper: bounds %q: want stack,memory,cpu,timeout\n", bounds)
 		return 1
 	}
 	stack, err1 := strconv.ParseInt(f[0], 10, 64)
 	memory, err2 := strconv.ParseUint(f[1], 10, 64)
-	timeoutMs, err3 := strconv.ParseInt(f[2], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	cpuMs, err3 := strconv.ParseInt(f[2], 10, 64)
+	timeoutMs, err4 := strconv.ParseInt(f[3], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		fmt.Fprintf(os.Stderr, "transform helper: bounds %q: %v\n", bounds, err)
 		return 1
 	}
@@ -82,11 +83,15 @@ func serve(bounds string, in io.Reader, out io.Writer) int {
 			return 1
 		}
 		big := n > 64<<10
-		// The supervisor kills a helper past its time; one whose
-		// supervisor died (SIGKILL, no one to read its answer) ends
-		// itself a little later, rather than parse for hours.
-		watchdog := time.AfterFunc(timeoutFor(int(n), time.Duration(timeoutMs)*time.Millisecond)+watchdogSlack, func() { os.Exit(3) })
+		// The supervisor kills a helper at its wall-clock backstop; one
+		// whose supervisor died (SIGKILL, no one to read its answer) ends
+		// itself a little later, rather than wait for a CPU for hours. It
+		// starts after the supervisor's deadline and lasts longer, so it
+		// never fires first.
+		watchdog := time.AfterFunc(time.Duration(timeoutMs)*time.Millisecond+watchdogSlack, func() { os.Exit(exitWatchdog) })
+		stopCPU := watchCPU(cpuFor(int(n), time.Duration(cpuMs)*time.Millisecond))
 		status, payload := run(Kind(hdr[4]), string(code))
+		stopCPU()
 		watchdog.Stop()
 		code = nil
 		if big || len(payload) > 1<<20 {
@@ -106,8 +111,71 @@ func serve(bounds string, in io.Reader, out io.Writer) int {
 	}
 }
 
-// watchdogSlack is how long past its timeout a helper ends itself.
+// watchdogSlack is how long past the supervisor's wall-clock backstop
+// (Timeout) a helper ends itself.
 const watchdogSlack = 5 * time.Second
+
+// A helper's exit statuses of its own bounds: exitWatchdog past
+// Timeout+watchdogSlack of wall-clock time, exitCPU past its CPU time.
+const (
+	exitWatchdog = 3
+	exitCPU      = 4
+)
+
+// cpuPoll is how often a helper reads its CPU time during a transform:
+// it ends itself at most cpuPoll (times its running threads) of CPU time
+// past its bound, and a transform of a few milliseconds reads it never.
+const cpuPoll = 5 * time.Millisecond
+
+// watchCPU ends the process (exitCPU, its last words on standard error)
+// once its CPU time grows by limit from now, unless the returned stop is
+// called first; stop returns once the watch is over, so that no answer
+// follows an exit.
+//
+// The helper reads its own CPU time, clock_gettime(CLOCK_PROCESS_CPUTIME_ID)
+// (user and system time of all its threads, the same account as
+// getrusage(RUSAGE_SELF) but to the nanosecond, running slices included),
+// every cpuPoll: time it spends waiting for a CPU or stopped does not
+// count. Rejected: RLIMIT_CPU counts whole seconds of the process's life,
+// not of a request (a reused helper would need it raised per request,
+// rounded to seconds), and ends the process by SIGXCPU, whose handling is
+// the Go runtime's; a POSIX CPU-time timer (timer_create) signals a
+// thread of the runtime's choosing and needs raw syscalls, for a bound
+// that a 5 ms poll keeps as well.
+func watchCPU(limit time.Duration) (stop func()) {
+	start := cpuTime()
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		t := time.NewTimer(cpuPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				close(done)
+				return
+			case <-t.C:
+			}
+			if used := cpuTime() - start; used >= limit {
+				fmt.Fprintf(os.Stderr, "transform helper: %v of CPU time, past its bound of %v\n", used, limit)
+				os.Exit(exitCPU)
+			}
+			t.Reset(cpuPoll)
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
+// cpuTime is the process's CPU time: user and system, all threads.
+func cpuTime() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		return 0 // not before Linux 2.6.12; the wall-clock backstop remains
+	}
+	return time.Duration(ts.Nano())
+}
 
 // run transforms code and frames the result.
 func run(kind Kind, code string) (byte, []byte) {

@@ -54,14 +54,25 @@ const (
 	// MemoryLimit is a helper's RLIMIT_DATA, bytes: the Go heap and stacks
 	// live in private writable mappings, which it counts.
 	MemoryLimit = 512 << 20
-	// Timeout bounds one transform, start of a helper included: at most
-	// TimeoutBase plus TimeoutPerKiB for each KiB of code (esbuild's
-	// parse of nested TypeScript generics is quadratic: 90 KB of `a<(`
-	// would take a helper for minutes), within Timeout. 1.5 MB of
-	// ordinary code, ~1 s of work, gets 17 s.
-	Timeout       = 30 * time.Second
-	TimeoutBase   = 2 * time.Second
-	TimeoutPerKiB = 10 * time.Millisecond
+	// A transform's CPU time (the helper's user and system time over all
+	// its threads, from the request read to the answer) is bounded by
+	// CPUTimeBase plus CPUTimePerKiB for each KiB of code, MaxCPUTime at
+	// most: esbuild's parse of nested TypeScript generics is quadratic
+	// (90 KB of `a<(` would take a helper for minutes), while 1.5 MB of
+	// ordinary code, ~1 s of work, gets 17 s. CPU time, not wall-clock
+	// time: on a loaded host a helper waits for a CPU, which is the host's
+	// doing, not the code's. The helper checks its own CPU time every
+	// cpuPoll (serve.go) and ends itself past the bound.
+	CPUTimeBase   = 2 * time.Second
+	CPUTimePerKiB = 10 * time.Millisecond
+	MaxCPUTime    = 20 * time.Second
+	// Timeout is the wall-clock backstop of one transform, start of a
+	// helper included, whatever the code's size: a helper starved of CPU
+	// (or stuck) cannot hold a request longer. It is past MaxCPUTime, so
+	// that on an idle host code passes its CPU bound first; a transform
+	// that reaches Timeout within its CPU bound is ErrStarved, retryable,
+	// never the code's LimitError.
+	Timeout = 30 * time.Second
 	// PerOwner is how many helpers one owner (WithOwner) uses at once,
 	// so that another always finds one: a principal sending slow code
 	// waits behind its own requests only.
@@ -83,7 +94,8 @@ const (
 )
 
 // Env is the variable that makes a process a helper; its value is the
-// helper's bounds, "stack,memory,timeout": bytes, bytes, milliseconds.
+// helper's bounds, "stack,memory,cpu,timeout": bytes, bytes, and
+// milliseconds of MaxCPUTime and of Timeout.
 const Env = "EXECFARM_TRANSFORM_HELPER"
 
 // ErrHelper is wrapped by the errors of a helper that are not the code's
@@ -114,17 +126,17 @@ func WithOwner(ctx context.Context, owner string) context.Context {
 	return context.WithValue(ctx, ownerKey{}, owner)
 }
 
-// timeoutFor is the time a helper gets for n bytes of code.
-func timeoutFor(n int, max time.Duration) time.Duration {
-	return min(TimeoutBase+time.Duration(n>>10)*TimeoutPerKiB, max)
+// cpuFor is the CPU time a helper gets for n bytes of code, max at most.
+func cpuFor(n int, max time.Duration) time.Duration {
+	return min(CPUTimeBase+time.Duration(n>>10)*CPUTimePerKiB, max)
 }
 
 // LimitError is returned for code whose transform passed a helper's bound:
-// stack (nesting too deep), memory, time or output size.
+// stack (nesting too deep), memory, CPU time or output size.
 type LimitError struct {
-	// Bound is "stack", "memory", "time" or "output".
+	// Bound is "stack", "memory", "cpu" or "output".
 	Bound string
-	// Limit is the bound: bytes, or for "time" a time.Duration.
+	// Limit is the bound: bytes, or for "cpu" a time.Duration.
 	Limit int64
 	// Size is the output's size in bytes, for "output".
 	Size int64
@@ -136,8 +148,8 @@ func (e *LimitError) Error() string {
 		return fmt.Sprintf("code nests too deeply to transform: the parser passed its stack of %d MiB", e.Limit>>20)
 	case "memory":
 		return fmt.Sprintf("transforming the code took more than %d MiB of memory", e.Limit>>20)
-	case "time":
-		return fmt.Sprintf("transforming the code took longer than %v", time.Duration(e.Limit))
+	case "cpu":
+		return fmt.Sprintf("transforming the code took more than %v of CPU time", time.Duration(e.Limit))
 	case "output":
 		return fmt.Sprintf("the transformed program is %d bytes; at most %d", e.Size, e.Limit)
 	}
@@ -169,13 +181,14 @@ type cacheKey struct {
 	code string
 }
 
-// bounds are a helper's: MaxStack, MemoryLimit and Timeout but in tests.
+// bounds are a helper's: MaxStack, MemoryLimit, MaxCPUTime (the most of
+// cpuFor) and Timeout (wall-clock) but in tests.
 type bounds struct {
 	stack, memory int64
-	timeout       time.Duration
+	cpu, timeout  time.Duration
 }
 
-var std = newPool(Helpers, bounds{stack: MaxStack, memory: MemoryLimit, timeout: Timeout})
+var std = newPool(Helpers, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: Timeout})
 
 // pool holds the idle helpers and bounds how many work at once.
 type pool struct {
@@ -246,7 +259,9 @@ func (p *pool) admit(owner string, n int) (*ownerSlots, func(), error) {
 // helper; it waits for a free helper while ctx allows. Errors:
 // transform.ErrEmptyCode for empty code; a *transform.SyntaxError for code
 // esbuild cannot parse; a *LimitError for code past a helper's bounds;
-// ctx's error (wrapped) when ctx ended first; an error wrapping ErrHelper
+// ctx's error (wrapped) when ctx ended first; ErrBusy (wrapped) when
+// MaxQueuedBytes of code wait; ErrStarved (wrapped) when the transform
+// reached Timeout within its CPU time; an error wrapping ErrHelper
 // otherwise.
 func Transform(ctx context.Context, kind Kind, code string) (string, error) {
 	return std.transform(ctx, kind, code)
@@ -365,7 +380,7 @@ func (p *pool) start() (*helper, error) {
 	cmd := &exec.Cmd{
 		Path:   "/proc/self/exe",
 		Args:   []string{"execfarm-transform"},
-		Env:    []string{fmt.Sprintf("%s=%d,%d,%d", Env, p.stack, p.memory, p.timeout.Milliseconds()), "GOTRACEBACK=none"},
+		Env:    []string{fmt.Sprintf("%s=%d,%d,%d,%d", Env, p.stack, p.memory, p.cpu.Milliseconds(), p.timeout.Milliseconds()), "GOTRACEBACK=none"},
 		Stdin:  inR,
 		Stdout: outW,
 		Stderr: errW,
@@ -386,9 +401,11 @@ func closeAll(fs ...*os.File) {
 }
 
 // do sends one request and reads its answer. broken reports that the
-// helper was killed (err says why) and must not be used again.
+// helper was killed (err says why) and must not be used again. The
+// helper bounds its CPU time (cpuFor) itself; do bounds the wall-clock
+// time by b.timeout, the backstop.
 func (h *helper) do(ctx context.Context, b bounds, kind Kind, code string) (js string, err error, broken bool) {
-	b.timeout = timeoutFor(len(code), b.timeout)
+	b.cpu = cpuFor(len(code), b.cpu)
 	deadline := time.Now().Add(b.timeout)
 	_ = h.in.SetWriteDeadline(deadline)
 	_ = h.out.SetReadDeadline(deadline)
@@ -458,7 +475,8 @@ func (h *helper) roundTrip(kind Kind, code string) (byte, []byte, error) {
 
 // fail kills the helper, reaps it and says why the request failed: ctx's
 // end, a bound the code passed (read from the helper's last words on
-// standard error, or its timeout), or ErrHelper.
+// standard error, or its exit status), ErrStarved past the wall-clock
+// backstop, or ErrHelper.
 func (h *helper) fail(ctx context.Context, b bounds, cause error) error {
 	_ = h.cmd.Process.Kill()
 	_ = h.cmd.Wait()
@@ -478,8 +496,15 @@ func (h *helper) fail(ctx context.Context, b bounds, cause error) error {
 		return &LimitError{Bound: "stack", Limit: b.stack}
 	case strings.Contains(words, "out of memory"), strings.Contains(words, "cannot allocate memory"):
 		return &LimitError{Bound: "memory", Limit: b.memory}
+	case h.cmd.ProcessState.ExitCode() == exitCPU:
+		// It ended itself past its CPU time, perhaps as the wall-clock
+		// backstop came: the CPU bound decides.
+		return &LimitError{Bound: "cpu", Limit: int64(b.cpu)}
 	case errors.Is(cause, os.ErrDeadlineExceeded):
-		return &LimitError{Bound: "time", Limit: int64(b.timeout)}
+		// Alive at the backstop: within its CPU time (or past it by
+		// less than the cpuPoll it had no CPU to make), so it waited for
+		// a CPU, or was stopped.
+		return fmt.Errorf("%w: no answer in %v of wall-clock time, within the code's %v of CPU time: the host is loaded; retry", ErrStarved, b.timeout, b.cpu)
 	case died && h.signaled() && h.peakRSS() >= b.memory/2:
 		// Go's runtime fails in more ways than one when mmap does (a
 		// fault inside its collector, too): a helper that died of a

@@ -1,11 +1,13 @@
 package transformer
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,7 +58,7 @@ func TestSameAsInProcess(t *testing.T) {
 // fatal stack overflow) ends the helper only, and is a LimitError of the
 // stack; the next transform gets a new helper.
 func TestNestingPastTheStackEndsOnlyTheHelper(t *testing.T) {
-	p := newPool(1, bounds{stack: 16 << 20, memory: MemoryLimit, timeout: time.Minute})
+	p := newPool(1, bounds{stack: 16 << 20, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
 	ctx := context.Background()
 	const depth = 50000 // 16 MiB of stack lasts ~3500 levels
 	for name, code := range map[string]string{
@@ -87,7 +89,7 @@ func TestMemoryBound(t *testing.T) {
 	if raceBuild {
 		t.Skip("a race-detector build runs its helpers without RLIMIT_DATA (race.go); the build without it runs this test")
 	}
-	p := newPool(1, bounds{stack: MaxStack, memory: 96 << 20, timeout: time.Minute})
+	p := newPool(1, bounds{stack: MaxStack, memory: 96 << 20, cpu: MaxCPUTime, timeout: time.Minute})
 	code := strings.Repeat("{ using a = b }\n", 120000) // ~2 MB, lowered to ~60 MB
 	_, err := p.transform(context.Background(), Goja, code)
 	var le *LimitError
@@ -100,7 +102,7 @@ func TestMemoryBound(t *testing.T) {
 // TestOutputBound: a program over MaxOutput once transformed comes back as
 // a LimitError giving its size, and the helper serves on.
 func TestOutputBound(t *testing.T) {
-	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
 	code := strings.Repeat("a=1;", 1<<20) // 4 MiB, ~20 MB with its source map
 	_, err := p.transform(context.Background(), Goja, code)
 	var le *LimitError
@@ -128,26 +130,129 @@ func residentBytes(t *testing.T, pid int) int64 {
 	return n
 }
 
-// TestTimeBound: a transform past the timeout kills its helper and is a
-// LimitError of time.
-func TestTimeBound(t *testing.T) {
-	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Millisecond})
+// TestCPUTimeBound: a transform past its CPU time ends its helper and is
+// a LimitError of CPU time, saying so.
+func TestCPUTimeBound(t *testing.T) {
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: time.Millisecond, timeout: time.Minute})
 	code := strings.Repeat("const a = [1, 2, 3].map(x => x * 2);\n", 50000)
 	_, err := p.transform(context.Background(), Goja, code)
 	var le *LimitError
-	if !errors.As(err, &le) || le.Bound != "time" {
-		t.Errorf("a 1 ms transform of %d bytes: %v; want a LimitError of time", len(code), err)
+	if !errors.As(err, &le) || le.Bound != "cpu" || le.Limit != int64(time.Millisecond) || !strings.Contains(err.Error(), "of CPU time") {
+		t.Errorf("a transform of %d bytes in 1 ms of CPU time: %v; want a LimitError of CPU time", len(code), err)
 	}
 	if len(p.idle) != 0 {
 		t.Errorf("%d idle helpers after a timeout; want the killed one gone", len(p.idle))
 	}
 }
 
+// TestStarvedTransformIsNotRefused: a helper stopped in the middle of a
+// transform (as one waiting for a CPU on a loaded host) for longer than
+// the code's CPU time bound, then let go, gives the code's own answer,
+// not a LimitError: waiting is not the code's doing. Each of the
+// supervisor's wall-clock deadline and the helper's own watch would
+// refuse it if they counted the stop.
+func TestStarvedTransformIsNotRefused(t *testing.T) {
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
+	// A helper done starting, idle: from now on its CPU time is the
+	// request's.
+	if _, err := p.transform(context.Background(), Goja, "1"); err != nil {
+		t.Fatal(err)
+	}
+	h := p.idle[0]
+	pid := h.cmd.Process.Pid
+	// Quadratic (slowCode): ~0.2 s of CPU time, within its bound of
+	// CPUTimeBase; the end is a syntax error, its answer.
+	code := strings.Repeat("a<(", 450)
+	bound := cpuFor(len(code), MaxCPUTime)
+	before := helperCPU(t, pid)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.transform(context.Background(), Goja, code)
+		done <- err
+	}()
+	// 20 ms of CPU time past the idle helper's: it read the request (a
+	// matter of microseconds) and is parsing.
+	if !waitUntil(func() bool { return helperCPU(t, pid) >= before+20*time.Millisecond }) {
+		t.Fatal("the helper did not start the transform")
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := helperCPU(t, pid)
+	t.Logf("stopped after %v of CPU time", stopped-before)
+	time.Sleep(bound + time.Second) // the scenario: wall-clock time passes, CPU time does not
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Errorf("SIGCONT: %v (the helper was killed while stopped?)", err)
+	}
+	err := <-done
+	var se *transform.SyntaxError
+	if !errors.As(err, &se) {
+		t.Fatalf("a transform stopped for %v, past its CPU time bound of %v: %v; want its syntax error", bound+time.Second, bound, err)
+	}
+	// It was parsing when stopped, not done: the stop was in the middle.
+	after := helperCPU(t, pid)
+	t.Logf("%v of CPU time after the stop", after-stopped)
+	if after-stopped < 20*time.Millisecond {
+		t.Errorf("the helper used %v of CPU time after the stop; the transform ended before it", after-stopped)
+	}
+	if len(p.idle) != 1 || p.idle[0] != h {
+		t.Errorf("idle helpers %v; want the starved one kept", p.idle)
+	}
+	closePool(t, p)
+}
+
+// TestWallBackstopIsRetryable: a transform whose helper gets no CPU at
+// all ends at the wall-clock backstop (the pool's timeout) as ErrStarved,
+// which the caller may retry, never a LimitError; the helper is killed.
+func TestWallBackstopIsRetryable(t *testing.T) {
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: 300 * time.Millisecond})
+	h, err := p.start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(h.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	p.put(h)
+	_, err = p.transform(context.Background(), Goja, "console.log(1)")
+	var le *LimitError
+	if !errors.Is(err, ErrStarved) || errors.As(err, &le) || errors.Is(err, ErrHelper) {
+		t.Errorf("a transform without CPU past the wall-clock backstop: %v; want ErrStarved", err)
+	}
+	if len(p.idle) != 0 {
+		t.Errorf("%d idle helpers after the backstop; want the starved one killed", len(p.idle))
+	}
+	p.timeout = time.Minute // a new helper's start fits, on a loaded host too
+	if js, err := p.transform(context.Background(), Goja, "console.log(2)"); err != nil || !strings.Contains(js, "console.log(2)") {
+		t.Errorf("after the backstop: %q, %v", js, err)
+	}
+	closePool(t, p)
+}
+
+// helperCPU is pid's user and system time, from /proc/pid/stat (in
+// clock ticks of 10 ms).
+func helperCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command's ")": state is the first, utime the
+	// 12th, stime the 13th.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
 // TestWaitEndsWithTheContext: with every helper busy a caller waits only
 // as long as its context, and a caller's context that ends during its
 // transform ends the transform.
 func TestWaitEndsWithTheContext(t *testing.T) {
-	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
 	p.slots <- struct{}{} // the only helper is busy
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
@@ -167,7 +272,7 @@ func TestWaitEndsWithTheContext(t *testing.T) {
 // only; code over cacheMaxCode, output over cacheMaxOutput and failed
 // transforms are not kept.
 func TestCache(t *testing.T) {
-	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
 	ctx := context.Background()
 	code := "const cached: number = 41 + 1; console.log(cached)"
 	first, err := p.transform(ctx, Goja, code)
@@ -202,7 +307,7 @@ func TestCache(t *testing.T) {
 // TestHelperExitsWithItsSupervisor: a helper whose requests pipe closes
 // (the supervisor died, or closed it) exits.
 func TestHelperExitsWithItsSupervisor(t *testing.T) {
-	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
 	if _, err := p.transform(context.Background(), Goja, "1"); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +337,7 @@ func closePool(t *testing.T, p *pool) {
 // was an answer over MaxOutput (every '<' escaped to six bytes) that
 // killed the helper and said UNAVAILABLE.
 func TestSyntaxErrorOfALongLine(t *testing.T) {
-	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
 	code := `let s = "` + strings.Repeat("<", 1500000) + `"; )`
 	_, err := p.transform(context.Background(), Goja, code)
 	var se *transform.SyntaxError
@@ -256,9 +361,9 @@ var slowCode = strings.Repeat("a<(", 4000)
 // TestOwnersShareTheHelpers: an owner whose slow code holds a helper
 // gets no second one (its next request waits), while another owner's
 // transform goes through at once; and a slow transform ends at its
-// size's time (TimeoutBase and TimeoutPerKiB), not at Timeout.
+// size's CPU time (CPUTimeBase and CPUTimePerKiB), not at Timeout.
 func TestOwnersShareTheHelpers(t *testing.T) {
-	p := newPool(2, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	p := newPool(2, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
 	alice, bob := WithOwner(context.Background(), "alice"), WithOwner(context.Background(), "bob")
 	slow := func(ctx context.Context, tag string) chan error {
 		done := make(chan error, 1)
@@ -268,7 +373,6 @@ func TestOwnersShareTheHelpers(t *testing.T) {
 		}()
 		return done
 	}
-	start := time.Now()
 	first := slow(alice, "first")
 	if !waitUntil(func() bool { return len(p.slots) == 1 }) {
 		t.Fatal("alice's first transform did not start")
@@ -292,11 +396,8 @@ func TestOwnersShareTheHelpers(t *testing.T) {
 	default:
 	}
 	var le *LimitError
-	if err := <-first; !errors.As(err, &le) || le.Bound != "time" || time.Duration(le.Limit) != timeoutFor(len(slowCode)+9, time.Minute) {
-		t.Errorf("alice's slow transform: %v; want a LimitError of %v", err, timeoutFor(len(slowCode)+9, time.Minute))
-	}
-	if took := time.Since(start); took > 30*time.Second {
-		t.Errorf("the slow transform took %v", took)
+	if err := <-first; !errors.As(err, &le) || le.Bound != "cpu" || time.Duration(le.Limit) != cpuFor(len(slowCode)+9, MaxCPUTime) {
+		t.Errorf("alice's slow transform: %v; want a LimitError of %v of CPU time", err, cpuFor(len(slowCode)+9, MaxCPUTime))
 	}
 	<-second
 	closePool(t, p)
@@ -305,7 +406,7 @@ func TestOwnersShareTheHelpers(t *testing.T) {
 // TestQueuedBytesBound: past MaxQueuedBytes of code waiting or in a
 // transform, a request is ErrBusy instead of waiting with its code.
 func TestQueuedBytesBound(t *testing.T) {
-	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
 	p.maxQueue = 1000
 	if _, err := p.transform(context.Background(), Goja, "// "+strings.Repeat("x", 1000)); !errors.Is(err, ErrBusy) {
 		t.Errorf("1003 bytes past a bound of 1000: %v; want ErrBusy", err)
@@ -348,7 +449,7 @@ func TestQueuedBytesBound(t *testing.T) {
 // TestIdleHelperKilled: an idle helper that something else killed is
 // replaced for the next request, which succeeds.
 func TestIdleHelperKilled(t *testing.T) {
-	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
 	if _, err := p.transform(context.Background(), Goja, "1"); err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +484,7 @@ func TestHelperRunsUnprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: a helper drops root's privileges")
 	}
-	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Minute})
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Minute})
 	if _, err := p.transform(context.Background(), Goja, "1"); err != nil {
 		t.Fatal(err)
 	}
@@ -403,28 +504,33 @@ func TestHelperRunsUnprivileged(t *testing.T) {
 }
 
 // TestOrphanedHelperEndsItself: a helper whose supervisor is gone (no
-// one to kill it at its timeout) ends itself watchdogSlack past it.
+// one to kill it at the wall-clock backstop) ends itself watchdogSlack
+// past it, not before.
 func TestOrphanedHelperEndsItself(t *testing.T) {
-	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, timeout: time.Millisecond})
+	p := newPool(1, bounds{stack: MaxStack, memory: MemoryLimit, cpu: MaxCPUTime, timeout: time.Millisecond})
 	h, err := p.start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeAll(h.out, h.stderr)
+	// 12 s of CPU time for its 1 MiB: the wall-clock watchdog ends it
+	// first, and the comment does not make the parse any quicker.
+	code := "//" + strings.Repeat("x", 1<<20) + "\n" + slowCode
 	var hdr [5]byte
-	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(slowCode)))
+	binary.LittleEndian.PutUint32(hdr[:4], uint32(len(code)))
 	hdr[4] = byte(Goja)
-	if _, err := h.in.Write(append(hdr[:], slowCode...)); err != nil {
+	start := time.Now() // before the helper can read the request and start its watchdog
+	if _, err := h.in.Write(append(hdr[:], code...)); err != nil {
 		t.Fatal(err)
 	}
-	_ = h.in.Close() // an answer would be followed by a clean exit (0)
-	start := time.Now()
+	_ = h.in.Close()                // an answer would be followed by a clean exit (0)
 	st, err := h.cmd.Process.Wait() // nobody reads, nobody kills
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.ExitCode() != 3 || time.Since(start) > watchdogSlack+10*time.Second {
-		t.Errorf("orphaned helper: %v after %v; want exit 3 after about %v", st, time.Since(start), watchdogSlack)
+	took := time.Since(start)
+	if st.ExitCode() != exitWatchdog || took < watchdogSlack || took > watchdogSlack+10*time.Second {
+		t.Errorf("orphaned helper: %v after %v; want exit %d after about %v", st, took, exitWatchdog, watchdogSlack)
 	}
 }
 
