@@ -388,12 +388,58 @@ test("after the flood", () => assert.equal({ a: [1] }, { a: [2] }));`
 	}
 }
 
+// deadlineCtx is a context whose deadline passes when pass is called
+// (Err is then context.DeadlineExceeded), not at a time.
+type deadlineCtx struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *deadlineCtx) Done() <-chan struct{} { return c.done }
+
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+func (c *deadlineCtx) pass() { c.once.Do(func() { close(c.done) }) }
+
+// passOnWrite passes ctx's deadline once what is written holds mark.
+type passOnWrite struct {
+	bytes.Buffer
+	ctx  *deadlineCtx
+	mark string
+}
+
+func (w *passOnWrite) Write(p []byte) (int, error) {
+	n, err := w.Buffer.Write(p)
+	if strings.Contains(w.String(), w.mark) {
+		w.ctx.pass()
+	}
+	return n, err
+}
+
 func TestRunTestsTimeout(t *testing.T) {
 	// The timeout is what is tested: the run must end, report the running
-	// test as failed and write the summary.
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	got := runTestMode(t, ctx, `test("a", () => {}); test("spins", async () => { await null; for (;;) {} }); test("never", () => {});`)
+	// test as failed and write the summary. The deadline passes once
+	// "spins" is running (its line reaches stdout, flushed while the loop
+	// spins), not at a time: a 200 ms deadline passed before "a" ran on a
+	// busy host (-race).
+	ctx := &deadlineCtx{Context: context.Background(), done: make(chan struct{})}
+	defer time.AfterFunc(time.Minute, ctx.pass).Stop() // bounds the test only
+	out := &passOnWrite{ctx: ctx, mark: "spinning\n"}
+	var errOut, res bytes.Buffer
+	code := RunTests(ctx, `test("a", () => {}); test("spins", async () => { await null; console.log("spinning"); for (;;) {} }); test("never", () => {});`, out, &errOut, &res, Options{})
+	sum, results, err := testresult.Parse(&res)
+	if err != nil {
+		t.Fatalf("parse results: %v", err)
+	}
+	got := testModeRun{out.String(), errOut.String(), code, sum, results}
 	const reason = "execution timed out before the tests finished"
 	want := []testresult.Result{pass("a"), fail("spins", reason), fail("never", "not run: "+reason)}
 	if got.code != ExitCancelled {
