@@ -185,6 +185,13 @@ func upload(c workerv1.WorkerClient, path string, data []byte) error {
 func TestFileCallsResolveInTheirRoot(t *testing.T) {
 	c, root := sessionWorker(t)
 	ws := filepath.Join(root, "workspace")
+	// The root is the test process's: what the test makes goes with it,
+	// so that the test runs again (-count).
+	t.Cleanup(func() {
+		for _, name := range []string{"up", "p", "tmpl", "dots", "mine"} {
+			_ = os.RemoveAll(filepath.Join(ws, name))
+		}
+	})
 	for name, target := range map[string]string{"up": "/", "p": "/etc/passwd", "tmpl": "/tmp", "dots": "../../../../../../etc/passwd"} {
 		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
 			t.Fatal(err)
@@ -243,6 +250,7 @@ func TestFileCallsResolveInTheirRoot(t *testing.T) {
 func TestListNamesNotUTF8(t *testing.T) {
 	c, root := sessionWorker(t)
 	dir := filepath.Join(root, "workspace", "notutf8")
+	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // the test runs again (-count)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
