@@ -236,7 +236,9 @@ func (s *server) Download(req *workerv1.DownloadRequest, stream workerv1.Worker_
 	}
 }
 
-// List lists a directory of the sandbox (see listDir), in pages.
+// List lists a directory of the sandbox (see listDir), in pages: at most
+// max_entries entries and plugin.MaxListBytes of their paths and link
+// targets.
 func (s *server) List(req *workerv1.ListRequest, stream workerv1.Worker_ListServer) error {
 	if !s.session {
 		return errNotSession
@@ -254,13 +256,15 @@ func (s *server) List(req *workerv1.ListRequest, stream workerv1.Worker_ListServ
 	}
 	var entries []*workerv1.FileInfo
 	var total int64
+	var cut bool
 	err = s.files.do(func(root int) error {
 		dir, err := openInRoot(root, relative(abs), unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
 			return fileError("open", abs, err)
 		}
 		defer unix.Close(dir)
-		if entries, total, err = listDir(dir, limit); err != nil {
+		// Counted with the request's path, as the supervisor counts.
+		if entries, total, cut, err = listDir(dir, limit, len(req.GetPath())+1, plugin.MaxListBytes); err != nil {
 			return fileError("list", abs, err)
 		}
 		return nil
@@ -274,7 +278,7 @@ func (s *server) List(req *workerv1.ListRequest, stream workerv1.Worker_ListServ
 		}
 		entries = entries[listPage:]
 	}
-	return stream.Send(&workerv1.ListResponse{Entries: entries, TotalEntries: total, Truncated: total > int64(limit), Done: true})
+	return stream.Send(&workerv1.ListResponse{Entries: entries, TotalEntries: total, Truncated: cut || total > int64(limit), Done: true})
 }
 
 // Stat describes a path of the sandbox without following a final link; a

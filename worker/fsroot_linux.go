@@ -392,11 +392,14 @@ func eachName(dir int, fn func(string) error) error {
 // order of their names, described by lstat, and how many entries it holds:
 // it reads every name but keeps only max of them (a max-heap of the
 // smallest), so a directory of any size costs the worker O(max) memory.
-// An entry removed between the read and its lstat is left out.
-func listDir(dir int, max int) ([]*workerv1.FileInfo, int64, error) {
+// It describes entries while prefix (the listed path and "/") plus their
+// names and link targets add up to at most maxBytes, and reports cut when
+// it left the rest out: described, the entries of 10000 names can hold
+// 10000 link targets of 4095 bytes. An entry removed between the read and
+// its lstat is left out.
+func listDir(dir int, max, prefix, maxBytes int) (entries []*workerv1.FileInfo, total int64, cut bool, err error) {
 	h := &nameHeap{}
-	var total int64
-	err := eachName(dir, func(n string) error {
+	err = eachName(dir, func(n string) error {
 		total++
 		switch {
 		case h.Len() < max:
@@ -408,22 +411,26 @@ func listDir(dir int, max int) ([]*workerv1.FileInfo, int64, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	names := []string(*h)
 	slices.Sort(names)
 	out := make([]*workerv1.FileInfo, 0, len(names))
+	held := 0
 	for _, n := range names {
 		fi, err := statAt(dir, n)
 		if errors.Is(err, unix.ENOENT) {
 			continue
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
+		}
+		if held += prefix + len(fi.GetName()) + len(fi.GetSymlinkTarget()); held > maxBytes {
+			return out, total, true, nil
 		}
 		out = append(out, fi)
 	}
-	return out, total, nil
+	return out, total, false, nil
 }
 
 // nameHeap is a max-heap of names (container/heap).

@@ -27,8 +27,9 @@ type session struct {
 	ctl   int
 
 	// files holds a token per file call in flight
-	// (MaxConcurrentFileCalls).
-	files chan struct{}
+	// (MaxConcurrentFileCalls); lists one per listing
+	// (MaxConcurrentListings).
+	files, lists chan struct{}
 
 	mu      sync.Mutex
 	running int // execs started and not yet waited for
@@ -361,7 +362,7 @@ func newSession() (*session, *os.File, error) {
 	if err != nil {
 		return nil, nil, os.NewSyscallError("socketpair", err)
 	}
-	return &session{ctl: fds[0], files: make(chan struct{}, MaxConcurrentFileCalls)}, os.NewFile(uintptr(fds[1]), "exec-cgroups"), nil
+	return &session{ctl: fds[0], files: make(chan struct{}, MaxConcurrentFileCalls), lists: make(chan struct{}, MaxConcurrentListings)}, os.NewFile(uintptr(fds[1]), "exec-cgroups"), nil
 }
 
 // send hands files (cgroup.Manager.NewExec's) to the worker under token,
@@ -396,6 +397,17 @@ func (ss *session) fileTurn(ctx context.Context) (func(), error) {
 	select {
 	case ss.files <- struct{}{}:
 		return func() { <-ss.files }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// listTurn waits for a listing's turn (MaxConcurrentListings) and
+// returns the function that ends it, or ctx's error.
+func (ss *session) listTurn(ctx context.Context) (func(), error) {
+	select {
+	case ss.lists <- struct{}{}:
+		return func() { <-ss.lists }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

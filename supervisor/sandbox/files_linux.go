@@ -202,9 +202,10 @@ func (r *FileReader) Close() error {
 // DefaultListEntries, at most MaxListEntries) whose names come first in
 // byte order, described by lstat, with the directory's total count;
 // fewer when their paths and link targets pass MaxListBytes (Truncated).
-// The worker reads every name but sends only maxEntries, and the
-// supervisor keeps at most MaxListBytes of them: a directory of any size
-// costs the supervisor O(MaxListBytes) per listing. Errors:
+// The worker reads every name but describes and sends only maxEntries
+// within MaxListBytes, and the supervisor keeps at most MaxListBytes of
+// them, one listing at a time per sandbox (MaxConcurrentListings): a
+// directory of any size costs either side O(MaxListBytes). Errors:
 // ErrNotSession, ErrInvalidPath (also a maxEntries out of range),
 // ErrNotExist, ErrNotDirectory, ErrPermission.
 func (s *Sandbox) List(ctx context.Context, path string, maxEntries int) (Listing, error) {
@@ -214,6 +215,11 @@ func (s *Sandbox) List(ctx context.Context, path string, maxEntries int) (Listin
 	if maxEntries < 0 || maxEntries > MaxListEntries {
 		return Listing{}, &FileError{Op: "list", Path: path, Err: ErrInvalidPath, Detail: fmt.Sprintf("max entries %d: at most %d", maxEntries, MaxListEntries)}
 	}
+	listed, err := s.sess.listTurn(ctx)
+	if err != nil {
+		return Listing{}, err
+	}
+	defer listed()
 	done, err := s.sess.fileTurn(ctx)
 	if err != nil {
 		return Listing{}, err

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/execfarm/execfarm/internal/procstatus"
@@ -265,6 +266,46 @@ func TestSessionListBoundsItsBytes(t *testing.T) {
 		if e.Name != names[i] {
 			t.Fatalf("entry %d: %s, want %s", i, e.Name, names[i])
 		}
+	}
+}
+
+// TestSessionListingsCannotFillMemory: 16 listings at once of 10000
+// links with 250-byte names and 4000-byte targets (43 MB described) in a
+// 128 MiB sandbox leave its worker alive (the red team's attack: one such
+// listing had the worker OOM-killed, the sandbox and its files lost),
+// each truncated within MaxListBytes.
+func TestSessionListingsCannotFillMemory(t *testing.T) {
+	sb := startSession(t, func(s *Spec) {
+		s.Limits = cgroup.Limits{MemoryMaxBytes: 128 << 20, PidsMax: 64}
+		s.WorkspaceBytes = 48 << 20
+	})
+	const n = 10000
+	script := fmt.Sprintf(`mkdir d && cd d && python3 -c 'import os; [os.symlink("/" + "x" * 3999, "%%06d" %% i + "n" * 244) for i in range(%d)]'`, n)
+	if r := run(t, sb, script); r.exit.GetExitCode() != 0 {
+		t.Fatalf("create links: %+v", r)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := sb.List(context.Background(), "d", MaxListEntries)
+			switch {
+			case err != nil:
+				errs <- err
+			case l.TotalEntries != n || !l.Truncated || len(l.Entries) == 0 || len(l.Entries) >= n:
+				errs <- fmt.Errorf("%d entries of %d, truncated %v", len(l.Entries), l.TotalEntries, l.Truncated)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("listing: %v", err)
+	}
+	if r := run(t, sb, `echo alive`); r.stdout != "alive\n" {
+		t.Fatalf("after the listings: %+v; want the sandbox alive", r)
 	}
 }
 

@@ -27,6 +27,13 @@ const MinSessionFileDescriptors = 256
 // more wait for a turn, or their ctx's end.
 const MaxConcurrentFileCalls = 16
 
+// MaxConcurrentListings is how many of those file calls are List: a
+// listing holds up to MaxListBytes in the worker (charged to the
+// sandbox's memory, whose reserve for the worker is at most 32 MiB) and
+// in the supervisor, so one at a time per sandbox; more wait their turn
+// (holding no file call's turn meanwhile), or their ctx's end.
+const MaxConcurrentListings = 1
+
 // Bounds of the file calls.
 const (
 	// ChunkBytes is the size of the chunks Upload sends and the most a
@@ -36,14 +43,15 @@ const (
 	// DefaultListEntries); the listing holds at most that many entries.
 	DefaultListEntries = 1000
 	MaxListEntries     = 10000
-	// MaxListBytes bounds what a listing holds, bytes: List keeps entries
-	// while the sum of their paths (the listed directory, "/" and the
-	// name) and symbolic link targets stays within it, and reports the
-	// rest as Truncated. 10000 entries of long names and targets under a
-	// long directory come to tens of MiB; 3 MiB also keeps the public
-	// ListFiles response (which repeats each full path) under the 4 MiB
-	// gRPC clients accept by default.
-	MaxListBytes = 3 << 20
+	// MaxListBytes bounds what a listing holds, bytes: the worker sends,
+	// and List keeps, entries while the sum of their paths (the listed
+	// directory, "/" and the name) and symbolic link targets stays within
+	// it, and reports the rest as Truncated (plugin.MaxListBytes). 10000
+	// entries of long names and targets under a long directory come to
+	// tens of MiB; 3 MiB also keeps the public ListFiles response (which
+	// repeats each full path) under the 4 MiB gRPC clients accept by
+	// default.
+	MaxListBytes = plugin.MaxListBytes
 )
 
 // ExecRequest is one exec of a session sandbox.

@@ -24,6 +24,15 @@ const SyncFD = 3
 // their processes together.
 const MaxConcurrentExecs = 16
 
+// MaxListBytes bounds a listing (Worker.List), bytes: the worker sends
+// entries, in name order, while the sum of their paths (the request's
+// path, "/" and the name) and symbolic link targets stays within it, and
+// reports the rest as truncated. 10000 entries of 255-byte names and
+// 4095-byte targets are 43 MB, which the worker, charged to the
+// sandbox's memory, would hold at once; the supervisor applies the same
+// bound to what it keeps.
+const MaxListBytes = 3 << 20
+
 // SandboxConfig is what the worker needs to build its sandbox.
 type SandboxConfig struct {
 	// ID names the sandbox (hostname suffix, logs).
