@@ -52,10 +52,13 @@ func (ti toolInts) add(t *mcp.Tool) {
 // middleware refuses a tools/call whose integer argument is not an
 // integer or is out of its range before the SDK decodes it: the SDK
 // reads numbers as float64, so 2^63-1 would reach the handler rounded,
-// or be refused naming a Go type. The refusal is a tool error,
+// or be refused naming a Go type (and a string or an object for an
+// integer in Go's notation, "map[a:1]"). The refusal is a tool error,
 // "INVALID_ARGUMENT: <argument>: <value as sent> ...: want an integer
-// from <min> to <max>". Anything else (arguments that are no JSON object,
-// a string for an integer) is left to the SDK's validation.
+// from <min> to <max>", or for a value that is no number "<argument>: a
+// string|an object|an array|a boolean: want an integer from <min> to
+// <max>". Arguments that are no JSON object, and a null (absent:
+// nullIsAbsent), are left to the SDK.
 func (ti toolInts) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if call, ok := req.(*mcp.CallToolRequest); ok && call.Params != nil {
@@ -91,6 +94,10 @@ func (ti toolInts) check(tool string, args json.RawMessage) error {
 		}
 		n, ok := v.(json.Number)
 		if !ok {
+			if kind := jsonKind(v); kind != "" {
+				r := ranges[name]
+				return invalid("%s: %s: want an integer from %d to %d", name, kind, r.min, r.max)
+			}
 			continue
 		}
 		if err := ranges[name].check(name, string(n)); err != nil {
@@ -118,4 +125,20 @@ func (r intRange) check(name, s string) error {
 		return invalid("%s: %s is out of range: %s", name, s, want)
 	}
 	return nil
+}
+
+// jsonKind names the kind of a decoded JSON value that is no number, as
+// a refusal says it; "" for a number or null.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case bool:
+		return "a boolean"
+	}
+	return ""
 }

@@ -217,7 +217,7 @@ func TestIntegerArgumentsAreExact(t *testing.T) {
 				continue
 			}
 			checked++
-			for _, v := range []string{"9223372036854775807", "9007199254740992", "-9007199254740993", "1e400", "2.5"} {
+			for _, v := range []string{"9223372036854775807", "9007199254740992", "-9007199254740993", "1e400", "2.5", `"5"`, `{"a":1}`, `[1]`, `true`} {
 				id++
 				m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{%q:%s}}}`, id, name, arg, v))
 				r, _ := m["result"].(map[string]any)
@@ -225,10 +225,21 @@ func TestIntegerArgumentsAreExact(t *testing.T) {
 				if content, _ := r["content"].([]any); len(content) > 0 {
 					text, _ = content[0].(map[string]any)["text"].(string)
 				}
-				if r["isError"] != true || !strings.HasPrefix(text, "INVALID_ARGUMENT: "+arg+": "+v+" ") || !strings.Contains(text, "want an integer from ") {
+				said := v + " " // the value as sent, or for one that is no number its kind
+				switch v[0] {
+				case '"':
+					said = "a string: "
+				case '{':
+					said = "an object: "
+				case '[':
+					said = "an array: "
+				case 't':
+					said = "a boolean: "
+				}
+				if r["isError"] != true || !strings.HasPrefix(text, "INVALID_ARGUMENT: "+arg+": "+said) || !strings.Contains(text, "want an integer from ") {
 					t.Errorf("%s %s %s: %q, want it refused naming the argument, the value and the range", name, arg, v, text)
 				}
-				for _, goType := range []string{"int64", "int32", "float64", "Go ", "struct"} {
+				for _, goType := range []string{"int64", "int32", "float64", "Go ", "struct", "map["} {
 					if strings.Contains(text, goType) {
 						t.Errorf("%s %s %s: %q names a Go type", name, arg, v, text)
 					}
