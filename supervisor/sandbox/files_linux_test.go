@@ -273,10 +273,16 @@ func TestSessionListBoundsItsBytes(t *testing.T) {
 // links with 250-byte names and 4000-byte targets (43 MB described) in a
 // 128 MiB sandbox leave its worker alive (the red team's attack: one such
 // listing had the worker OOM-killed, the sandbox and its files lost),
-// each truncated within MaxListBytes.
+// each truncated within MaxListBytes. A -race worker (raceBuild) gets
+// 384 MiB for its shadow memory; 43 MB listed 16 times over still passes
+// that.
 func TestSessionListingsCannotFillMemory(t *testing.T) {
+	memory := int64(128 << 20)
+	if raceBuild {
+		memory = 384 << 20
+	}
 	sb := startSession(t, func(s *Spec) {
-		s.Limits = cgroup.Limits{MemoryMaxBytes: 128 << 20, PidsMax: 64}
+		s.Limits = cgroup.Limits{MemoryMaxBytes: memory, PidsMax: 64}
 		s.WorkspaceBytes = 48 << 20
 	})
 	const n = 10000
