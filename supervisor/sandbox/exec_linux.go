@@ -393,21 +393,19 @@ func (ss *session) send(token uint64, files []*os.File) error {
 
 // fileTurn waits for a file call's turn (MaxConcurrentFileCalls) and
 // returns its release, or ctx's error.
-func (ss *session) fileTurn(ctx context.Context) (func(), error) {
-	select {
-	case ss.files <- struct{}{}:
-		return func() { <-ss.files }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
+func (ss *session) fileTurn(ctx context.Context) (func(), error) { return turn(ctx, ss.files) }
 
 // listTurn waits for a listing's turn (MaxConcurrentListings) and
-// returns the function that ends it, or ctx's error.
-func (ss *session) listTurn(ctx context.Context) (func(), error) {
+// returns its release, or ctx's error.
+func (ss *session) listTurn(ctx context.Context) (func(), error) { return turn(ctx, ss.lists) }
+
+// turn takes one of the tokens of tokens (a channel of that capacity),
+// waiting while all are taken, and returns the function that gives it
+// back, or ctx's error.
+func turn(ctx context.Context, tokens chan struct{}) (func(), error) {
 	select {
-	case ss.lists <- struct{}{}:
-		return func() { <-ss.lists }, nil
+	case tokens <- struct{}{}:
+		return func() { <-tokens }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
