@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 // Bounds of the server's connections and streams (Config.ListenServer).
@@ -38,13 +39,23 @@ const (
 	// that closes the oldest of them (it is not refused: at accept time
 	// nothing tells a caller with the token from one without).
 	DefaultReservedConnections = 64
+	// DefaultReservedConnectionsPerPeer does the same within one peer:
+	// with a token, a peer's connections that have not authenticated may
+	// hold at most MaxConnectionsPerPeer less this many, so that
+	// tokenless callers of a uid or an address (pods sharing a uid,
+	// clients behind one NAT) cannot lock out its callers with the token.
+	DefaultReservedConnectionsPerPeer = 16
 	// MaxStreamsPerConnection bounds the calls in flight on a connection
 	// (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); more wait in the client.
 	MaxStreamsPerConnection = 128
 	// MaxUnauthenticatedStreams bounds the grpc.health.v1 calls in flight
 	// on connections that have not authenticated (with a token), all
-	// together; past it they end RESOURCE_EXHAUSTED.
-	MaxUnauthenticatedStreams = 128
+	// together, and MaxUnauthenticatedStreamsPerConnection on each; past
+	// them they end RESOURCE_EXHAUSTED. Every other call of such a
+	// connection without the token is refused before its request is read
+	// (guard.tap).
+	MaxUnauthenticatedStreams              = 128
+	MaxUnauthenticatedStreamsPerConnection = 4
 	// HandshakeTimeout bounds a connection's TLS and HTTP/2 handshakes.
 	HandshakeTimeout = 10 * time.Second
 	// MaxConnectionIdle closes a connection with no call in flight for
@@ -84,16 +95,19 @@ func ReserveSend(ctx context.Context, n int64) error {
 // guard tracks the server's connections: totals, per peer, and with a
 // token which ones have authenticated.
 type guard struct {
-	max, perPeer, reserve int
-	token                 bool
-	health                chan struct{} // slots for unauthenticated health calls
+	max, perPeer, reserve, peerReserve int
+	tokens                             *TokenSet     // nil: no token
+	token                              bool          // tokens != nil
+	health                             chan struct{} // slots for unauthenticated health calls
 
 	mu       sync.Mutex
 	conns    int
 	byPeer   map[string]int
 	unproven *list.List // of *trackedConn, oldest first; with a token only
-	unsent   int64      // ReserveSend bytes not yet written, all connections
-	drained  chan struct{}
+	// unprovenByPeer counts unproven's connections per peer.
+	unprovenByPeer map[string]int
+	unsent         int64 // ReserveSend bytes not yet written, all connections
+	drained        chan struct{}
 }
 
 func (g *guard) reserveSend(ctx context.Context, c *trackedConn, n int64) error {
@@ -142,13 +156,14 @@ func (g *guard) wrote(c *trackedConn, n int64) {
 	g.mu.Unlock()
 }
 
-func newGuard(maxConns, perPeer, reserve int, token bool) *guard {
+func newGuard(maxConns, perPeer, reserve, peerReserve int, tokens *TokenSet) *guard {
 	if lim := nofileLimit(); lim > 0 && lim/2 < maxConns {
 		maxConns = max(lim/2, 1)
 	}
 	reserve = min(reserve, maxConns/2)
-	return &guard{max: maxConns, perPeer: perPeer, reserve: reserve, token: token,
-		health: make(chan struct{}, MaxUnauthenticatedStreams), byPeer: map[string]int{}, unproven: list.New()}
+	peerReserve = min(peerReserve, perPeer/2)
+	return &guard{max: maxConns, perPeer: perPeer, reserve: reserve, peerReserve: peerReserve, tokens: tokens, token: tokens != nil,
+		health: make(chan struct{}, MaxUnauthenticatedStreams), byPeer: map[string]int{}, unproven: list.New(), unprovenByPeer: map[string]int{}}
 }
 
 // trackedConn is an accepted connection; its RemoteAddr carries it into
@@ -163,6 +178,10 @@ type trackedConn struct {
 	// unsent is ReserveSend's account of this connection (guard.mu
 	// changes it; Write reads it without the lock to skip the common case).
 	unsent atomic.Int64
+	// frames is the connection's plaintext as gRPC reads it (framingCreds),
+	// health its unauthenticated health calls in flight.
+	frames atomic.Pointer[framedConn]
+	health atomic.Int32
 }
 
 func (c *trackedConn) Write(p []byte) (int, error) {
@@ -189,10 +208,7 @@ func (c *trackedConn) Close() error {
 		if g.byPeer[c.peer]--; g.byPeer[c.peer] <= 0 {
 			delete(g.byPeer, c.peer)
 		}
-		if c.elem != nil {
-			g.unproven.Remove(c.elem)
-			c.elem = nil
-		}
+		g.forgetUnproven(c)
 		g.unsent -= c.unsent.Swap(0)
 		if g.drained != nil {
 			close(g.drained)
@@ -203,13 +219,32 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// forgetUnproven takes c out of the unauthenticated connections; g.mu
+// is held.
+func (g *guard) forgetUnproven(c *trackedConn) {
+	if c.elem == nil {
+		return
+	}
+	g.unproven.Remove(c.elem)
+	c.elem = nil
+	if g.unprovenByPeer[c.peer]--; g.unprovenByPeer[c.peer] <= 0 {
+		delete(g.unprovenByPeer, c.peer)
+	}
+}
+
 // admit registers c and returns true, or returns false when c must be
 // closed at once. A non-nil victim means: close it (the oldest
-// unauthenticated connection) and ask again.
+// unauthenticated connection, of c's peer when the peer's bound is
+// reached) and ask again.
 func (g *guard) admit(c *trackedConn) (ok bool, victim *trackedConn) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.byPeer[c.peer] >= g.perPeer {
+	if g.byPeer[c.peer] >= g.perPeer || (g.token && g.unprovenByPeer[c.peer] >= g.perPeer-g.peerReserve) {
+		for e := g.unproven.Front(); e != nil; e = e.Next() {
+			if v := e.Value.(*trackedConn); v.peer == c.peer {
+				return false, v
+			}
+		}
 		return false, nil
 	}
 	if g.conns >= g.max || (g.token && g.unproven.Len() >= g.max-g.reserve) {
@@ -222,19 +257,22 @@ func (g *guard) admit(c *trackedConn) (ok bool, victim *trackedConn) {
 	g.byPeer[c.peer]++
 	if g.token {
 		c.elem = g.unproven.PushBack(c)
+		g.unprovenByPeer[c.peer]++
 	}
 	return true, nil
+}
+
+// prove marks c as authenticated.
+func (c *trackedConn) prove() {
+	c.g.mu.Lock()
+	c.g.forgetUnproven(c)
+	c.g.mu.Unlock()
 }
 
 // prove marks the connection of ctx's call as authenticated.
 func prove(ctx context.Context) {
 	if c := connOf(ctx); c != nil {
-		c.g.mu.Lock()
-		if c.elem != nil {
-			c.g.unproven.Remove(c.elem)
-			c.elem = nil
-		}
-		c.g.mu.Unlock()
+		c.prove()
 	}
 }
 
@@ -262,22 +300,62 @@ func (g *guard) authenticated(ctx context.Context) bool {
 	return c.elem == nil
 }
 
-// healthSlot takes one of the MaxUnauthenticatedStreams slots for a
-// health call on an unauthenticated connection; release gives it back.
+// healthSlot takes one of the MaxUnauthenticatedStreams slots, and one
+// of its connection's MaxUnauthenticatedStreamsPerConnection, for a
+// health call on an unauthenticated connection; release gives them back.
 func (g *guard) healthSlot(ctx context.Context, method string) (release func(), err error) {
 	if !strings.HasPrefix(method, healthService) || g.authenticated(ctx) {
 		return func() {}, nil
 	}
+	c := connOf(ctx)
+	if c == nil {
+		return nil, status.Error(codes.Unauthenticated, "health calls without the token need a connection the server tracks")
+	}
+	if c.health.Add(1) > MaxUnauthenticatedStreamsPerConnection {
+		c.health.Add(-1)
+		return nil, status.Errorf(codes.ResourceExhausted, "too many health calls on this unauthenticated connection (%d)", MaxUnauthenticatedStreamsPerConnection)
+	}
 	select {
 	case g.health <- struct{}{}:
-		return func() { <-g.health }, nil
+		return func() { <-g.health; c.health.Add(-1) }, nil
 	default:
+		c.health.Add(-1)
 		return nil, status.Errorf(codes.ResourceExhausted, "too many health calls from unauthenticated connections (%d)", MaxUnauthenticatedStreams)
 	}
 }
 
+// tap runs for every new call, after its headers and before any of its
+// request is read (grpc.InTapHandle): with tokens, a call without a valid
+// one is refused here, UNAUTHENTICATED (grpc.health.v1 excepted), so
+// that no request of a caller without the token is ever held; a call
+// with one marks its connection authenticated. A call of a method with a
+// small request limit gets its callLimit (limits.go).
+func (g *guard) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	c := connOf(ctx)
+	if g.tokens != nil && !strings.HasPrefix(info.FullMethodName, healthService) {
+		if _, err := checkBearer(ctx, g.tokens); err != nil {
+			return nil, err
+		}
+		if c != nil {
+			c.prove()
+		}
+	}
+	if c == nil {
+		return ctx, nil
+	}
+	if f := c.frames.Load(); f != nil {
+		if lim := requestLimit(info.FullMethodName); lim < MaxRequestBytes {
+			l := &callLimit{method: info.FullMethodName, limit: uint32(lim)}
+			f.pending = l
+			ctx = context.WithValue(ctx, callLimitKey{}, l)
+		}
+	}
+	return ctx, nil
+}
+
 func (g *guard) serverOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
+	return append([]grpc.ServerOption{
+		grpc.InTapHandle(g.tap),
 		grpc.MaxConcurrentStreams(MaxStreamsPerConnection),
 		grpc.ConnectionTimeout(HandshakeTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: MaxConnectionIdle, Time: time.Minute, Timeout: 20 * time.Second}),
@@ -298,7 +376,7 @@ func (g *guard) serverOptions() []grpc.ServerOption {
 			defer release()
 			return h(srv, ss)
 		}),
-	}
+	}, limitOptions()...)
 }
 
 // guardListener admits connections through the guard and never hands a

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -102,7 +103,9 @@ func TestConnectionsPerPeer(t *testing.T) {
 
 // TestUnauthenticatedHealthCalls: with a token, grpc.health.v1 calls on
 // connections that have not authenticated are bounded all together
-// (MaxUnauthenticatedStreams); past it they end RESOURCE_EXHAUSTED.
+// (MaxUnauthenticatedStreams) and per connection
+// (MaxUnauthenticatedStreamsPerConnection); past them they end
+// RESOURCE_EXHAUSTED.
 func TestUnauthenticatedHealthCalls(t *testing.T) {
 	c := serveGuarded(t, Config{Token: goodToken, MaxConnectionsPerPeer: 1000, MaxConnections: 1000})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -115,16 +118,22 @@ func TestUnauthenticatedHealthCalls(t *testing.T) {
 		t.Cleanup(func() { conn.Close() })
 		return healthpb.NewHealthClient(conn)
 	}
-	// Two connections: one may carry MaxStreamsPerConnection at most.
-	clients := []healthpb.HealthClient{client(), client()}
+	// Each connection may carry MaxUnauthenticatedStreamsPerConnection.
+	var clients []healthpb.HealthClient
+	for range MaxUnauthenticatedStreams / MaxUnauthenticatedStreamsPerConnection {
+		clients = append(clients, client())
+	}
 	for i := range MaxUnauthenticatedStreams {
-		w, err := clients[i%2].Watch(ctx, &healthpb.HealthCheckRequest{})
+		w, err := clients[i%len(clients)].Watch(ctx, &healthpb.HealthCheckRequest{})
 		if err == nil {
 			_, err = w.Recv()
 		}
 		if err != nil {
 			t.Fatalf("watch %d: %v", i, err)
 		}
+	}
+	if _, err := clients[0].Check(ctx, &healthpb.HealthCheckRequest{}); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "on this unauthenticated connection") {
+		t.Fatalf("health call past the connection's bound: %v, want RESOURCE_EXHAUSTED", err)
 	}
 	_, err := client().Check(ctx, &healthpb.HealthCheckRequest{})
 	if status.Code(err) != codes.ResourceExhausted {

@@ -253,13 +253,9 @@ func tokenOptions(set *TokenSet) []grpc.ServerOption {
 		if m, _ := grpc.Method(ctx); strings.HasPrefix(m, healthService) {
 			return ctx, nil
 		}
-		got, err := auth.AuthFromMD(ctx, "bearer")
+		name, err := checkBearer(ctx, set)
 		if err != nil {
-			return nil, status.Error(codes.Unauthenticated, "this server requires a bearer token (metadata \"authorization: Bearer TOKEN\"; execfarm clients: --token-file or EXECFARM_TOKEN)")
-		}
-		name, ok := set.Lookup(got)
-		if !ok {
-			return nil, status.Error(codes.Unauthenticated, "invalid bearer token")
+			return nil, err
 		}
 		// The connection leaves the unauthenticated pool (guard.go).
 		prove(ctx)
@@ -269,6 +265,20 @@ func tokenOptions(set *TokenSet) []grpc.ServerOption {
 		grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(check)),
 		grpc.ChainStreamInterceptor(auth.StreamServerInterceptor(check)),
 	}
+}
+
+// checkBearer returns the name of the bearer token of ctx's incoming
+// metadata, or UNAUTHENTICATED when it has none of set's.
+func checkBearer(ctx context.Context, set *TokenSet) (string, error) {
+	got, err := auth.AuthFromMD(ctx, "bearer")
+	if err != nil {
+		return "", status.Error(codes.Unauthenticated, "this server requires a bearer token (metadata \"authorization: Bearer TOKEN\"; execfarm clients: --token-file or EXECFARM_TOKEN)")
+	}
+	name, ok := set.Lookup(got)
+	if !ok {
+		return "", status.Error(codes.Unauthenticated, "invalid bearer token")
+	}
+	return name, nil
 }
 
 // principalOptions put the caller's principal in every call's context

@@ -74,10 +74,12 @@ type Config struct {
 	// (UNAUTHENTICATED; grpc.health.v1 excepted) and gives each call its
 	// token's principal; a client sends its one token.
 	TokenPath, Token string
-	// MaxConnections, MaxConnectionsPerPeer and ReservedConnections bound
-	// a server's connections (ListenServer); 0 = DefaultMaxConnections,
-	// DefaultMaxConnectionsPerPeer, DefaultReservedConnections.
-	MaxConnections, MaxConnectionsPerPeer, ReservedConnections int
+	// MaxConnections, MaxConnectionsPerPeer, ReservedConnections and
+	// ReservedConnectionsPerPeer bound a server's connections
+	// (ListenServer); 0 = DefaultMaxConnections,
+	// DefaultMaxConnectionsPerPeer, DefaultReservedConnections,
+	// DefaultReservedConnectionsPerPeer.
+	MaxConnections, MaxConnectionsPerPeer, ReservedConnections, ReservedConnectionsPerPeer int
 }
 
 // FromEnv reads the reference server's variables through getenv (os.Getenv
@@ -211,8 +213,12 @@ func (c Config) ListenServer() (net.Listener, []grpc.ServerOption, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	var set *TokenSet
+	if len(tokens) > 0 {
+		set = newTokenSet(tokens)
+	}
 	g := newGuard(cmpOr(c.MaxConnections, DefaultMaxConnections), cmpOr(c.MaxConnectionsPerPeer, DefaultMaxConnectionsPerPeer),
-		cmpOr(c.ReservedConnections, DefaultReservedConnections), len(tokens) > 0)
+		cmpOr(c.ReservedConnections, DefaultReservedConnections), cmpOr(c.ReservedConnectionsPerPeer, DefaultReservedConnectionsPerPeer), set)
 	l, err := c.Listen()
 	if err != nil {
 		return nil, nil, err
@@ -282,6 +288,9 @@ func (c Config) ServerSecurity() (*ServerSecurity, error) {
 	sec.Options = append(sec.Options, principalOptions()...)
 	switch c.Mode {
 	case "", ModeInsecure:
+		// Insecure credentials hand gRPC the connection as it is; the
+		// wrapper makes it a framedConn (request limits, limits.go).
+		sec.Options = append(sec.Options, grpc.Creds(framingCreds{insecure.NewCredentials()}))
 		return sec, nil
 	}
 	base := serverTLSBase()
@@ -296,7 +305,7 @@ func (c Config) ServerSecurity() (*ServerSecurity, error) {
 	if sec.tls, err = newServerTLS(base, files, cmp.Or(c.CertRefresh, DefaultCertRefresh)); err != nil {
 		return nil, err
 	}
-	sec.Options = append(sec.Options, grpc.Creds(sec.tls.creds))
+	sec.Options = append(sec.Options, grpc.Creds(framingCreds{sec.tls.creds}))
 	return sec, nil
 }
 

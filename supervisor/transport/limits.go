@@ -1,0 +1,455 @@
+package transport
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/execfarmv1"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+)
+
+// Receive bounds of the server (ListenServer with ServerSecurity).
+//
+// grpc-go has one receive limit for every method, and it holds a
+// message whole before any handler or interceptor sees it. The methods
+// that carry code, stdin or file data take MaxRequestBytes; every other
+// takes MaxSmallRequestBytes, enforced on the connection as the request
+// arrives (framedConn): a message that declares more is never held, the
+// call ends RESOURCE_EXHAUSTED and the rest of its bytes are dropped as
+// they come.
+const (
+	// MaxRequestBytes is the largest request message of the methods in
+	// largeRequestMethods (grpc.MaxRecvMsgSize): code of up to 4 MiB less
+	// 64 KiB (program.MaxRequestBytes) and the fields around it.
+	MaxRequestBytes = 4 << 20
+	// MaxSmallRequestBytes is the largest request message of every other
+	// method: ids, names, paths, labels and limits.
+	MaxSmallRequestBytes = 64 << 10
+	// WindowBytes and ConnWindowBytes are the server's HTTP/2 receive
+	// windows, per stream and per connection, fixed (grpc-go would
+	// otherwise grow them toward the client, up to 16 MiB each, by BDP
+	// estimation): a stream holds at most WindowBytes that its handler
+	// has not read.
+	WindowBytes     = 64 << 10
+	ConnWindowBytes = 128 << 10
+)
+
+// largeRequestMethods are the methods whose requests carry code, stdin or
+// file data.
+var largeRequestMethods = map[string]bool{
+	sandboxv1.SandboxService_Execute_FullMethodName:       true,
+	sandboxv1.SandboxService_ExecuteStream_FullMethodName: true,
+	sandboxv1.SandboxService_ExecuteAsync_FullMethodName:  true,
+	sandboxv1.SandboxService_ExecuteTest_FullMethodName:   true,
+	execfarmv1.SessionService_Exec_FullMethodName:         true,
+	execfarmv1.SessionService_ExecAsync_FullMethodName:    true,
+	execfarmv1.SessionService_WriteStdin_FullMethodName:   true,
+	execfarmv1.SessionService_UploadFile_FullMethodName:   true,
+}
+
+// requestLimit returns the largest request message method takes.
+func requestLimit(method string) int {
+	if largeRequestMethods[method] {
+		return MaxRequestBytes
+	}
+	return MaxSmallRequestBytes
+}
+
+// callLimit is one call's receive limit; the tap puts it in the call's
+// context and hands it to the connection's framedConn, which sets over
+// when a message of the call declares more.
+type callLimit struct {
+	method   string
+	limit    uint32
+	declared atomic.Uint32 // the size declared past the limit; 0 = none
+	ended    atomic.Bool   // the call's handler has returned
+}
+
+type callLimitKey struct{}
+
+// err returns the call's RESOURCE_EXHAUSTED error when a message of it
+// declared more than its limit, else nil.
+func (l *callLimit) err() error {
+	if l == nil {
+		return nil
+	}
+	if n := l.declared.Load(); n != 0 {
+		return status.Errorf(codes.ResourceExhausted, "%s takes request messages of at most %d bytes; this one declares %d",
+			l.method[strings.LastIndexByte(l.method, '/')+1:], l.limit, n)
+	}
+	return nil
+}
+
+func callLimitOf(ctx context.Context) *callLimit {
+	l, _ := ctx.Value(callLimitKey{}).(*callLimit)
+	return l
+}
+
+// limitOptions refuse the calls whose message was over its limit (the
+// handler then got an empty message, which it never sees) and mark the
+// call ended for framedConn.
+func limitOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxRequestBytes),
+		grpc.InitialWindowSize(WindowBytes),
+		grpc.InitialConnWindowSize(ConnWindowBytes),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			l := callLimitOf(ctx)
+			if l != nil {
+				defer l.ended.Store(true)
+			}
+			if err := l.err(); err != nil {
+				return nil, err
+			}
+			return h(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			l := callLimitOf(ss.Context())
+			if l == nil {
+				return h(srv, ss)
+			}
+			defer l.ended.Store(true)
+			return h(srv, limitedStream{ss, l})
+		}),
+	}
+}
+
+// limitedStream refuses a message that was over the call's limit.
+type limitedStream struct {
+	grpc.ServerStream
+	l *callLimit
+}
+
+func (s limitedStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if lerr := s.l.err(); lerr != nil {
+		return lerr
+	}
+	return err
+}
+
+// framingCreds wraps a server's transport credentials (insecure ones
+// too) so that the connection they hand to gRPC, plaintext HTTP/2, is a
+// framedConn, known to the connection the guard tracks.
+type framingCreds struct {
+	credentials.TransportCredentials
+}
+
+func (c framingCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := c.TransportCredentials.ServerHandshake(raw)
+	if err != nil {
+		return conn, info, err
+	}
+	tc, ok := raw.(*trackedConn)
+	if !ok {
+		return conn, info, nil
+	}
+	f := &framedConn{Conn: conn, prefaceLeft: len(http2Preface), streams: map[uint32]*framedStream{}}
+	tc.frames.Store(f)
+	return f, info, nil
+}
+
+func (c framingCreds) Clone() credentials.TransportCredentials {
+	return framingCreds{c.TransportCredentials.Clone()}
+}
+
+// HTTP/2 (RFC 9113) as framedConn reads it.
+const (
+	http2Preface     = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	frameHeaderLen   = 9
+	maxFrameLen      = 16384 // SETTINGS_MAX_FRAME_SIZE: gRPC's servers never raise it
+	frameData        = 0x0
+	frameHeaders     = 0x1
+	frameRSTStream   = 0x3
+	frameContinue    = 0x9
+	flagEndStream    = 0x1
+	flagEndHeaders   = 0x4
+	flagPadded       = 0x8
+	grpcPrefixLen    = 5
+	deadStreamID     = 2 // even: a client can never open it, so gRPC drops its DATA
+	maxTrackedStream = 512
+	readChunk        = 16 << 10
+)
+
+// framedConn is a server connection's plaintext, as gRPC reads it, with
+// the request limit of each call enforced in its DATA frames.
+//
+// It hands gRPC whole frames, and stops after each header block: gRPC
+// reads the connection from one goroutine and calls the tap (guard.tap)
+// for a new call before it reads again, so the next Read learns the
+// call's limit (pending) and gives it to the stream of that block. In a
+// limited stream it follows the 5-byte prefix of each gRPC message; a
+// message that declares more than the limit reaches gRPC as an empty
+// message that ends the stream, the call's handler refuses it (its
+// callLimit says why), and the rest of the stream's DATA goes to a
+// stream gRPC does not know (deadStreamID), so that flow control still
+// counts every byte and nothing holds them. Padding of a limited
+// stream's DATA goes there too. A prefix cut by the end of a frame is
+// held (at most 4 bytes) and sent with the next frame of its stream.
+//
+// Read is called by gRPC's reader alone, and pending is set on that
+// goroutine (the tap), so the fields need no lock.
+type framedConn struct {
+	net.Conn
+	in, out     []byte
+	prefaceLeft int
+	// block is the stream whose header block ended the bytes last
+	// handed out (0 = none); pending is what the tap made of it.
+	block   uint32
+	pending *callLimit
+	streams map[uint32]*framedStream
+	// raw: a frame over maxFrameLen came, which gRPC answers by closing
+	// the connection; what follows is handed on as is.
+	raw bool
+}
+
+// framedStream is a limited stream's place in its messages.
+type framedStream struct {
+	l    *callLimit
+	pre  []byte // the prefix read so far, < 5 bytes between frames
+	body uint32 // bytes of the current message still to come
+	over bool
+}
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+
+func (f *framedConn) Read(p []byte) (int, error) {
+	for len(f.out) == 0 {
+		if f.block != 0 {
+			f.startStream(f.block, f.pending)
+			f.block, f.pending = 0, nil
+		}
+		if f.process() {
+			continue
+		}
+		if err := f.fill(); err != nil {
+			if len(f.out) == 0 {
+				return 0, err
+			}
+		}
+	}
+	n := copy(p, f.out)
+	f.out = f.out[n:]
+	if len(f.out) == 0 {
+		f.out = nil
+	}
+	return n, nil
+}
+
+// fill reads what the connection has into in.
+func (f *framedConn) fill() error {
+	bp := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(bp)
+	n, err := f.Conn.Read(*bp)
+	f.in = append(f.in, (*bp)[:n]...)
+	if n > 0 {
+		return nil
+	}
+	return err
+}
+
+// process moves the complete frames of in to out, stopping after a
+// header block; it reports whether it moved anything.
+func (f *framedConn) process() bool {
+	moved := false
+	if f.raw {
+		f.out, f.in = append(f.out, f.in...), nil
+		return len(f.out) > 0
+	}
+	if f.prefaceLeft > 0 {
+		n := min(f.prefaceLeft, len(f.in))
+		f.out = append(f.out, f.in[:n]...)
+		f.in, f.prefaceLeft = f.in[n:], f.prefaceLeft-n
+		moved = n > 0
+		if f.prefaceLeft > 0 {
+			return moved
+		}
+	}
+	for len(f.in) >= frameHeaderLen {
+		length := int(f.in[0])<<16 | int(f.in[1])<<8 | int(f.in[2])
+		typ, flags := f.in[3], f.in[4]
+		id := binary.BigEndian.Uint32(f.in[5:9]) & 0x7fffffff
+		if length > maxFrameLen {
+			// gRPC refuses it and closes the connection: hand it on as
+			// it comes.
+			f.raw = true
+			f.out, f.in = append(f.out, f.in...), nil
+			return true
+		}
+		if len(f.in) < frameHeaderLen+length {
+			break
+		}
+		frame := f.in[:frameHeaderLen+length]
+		f.in = f.in[len(frame):]
+		moved = true
+		switch typ {
+		case frameData:
+			if st := f.streams[id]; st != nil {
+				f.data(id, st, flags, frame[frameHeaderLen:])
+				continue
+			}
+		case frameRSTStream:
+			f.drop(id)
+		case frameHeaders, frameContinue:
+			if typ == frameHeaders && flags&flagEndStream != 0 {
+				f.drop(id) // trailers, or a call without a body
+			}
+			f.out = append(f.out, frame...)
+			if flags&flagEndHeaders != 0 {
+				f.block = id
+				f.compact()
+				return true
+			}
+			continue
+		}
+		f.out = append(f.out, frame...)
+	}
+	f.compact()
+	return moved
+}
+
+// compact keeps in's unread bytes at its start, so it stays small.
+func (f *framedConn) compact() {
+	if len(f.in) == 0 {
+		f.in = nil
+	}
+}
+
+// drop forgets stream id; a prefix it held goes where flow control
+// counts it.
+func (f *framedConn) drop(id uint32) {
+	if st := f.streams[id]; st != nil && len(st.pre) > 0 && !st.over {
+		f.writeFrame(frameData, 0, deadStreamID, st.pre)
+	}
+	delete(f.streams, id)
+}
+
+// startStream gives stream id the limit the tap made for it.
+func (f *framedConn) startStream(id uint32, l *callLimit) {
+	if l == nil {
+		return
+	}
+	if len(f.streams) >= maxTrackedStream {
+		for sid, st := range f.streams {
+			if st.l.ended.Load() {
+				delete(f.streams, sid)
+			}
+		}
+		// Streams whose call never ended nor got END_STREAM: the
+		// lowest go (gRPC's own limit then bounds them).
+		for len(f.streams) >= maxTrackedStream {
+			low := ^uint32(0)
+			for sid := range f.streams {
+				low = min(low, sid)
+			}
+			delete(f.streams, low)
+		}
+	}
+	f.streams[id] = &framedStream{l: l}
+}
+
+// data hands on a DATA frame of a limited stream.
+func (f *framedConn) data(id uint32, st *framedStream, flags byte, payload []byte) {
+	end := flags&flagEndStream != 0
+	data := payload
+	if flags&flagPadded != 0 {
+		if len(payload) == 0 || int(payload[0]) > len(payload)-1 {
+			// gRPC closes the connection for it.
+			f.writeFrame(frameData, flags, id, payload)
+			return
+		}
+		data = payload[1 : len(payload)-int(payload[0])]
+		f.writeFrame(frameData, 0, deadStreamID, payload[:len(payload)-len(data)])
+	}
+	if end {
+		delete(f.streams, id)
+	}
+	if st.over {
+		if len(data) > 0 {
+			f.writeFrame(frameData, 0, deadStreamID, data)
+		}
+		return
+	}
+	start := len(f.out) + frameHeaderLen // where this frame's data will be
+	f.out = append(f.out, make([]byte, frameHeaderLen)...)
+	emit := func(b []byte) {
+		// A frame of the stream holds at most maxFrameLen: past it
+		// (the held prefix makes it longer) another starts.
+		for len(b) > 0 {
+			room := maxFrameLen - (len(f.out) - start)
+			if room == 0 {
+				f.endFrame(start, 0, id)
+				f.out = append(f.out, make([]byte, frameHeaderLen)...)
+				start = len(f.out)
+				continue
+			}
+			n := min(room, len(b))
+			f.out = append(f.out, b[:n]...)
+			b = b[n:]
+		}
+	}
+	for i := 0; i < len(data); {
+		if st.body > 0 {
+			n := min(int(st.body), len(data)-i)
+			emit(data[i : i+n])
+			st.body -= uint32(n)
+			i += n
+			continue
+		}
+		n := min(grpcPrefixLen-len(st.pre), len(data)-i)
+		st.pre = append(st.pre, data[i:i+n]...)
+		i += n
+		if len(st.pre) < grpcPrefixLen {
+			break
+		}
+		declared := binary.BigEndian.Uint32(st.pre[1:])
+		if declared > st.l.limit {
+			st.over = true
+			st.l.declared.Store(declared)
+			emit(make([]byte, grpcPrefixLen)) // an empty message
+			f.endFrame(start, flagEndStream, id)
+			if i < len(data) {
+				f.writeFrame(frameData, 0, deadStreamID, data[i:])
+			}
+			return
+		}
+		emit(st.pre)
+		st.pre, st.body = st.pre[:0], declared
+	}
+	if end {
+		emit(st.pre) // a cut prefix: gRPC reports the message cut short
+		st.pre = nil
+	}
+	var fl byte
+	if end {
+		fl = flagEndStream
+	}
+	f.endFrame(start, fl, id)
+}
+
+// endFrame writes the header of the frame whose payload starts at start
+// in out and runs to its end.
+func (f *framedConn) endFrame(start int, flags byte, id uint32) {
+	putFrameHeader(f.out[start-frameHeaderLen:start], len(f.out)-start, frameData, flags, id)
+}
+
+func (f *framedConn) writeFrame(typ, flags byte, id uint32, payload []byte) {
+	var h [frameHeaderLen]byte
+	putFrameHeader(h[:], len(payload), typ, flags, id)
+	f.out = append(append(f.out, h[:]...), payload...)
+}
+
+func putFrameHeader(h []byte, length int, typ, flags byte, id uint32) {
+	h[0], h[1], h[2] = byte(length>>16), byte(length>>8), byte(length)
+	h[3], h[4] = typ, flags
+	binary.BigEndian.PutUint32(h[5:9], id)
+}
