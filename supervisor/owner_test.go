@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,24 @@ func TestCachedScriptsBelongToTheirClient(t *testing.T) {
 	}
 	if got := list(bob); len(got) != 0 {
 		t.Errorf("bob without the header lists %v; want nothing", got)
+	}
+}
+
+// TestNotFoundQuotesIdShort: an execution id of 60 KiB (within the
+// request limit) is quoted in NOT_FOUND cut to quote.MaxBytes with its
+// length, never whole, malformed or shaped like this node's ids.
+func TestNotFoundQuotesIdShort(t *testing.T) {
+	s := preparingServer(t)
+	t.Cleanup(func() { _ = s.runner.Shutdown(time.Second) })
+	ctx := context.Background()
+	for _, id := range []string{strings.Repeat("x", 60<<10), s.IDs().New() + strings.Repeat("0", 60<<10)} {
+		_, gerr := s.GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: id})
+		_, cerr := s.CancelExecution(ctx, &sandboxv1.CancelExecutionRequest{ExecutionId: id})
+		for _, err := range []error{gerr, cerr} {
+			msg := status.Convert(err).Message()
+			if status.Code(err) != codes.NotFound || len(msg) > 512 || !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(id))) {
+				t.Errorf("a %d-byte id: %v, message of %d bytes: %.300s", len(id), status.Code(err), len(msg), msg)
+			}
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/execfarm/execfarm/internal/quote"
 	"github.com/execfarm/execfarm/internal/utf8text"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
@@ -387,7 +388,7 @@ func (s *Server) lookup(ctx context.Context, id string) (*registry.Execution, er
 	}
 	e, err := s.reg.Get(id)
 	if err == nil && e.Meta().Owner != caller(ctx).String() {
-		err = fmt.Errorf("execution %q of another principal: %w", id, registry.ErrNotFound)
+		err = fmt.Errorf("execution %s of another principal: %w", quote.Q(id), registry.ErrNotFound)
 	}
 	if err != nil {
 		return nil, notHeld("execution", id, err)
@@ -408,15 +409,15 @@ func notHeld(kind, id string, err error) error {
 	)
 	switch {
 	case errors.As(err, &other):
-		return describe(err, "%s %q belongs to node %q, not to this node %q: send the request to the supervisor on node %q",
-			kind, id, other.Owner, other.Node, other.Owner)
+		return describe(err, "%s %s belongs to node %q, not to this node %q: send the request to the supervisor on node %q",
+			kind, quote.Q(id), other.Owner, other.Node, other.Owner)
 	case errors.As(err, &earlier):
-		return describe(err, "%s %q not found: the supervisor on node %q made it before it restarted, and nothing survives a restart",
-			kind, id, earlier.Node)
+		return describe(err, "%s %s not found: the supervisor on node %q made it before it restarted, and nothing survives a restart",
+			kind, quote.Q(id), earlier.Node)
 	case errors.Is(err, nodeid.ErrMalformed):
-		return describe(err, "%s %q not found: not an id this service makes (NODE_RUN_RANDOM)", kind, id)
+		return describe(err, "%s %s not found: not an id this service makes (NODE_RUN_RANDOM)", kind, quote.Q(id))
 	}
-	return describe(err, "%s %q not found on node %q (never made, or it ended longer than the retention time ago)", kind, id, nodeOf(id))
+	return describe(err, "%s %s not found on node %q (never made, or it ended longer than the retention time ago)", kind, quote.Q(id), nodeOf(id))
 }
 
 // nodeOf is the node an id names ("" for a malformed one).

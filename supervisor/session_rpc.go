@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/execfarm/execfarm/internal/quote"
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/program"
@@ -257,9 +258,9 @@ func (ss sessions) sessionExec(ctx context.Context, id string) error {
 	case err != nil:
 		return err
 	case e.Meta().SandboxID == "":
-		return describe(session.ErrNotSessionExec, "execution %s is not an exec of a session sandbox", id)
+		return describe(session.ErrNotSessionExec, "execution %s is not an exec of a session sandbox", quote.Q(id))
 	case e.State().Terminal():
-		return describe(registry.ErrTerminal, "exec %s already ended (%s)", id, e.State())
+		return describe(registry.ErrTerminal, "exec %s already ended (%s)", quote.Q(id), e.State())
 	}
 	return nil
 }
@@ -268,7 +269,7 @@ func (ss sessions) sessionExec(ctx context.Context, id string) error {
 // sessionExec found: it ended in between.
 func held(id string, err error) error {
 	if errors.Is(err, registry.ErrNotFound) {
-		return describe(registry.ErrTerminal, "exec %s already ended", id)
+		return describe(registry.ErrTerminal, "exec %s already ended", quote.Q(id))
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/execfarm/execfarm/internal/quote"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 )
 
@@ -173,7 +174,7 @@ func (r *Registry) Get(id string) (*Execution, error) {
 		}
 		return nil, fmt.Errorf("get execution %q: %w: %w", id, ErrNotFound, err)
 	}
-	return nil, fmt.Errorf("get execution %q on node %q: %w", id, r.ids.Node(), ErrNotFound)
+	return nil, fmt.Errorf("get execution %s on node %q: %w", quote.Q(id), r.ids.Node(), ErrNotFound)
 }
 
 // Node returns the name of the node whose ids the registry makes.

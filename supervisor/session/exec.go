@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/execfarm/execfarm/internal/quote"
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/workerv1"
 	"github.com/execfarm/execfarm/supervisor/execution"
@@ -348,11 +349,11 @@ func (b execBox) ServeBroker(register func(*grpc.Server), extra ...grpc.ServerOp
 func (m *Manager) heldExec(owner principal.Principal, id string) (*exec, error) {
 	v, ok := m.execs.Load(id)
 	if !ok {
-		return nil, fmt.Errorf("exec %q: %w", id, registry.ErrNotFound)
+		return nil, fmt.Errorf("exec %s: %w", quote.Q(id), registry.ErrNotFound)
 	}
 	x := v.(*exec)
 	if x.s.owner != owner.String() {
-		return nil, fmt.Errorf("exec %q of another principal: %w", id, registry.ErrNotFound)
+		return nil, fmt.Errorf("exec %s of another principal: %w", quote.Q(id), registry.ErrNotFound)
 	}
 	return x, nil
 }
@@ -371,11 +372,11 @@ func (m *Manager) WriteStdin(ctx context.Context, owner principal.Principal, id 
 		return err
 	}
 	if x.stdin == nil {
-		return fmt.Errorf("exec %q was started without keep_stdin_open: %w", id, ErrStdinClosed)
+		return fmt.Errorf("exec %s was started without keep_stdin_open: %w", quote.Q(id), ErrStdinClosed)
 	}
 	err = x.stdin.write(ctx, p, close)
 	if errors.Is(err, ErrStdinBusy) {
-		return fmt.Errorf("exec %q: %w", id, err)
+		return fmt.Errorf("exec %s: %w", quote.Q(id), err)
 	}
 	return err
 }
@@ -392,7 +393,7 @@ func (m *Manager) Signal(owner principal.Principal, id string, sig syscall.Signa
 	running := x.running
 	x.mu.Unlock()
 	if !running {
-		return fmt.Errorf("exec %q: %w", id, ErrExecNotRunning)
+		return fmt.Errorf("exec %s: %w", quote.Q(id), ErrExecNotRunning)
 	}
 	return x.s.box.Signal(id, sig)
 }

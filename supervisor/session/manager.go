@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/execfarm/execfarm/internal/quote"
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/budget"
 	"github.com/execfarm/execfarm/supervisor/eventlog"
@@ -446,9 +447,9 @@ func (m *Manager) notFound(id string) error {
 		if errors.As(err, &other) || errors.As(err, &earlier) {
 			return fmt.Errorf("session: %w", err)
 		}
-		return fmt.Errorf("sandbox %q: %w: %w", id, ErrNotFound, err)
+		return fmt.Errorf("sandbox %s: %w: %w", quote.Q(id), ErrNotFound, err)
 	}
-	return fmt.Errorf("sandbox %q on node %q: %w", id, m.cfg.IDs.Node(), ErrNotFound)
+	return fmt.Errorf("sandbox %s on node %q: %w", quote.Q(id), m.cfg.IDs.Node(), ErrNotFound)
 }
 
 // logOf returns the sandbox id of owner, live or ended within the
@@ -513,7 +514,7 @@ func (m *Manager) Delete(caller principal.Principal, id string) (int, error) {
 	}
 	n, ok := s.end(EndDeleted, "by its owner")
 	if !ok {
-		return 0, fmt.Errorf("sandbox %q is already ending: %w", id, ErrNotFound)
+		return 0, fmt.Errorf("sandbox %s is already ending: %w", quote.Q(id), ErrNotFound)
 	}
 	m.log.Debug("session sandbox deleted", "sandbox", id, "box", s.box.ID())
 	return n, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/execfarm/execfarm/internal/quote"
 	"github.com/execfarm/execfarm/isolation/rootfs"
 )
 
@@ -36,7 +37,7 @@ func ResolvePath(field, p string) (string, error) {
 		case "", ".":
 		case "..":
 			if len(out) == 0 {
-				return "", &FieldError{Field: field, Reason: fmt.Sprintf("%q climbs above the sandbox's root", p)}
+				return "", &FieldError{Field: field, Reason: fmt.Sprintf("%s climbs above the sandbox's root", quote.Q(p))}
 			}
 			out = out[:len(out)-1]
 		default:

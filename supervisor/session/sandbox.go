@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/execfarm/execfarm/internal/quote"
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/limits"
@@ -294,10 +295,10 @@ func checkLabels(labels map[string]string) error {
 	}
 	for k, v := range labels {
 		if k == "" || len(k) > maxLabelKey || strings.Trim(k, labelKeyAlphabet) != "" {
-			return &FieldError{Field: "labels", Reason: fmt.Sprintf("key %q: want 1 to %d letters, digits, '.', '_', '/' or '-'", k, maxLabelKey)}
+			return &FieldError{Field: "labels", Reason: fmt.Sprintf("key %s: want 1 to %d letters, digits, '.', '_', '/' or '-'", quote.Q(k), maxLabelKey)}
 		}
 		if len(v) > maxLabelValue || !utf8.ValidString(v) {
-			return &FieldError{Field: "labels", Reason: fmt.Sprintf("value of %q: want at most %d bytes of UTF-8", k, maxLabelValue)}
+			return &FieldError{Field: "labels", Reason: fmt.Sprintf("value of %s: want at most %d bytes of UTF-8", quote.Q(k), maxLabelValue)}
 		}
 	}
 	return nil
