@@ -196,7 +196,9 @@ func TestFloodParallelUploads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateSandbox: %v\n%s", err, s.logText())
 	}
-	defer func() { _, _ = c.DeleteSandbox(context.Background(), &execfarmv1.DeleteSandboxRequest{SandboxId: sb.GetSandboxId()}) }()
+	defer func() {
+		_, _ = c.DeleteSandbox(context.Background(), &execfarmv1.DeleteSandboxRequest{SandboxId: sb.GetSandboxId()})
+	}()
 	const uploads, size = 128, 2 << 20
 	var wg sync.WaitGroup
 	errs := make(chan error, uploads)
