@@ -47,6 +47,9 @@ type text interface {
 	// for ranges within its first or last b code points, the only ones
 	// fit asks for with an allowance of at most b.
 	slice(from, to int) string
+	// known says which code points are known: all (gapped false), or
+	// the first prefix and the last suffix around bytes never received.
+	known() (prefix, suffix int, gapped bool)
 }
 
 // stringText is a whole string as a text, valid UTF-8 (newStringText).
@@ -71,6 +74,8 @@ func (t *stringText) chars() int {
 	}
 	return t.n
 }
+
+func (t *stringText) known() (int, int, bool) { return t.chars(), 0, false }
 
 func (t *stringText) slice(from, to int) string {
 	if from == 0 && to == t.chars() {
@@ -98,43 +103,48 @@ func split(stdout, stderr text, budget int) (Budgeted, Budgeted) {
 	return fit(stdout, ao), fit(stderr, ae)
 }
 
-// partText is a stream of which the bridge received only a part: text,
-// plus unread bytes it never received (dropped from the middle by the
-// sandbox's output limit, or past the first page of a reply), which count
-// one character each in TotalChars and in the omission marker.
-type partText struct {
-	text
-	unread int
-}
-
-// fit cuts t to at most allowance code points.
+// fit cuts t to at most allowance code points. A text with gaps (a
+// Capture that skipped bytes) is cut as the whole stream would be, its
+// marker counting the bytes it never received; its excerpts come from
+// the received beginning and end, and when they cannot be as long as the
+// rule wants (the allowance exceeds what was received), they are what
+// was received, around a marker of the rest.
 func fit(t text, allowance int) Budgeted {
 	n := t.chars()
-	total := n
-	if p, ok := t.(partText); ok {
-		total += max(p.unread, 0)
+	prefix, suffix, gapped := t.known()
+	if !gapped && n <= allowance {
+		return Budgeted{Text: t.slice(0, n), TotalChars: n}
 	}
-	if n <= allowance {
-		return Budgeted{Text: t.slice(0, n), TotalChars: total, Truncated: total > n}
-	}
-	// The most kept characters k with k + len(marker(total-k)) <=
+	// The most kept characters k with k + len(marker(n-k)) <=
 	// allowance; the marker only gets shorter as k grows.
-	if allowance < markerLen(total) {
+	if allowance < markerLen(n) {
 		// No room for the marker (a budget's small remainder): the
 		// beginning only; Truncated says the rest is gone.
-		return Budgeted{Text: t.slice(0, allowance), TotalChars: total, Truncated: true}
+		return Budgeted{Text: t.slice(0, min(allowance, prefix)), TotalChars: n, Truncated: true}
 	}
-	k := allowance - markerLen(total)
-	for k+1 < n && k+1+markerLen(total-k-1) <= allowance {
+	most := n - 1 // what can be kept: not all, or it would fit
+	if gapped {
+		most = prefix + suffix
+	}
+	k := min(allowance-markerLen(n), most)
+	for k+1 <= most && k+1+markerLen(n-k-1) <= allowance {
 		k++
 	}
 	head := k / 2
 	tail := k - head
+	if gapped {
+		if head > prefix {
+			head, tail = prefix, k-prefix
+		}
+		if tail > suffix {
+			head, tail = k-suffix, suffix
+		}
+	}
 	var b strings.Builder
 	b.WriteString(t.slice(0, head))
-	b.WriteString(marker(total - k))
+	b.WriteString(marker(n - k))
 	b.WriteString(t.slice(n-tail, n))
-	return Budgeted{Text: b.String(), TotalChars: total, Truncated: true}
+	return Budgeted{Text: b.String(), TotalChars: n, Truncated: true}
 }
 
 func marker(omitted int) string {

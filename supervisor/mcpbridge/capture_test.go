@@ -86,3 +86,42 @@ func TestCaptureMemoryIsBounded(t *testing.T) {
 		t.Fatalf("budgeted: %d chars, truncated %v", o.TotalChars, o.Truncated)
 	}
 }
+
+// TestCaptureWithAGapIsBudgetOfTheWholeStream: a stream whose middle
+// was dropped (Skip) is budgeted as the whole stream: the same totals
+// and, when the excerpts the rule keeps lie within what was received,
+// the same text; otherwise all that was received around a marker of the
+// rest, within the budget.
+func TestCaptureWithAGapIsBudgetOfTheWholeStream(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	same := 0
+	for range 500 {
+		s := pattern(200 + rng.IntN(5000))
+		limit := 2 + rng.IntN(len(s)-2)
+		budget := MinOutputChars + rng.IntN(3000)
+		h := limit / 2
+		c := NewCapture(budget)
+		c.WriteString(s[:h])
+		c.Skip(int64(len(s) - limit))
+		c.WriteString(s[len(s)-(limit-h):])
+		c.Close()
+		got, _ := BudgetCaptures(c, NewCapture(budget), budget)
+		want, _ := Budget(s, "", budget)
+		if got.TotalChars != len(s) || !got.Truncated || utf8.RuneCountInString(got.Text) > budget {
+			t.Fatalf("%d chars, limit %d, budget %d: total %d, truncated %v, %d chars", len(s), limit, budget, got.TotalChars, got.Truncated, len(got.Text))
+		}
+		// The rule's excerpts of the whole stream, when it cuts it.
+		if i, j := strings.Index(want.Text, "\n[... "), strings.LastIndex(want.Text, " ...]\n"); i >= 0 && i <= h && len(want.Text)-(j+len(" ...]\n")) <= limit-h {
+			same++
+			if got != want {
+				t.Fatalf("%d chars, limit %d, budget %d:\n got %q\nwant %q", len(s), limit, budget, got.Text, want.Text)
+			}
+		}
+		if !strings.Contains(got.Text, " characters omitted ...]") {
+			t.Fatalf("no marker: %q", got.Text)
+		}
+	}
+	if same < 50 {
+		t.Errorf("only %d of 500 streams compared whole", same)
+	}
+}

@@ -27,10 +27,12 @@
 // get_sandboxes resource). execute_command and runSandbox's stream mode
 // read each stream into a Capture (its memory bounded by the budget) and
 // cut it by the same rule as runSandbox's other output (Budget,
-// budget.go). A result counts a stream's bytes the bridge never received
-// (the sandbox's output limit dropped them, or they lie past a reply's
-// first page) in its total, from the outcome's byte counts, and its error
-// says when the output limit cut a stream.
+// budget.go). Every mode reads a stream into a Capture: bytes the bridge
+// never received (the sandbox's output limit dropped them, or they lie
+// past a reply's first page) are a gap in it (Capture.Skip), counted in
+// the total and the omission marker, from the chunks' offsets and the
+// outcome's byte counts; a result's error says when the output limit cut
+// a stream.
 //
 // Every request acts for its MCP client (Config.Scope): its gRPC calls
 // carry the client's key (package principal), so the supervisor shows a
@@ -45,7 +47,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -280,19 +281,19 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 	var err error
 	switch mode {
 	case "execute":
-		out, stdout, stderr, err = b.execute(ctx, in)
+		out, stdout, stderr, err = b.execute(ctx, in, budget)
 	case "stream":
 		out, stdout, stderr, err = b.stream(ctx, req, in, budget)
 	case "async":
 		out, err = b.async(ctx, in)
 	case "status":
-		out, err = b.status(ctx, in)
+		out, stdout, stderr, err = b.status(ctx, in, budget)
 	case "cancel":
 		out, err = b.cancel(ctx, in)
 	case "list":
 		out, err = b.list(ctx, in)
 	case "test":
-		out, stdout, stderr, err = b.test(ctx, in)
+		out, stdout, stderr, err = b.test(ctx, in, budget)
 	default:
 		err = invalid("unknown mode %q (want one of %s)", mode, strings.Join(modes, ", "))
 	}
@@ -317,18 +318,6 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 		out.ErrorOutput, out.ErrorOutputTotalChars, out.ErrorOutputTruncated = e.Text, &e.TotalChars, e.Truncated
 	}
 	return nil, out, nil
-}
-
-// received returns the text of a stream of which a reply carried s, the
-// first bytes kept of a stream of written bytes: the bytes it did not
-// carry (dropped by the output limit, or past the reply's first page)
-// count as unread.
-func received(s string, written int64) text {
-	t := newStringText(s)
-	if unread := written - int64(len(s)); unread > 0 {
-		return partText{text: t, unread: int(min(unread, math.MaxInt32))}
-	}
-	return t
 }
 
 // noteTruncation says in out.Error that the sandbox's output limit cut a
@@ -432,7 +421,7 @@ func timeoutOf(in Input) int64 {
 // execute runs the code with Execute. The reply carries the first page
 // of each stream's kept bytes; stdout and stderr count the rest, and what
 // the output limit dropped, from the outcome's byte totals.
-func (b *bridge) execute(ctx context.Context, in Input) (out Output, stdout, stderr text, err error) {
+func (b *bridge) execute(ctx context.Context, in Input, budget int) (out Output, stdout, stderr text, err error) {
 	req, err := executeRequest(in)
 	if err != nil {
 		return Output{}, nil, nil, err
@@ -448,7 +437,8 @@ func (b *bridge) execute(ctx context.Context, in Input) (out Output, stdout, std
 	o := resp.GetOutcome()
 	outcome(&out, o)
 	noteTruncation(&out, o)
-	return out, received(resp.GetOutput(), o.GetStdoutBytes()), received(resp.GetErrorOutput(), o.GetStderrBytes()), nil
+	return out, receivedText(resp.GetOutput(), 0, 0, o.GetStdoutBytes(), budget),
+		receivedText(resp.GetErrorOutput(), 0, 0, o.GetStderrBytes(), budget), nil
 }
 
 // stream runs the code with ExecuteStream. When the caller asked for
@@ -494,26 +484,29 @@ func (b *bridge) stream(ctx context.Context, req *mcp.CallToolRequest, in Input,
 		out.ExecutionID = c.GetExecutionId()
 		switch x := c.GetChunk().(type) {
 		case *sandboxv1.ExecuteChunk_Output:
+			capOut.SkipTo(&readOut, c.GetStreamOffset())
 			capOut.WriteString(x.Output)
 			readOut += int64(len(x.Output))
 			notify("", x.Output)
 		case *sandboxv1.ExecuteChunk_ErrorOutput:
+			capErr.SkipTo(&readErr, c.GetStreamOffset())
 			capErr.WriteString(x.ErrorOutput)
 			readErr += int64(len(x.ErrorOutput))
 			notify("stderr: ", x.ErrorOutput)
 		case *sandboxv1.ExecuteChunk_Result:
 			res := x.Result
+			o := res.GetOutcome()
+			// Bytes the stream skipped (dropped before this client read
+			// them) are gaps.
+			capOut.SkipTo(&readOut, o.GetStdoutBytes())
+			capErr.SkipTo(&readErr, o.GetStderrBytes())
 			capOut.Close()
 			capErr.Close()
 			out.Success, out.Error, out.ExecutionTimeMs = ptr(res.GetSuccess()), res.GetError(), res.GetExecutionTimeMs()
 			out.State, out.Cached = res.GetState().Name(), res.GetCached().GetName()
-			o := res.GetOutcome()
 			outcome(&out, o)
 			noteTruncation(&out, o)
-			// Bytes the stream skipped (dropped before this client read
-			// them) count as unread.
-			return out, partText{text: capOut, unread: int(min(max(o.GetStdoutBytes()-readOut, 0), math.MaxInt32))},
-				partText{text: capErr, unread: int(min(max(o.GetStderrBytes()-readErr, 0), math.MaxInt32))}, nil
+			return out, capOut, capErr, nil
 		}
 	}
 }
@@ -546,18 +539,21 @@ func (b *bridge) async(ctx context.Context, in Input) (Output, error) {
 	return Output{ExecutionID: resp.GetExecutionId(), State: resp.GetState().Name(), QueuePosition: resp.GetQueuePosition()}, nil
 }
 
-func (b *bridge) status(ctx context.Context, in Input) (Output, error) {
+// status reads an execution with GetExecution: a page of each stream
+// from the offsets asked for, whose bytes dropped by the output limit
+// (the page's gap) count in the totals and the marker.
+func (b *bridge) status(ctx context.Context, in Input, budget int) (out Output, stdout, stderr text, err error) {
 	if in.ExecutionID == "" {
-		return Output{}, invalid("executionId is required")
+		return Output{}, nil, nil, invalid("executionId is required")
 	}
 	resp, err := b.client.GetExecution(ctx, &sandboxv1.GetExecutionRequest{
 		ExecutionId: in.ExecutionID, Wait: in.Wait, OutputOffset: in.OutputOffset, ErrorOutputOffset: in.ErrorOutputOffset,
 	})
 	if err != nil {
-		return Output{}, err
+		return Output{}, nil, nil, err
 	}
-	out := Output{
-		ExecutionID: resp.GetExecutionId(), State: resp.GetState().Name(), Output: resp.GetOutput(), ErrorOutput: resp.GetErrorOutput(),
+	out = Output{
+		ExecutionID: resp.GetExecutionId(), State: resp.GetState().Name(),
 		OutputLength: ptr(resp.GetOutputLength()), ErrorOutputLength: ptr(resp.GetErrorOutputLength()), QueuePosition: resp.GetQueuePosition(),
 	}
 	if res := resp.GetResult(); res != nil {
@@ -566,7 +562,12 @@ func (b *bridge) status(ctx context.Context, in Input) (Output, error) {
 		outcome(&out, res.GetOutcome())
 		noteTruncation(&out, res.GetOutcome())
 	}
-	return out, nil
+	// A page covers [offset, length) of its stream, raw bytes.
+	page := func(s string, gap, dropped, offset, length int64) text {
+		return receivedText(s, gap, dropped, max(length-offset, int64(len(s))+max(dropped, 0)), budget)
+	}
+	return out, page(resp.GetOutput(), resp.GetOutputGapIndex(), resp.GetOutputDroppedBytes(), in.OutputOffset, resp.GetOutputLength()),
+		page(resp.GetErrorOutput(), resp.GetErrorOutputGapIndex(), resp.GetErrorOutputDroppedBytes(), in.ErrorOutputOffset, resp.GetErrorOutputLength()), nil
 }
 
 func (b *bridge) cancel(ctx context.Context, in Input) (Output, error) {
@@ -612,7 +613,7 @@ func (b *bridge) list(ctx context.Context, in Input) (Output, error) {
 	return out, nil
 }
 
-func (b *bridge) test(ctx context.Context, in Input) (out Output, stdout, stderr text, err error) {
+func (b *bridge) test(ctx context.Context, in Input, budget int) (out Output, stdout, stderr text, err error) {
 	if strings.TrimSpace(in.Tests) == "" {
 		return Output{}, nil, nil, invalid("tests is required")
 	}
@@ -643,7 +644,8 @@ func (b *bridge) test(ctx context.Context, in Input) (out Output, stdout, stderr
 	o := resp.GetOutcome()
 	outcome(&out, o)
 	noteTruncation(&out, o)
-	return out, received(resp.GetOutput(), o.GetStdoutBytes()), received(resp.GetErrorOutput(), o.GetStderrBytes()), nil
+	return out, receivedText(resp.GetOutput(), 0, 0, o.GetStdoutBytes(), budget),
+		receivedText(resp.GetErrorOutput(), 0, 0, o.GetStderrBytes(), budget), nil
 }
 
 // outcome copies what an ExecutionOutcome adds: the id, why it ended and

@@ -431,10 +431,12 @@ func TestOutputPastTheOutputLimit(t *testing.T) {
 	}
 	out, _ := call(t, cs, map[string]any{"code": "x", "runtime": "shell"}, nil)
 	check("execute, exit 3", out, "exited with code 3; output truncated")
-	// Within the budget, the kept bytes are all shown; the rest counted.
+	// Within the budget, the kept bytes are all shown, and the marker
+	// counts the rest (execute's reply does not say where they were
+	// dropped: after the kept bytes).
 	out, _ = call(t, cs, map[string]any{"code": "x", "runtime": "shell", "maxOutputChars": 5000}, nil)
-	if out.Output != kept {
-		t.Errorf("output of %d characters, want the 1000 kept", len(out.Output))
+	if want := kept + "\n[... 2999000 characters omitted ...]\n"; out.Output != want {
+		t.Errorf("output %q, want the 1000 kept and the marker", out.Output)
 	}
 	// Past the budget, the omission marker counts what was dropped too.
 	out, _ = call(t, cs, map[string]any{"code": "x", "runtime": "shell", "maxOutputChars": 500}, nil)

@@ -469,15 +469,10 @@ func (st *sessionTools) execute(ctx context.Context, in ExecuteCommandInput) (Ex
 		return ExecuteCommandOutput{}, "", err
 	}
 	stdout, stderr := NewCapture(budget), NewCapture(budget)
+	// Offsets past what was received are bytes the sandbox's output
+	// limit dropped: a gap in the Capture, counted in the totals and the
+	// marker (Capture.Skip).
 	var offOut, offErr int64
-	// gap notes bytes the sandbox's output limit dropped before the
-	// bridge read them.
-	gap := func(c *Capture, have *int64, at int64) {
-		if at > *have {
-			c.WriteString(fmt.Sprintf("\n[... %d bytes dropped by the sandbox's output limit ...]\n", at-*have))
-			*have = at
-		}
-	}
 	var out ExecuteCommandOutput
 	for {
 		chunk, err := stream.Recv()
@@ -490,17 +485,17 @@ func (st *sessionTools) execute(ctx context.Context, in ExecuteCommandInput) (Ex
 		out.ExecutionID = chunk.GetExecutionId()
 		switch c := chunk.GetChunk().(type) {
 		case *execfarmv1.ExecChunk_Stdout:
-			gap(stdout, &offOut, chunk.GetStreamOffset())
+			stdout.SkipTo(&offOut, chunk.GetStreamOffset())
 			_, _ = stdout.Write(c.Stdout)
 			offOut += int64(len(c.Stdout))
 		case *execfarmv1.ExecChunk_Stderr:
-			gap(stderr, &offErr, chunk.GetStreamOffset())
+			stderr.SkipTo(&offErr, chunk.GetStreamOffset())
 			_, _ = stderr.Write(c.Stderr)
 			offErr += int64(len(c.Stderr))
 		case *execfarmv1.ExecChunk_Result:
 			o := c.Result.GetOutcome()
-			gap(stdout, &offOut, o.GetStdoutBytes())
-			gap(stderr, &offErr, o.GetStderrBytes())
+			stdout.SkipTo(&offOut, o.GetStdoutBytes())
+			stderr.SkipTo(&offErr, o.GetStderrBytes())
 			stdout.Close()
 			stderr.Close()
 			bo, be := BudgetCaptures(stdout, stderr, budget)
