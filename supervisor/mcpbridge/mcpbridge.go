@@ -135,7 +135,9 @@ type Output struct {
 	ErrorOutputTruncated  bool            `json:"errorOutputTruncated,omitempty"`
 	Cached                string          `json:"cached,omitempty"`
 	Message               string          `json:"message,omitempty"`
-	Executions            []ExecutionInfo `json:"executions,omitempty"`
+	// Executions is list mode's (an empty list when none match: a
+	// pointer, so that other modes leave it out).
+	Executions            *[]ExecutionInfo `json:"executions,omitempty"`
 	Summary               *TestSummary    `json:"summary,omitempty"`
 	// Tests are the test results, failed ones first, within the output
 	// budget; TestsOmitted counts those left out (Summary counts all).
@@ -186,6 +188,10 @@ func inputSchema() (*jsonschema.Schema, error) {
 	}
 	p := s.Properties
 	p["mode"].Enum = anys(modes)
+	// The defaults the handler applies, declared (ProDisco's schema's).
+	p["mode"].Default = defaultOf("execute")
+	p["timeout"].Default = defaultOf(DefaultTimeoutMs)
+	p["limit"].Default = defaultOf(DefaultListLimit)
 	p["runtime"].Enum = anys([]string{"goja", "node", "shell", "python"})
 	p["timeout"].Minimum, p["timeout"].Maximum = ptr(0.0), ptr(float64(MaxTimeoutMs))
 	p["limit"].Minimum, p["limit"].Maximum = ptr(0.0), ptr(float64(MaxListLimit))
@@ -255,7 +261,7 @@ func (b *Bridge) register() error {
 	if b.cfg.Sessions != nil {
 		addSessionTools(b.Server, b.cfg.Sessions, ints)
 	}
-	b.Server.AddReceivingMiddleware(b.scope, nullIsAbsent, ints.middleware)
+	b.Server.AddReceivingMiddleware(b.scope, lifetimeArg, nullIsAbsent, ints.middleware)
 	return nil
 }
 
@@ -598,7 +604,8 @@ func (b *bridge) list(ctx context.Context, in Input) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	out := Output{Executions: []ExecutionInfo{}}
+	list := make([]ExecutionInfo, 0, len(resp.GetExecutions()))
+	out := Output{Executions: &list}
 	for _, e := range resp.GetExecutions() {
 		info := ExecutionInfo{
 			ExecutionID: e.GetExecutionId(), State: e.GetState().Name(), Runtime: e.GetRuntime().Name(),
@@ -608,7 +615,7 @@ func (b *bridge) list(ctx context.Context, in Input) (Output, error) {
 		if r := e.GetTerminationReason(); r != sandboxv1.TerminationReason_TERMINATION_REASON_UNSPECIFIED {
 			info.TerminationReason = r.Name()
 		}
-		out.Executions = append(out.Executions, info)
+		list = append(list, info)
 	}
 	return out, nil
 }

@@ -371,7 +371,7 @@ func TestAsyncStatusCancelListTest(t *testing.T) {
 	if req.GetLimit() != DefaultListLimit || !slices.Equal(req.GetStates(), []sandboxv1.ExecutionState{sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT, sandboxv1.ExecutionState_EXECUTION_STATE_FAILED}) {
 		t.Errorf("list request = %v", req)
 	}
-	if len(out.Executions) != 1 || out.Executions[0].Runtime != "python" || out.Executions[0].TerminationReason != "timeout" || out.Executions[0].State != "timeout" {
+	if out.Executions == nil || len(*out.Executions) != 1 || (*out.Executions)[0].Runtime != "python" || (*out.Executions)[0].TerminationReason != "timeout" || (*out.Executions)[0].State != "timeout" {
 		t.Errorf("list = %+v", out.Executions)
 	}
 
@@ -568,5 +568,31 @@ func TestNamelessTestsAreNotFree(t *testing.T) {
 	out, _ := call(t, cs, map[string]any{"mode": "test", "tests": "x", "maxOutputChars": MinOutputChars}, nil)
 	if len(out.Tests)*testCost > MinOutputChars/2 || out.TestsOmitted != 10000-len(out.Tests) {
 		t.Errorf("%d nameless tests kept, %d omitted, at budget %d", len(out.Tests), out.TestsOmitted, MinOutputChars)
+	}
+}
+
+// TestListWithNoMatchIsEmpty: list mode with no execution to show
+// returns "executions": [] (it once left the field out); other modes
+// leave it out.
+func TestListWithNoMatchIsEmpty(t *testing.T) {
+	f := &fakeClient{list: &sandboxv1.ListExecutionsResponse{}, execute: &sandboxv1.ExecuteResponse{Success: true, State: sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED}}
+	cs := session(t, f, nil)
+	for _, c := range []struct {
+		args map[string]any
+		want string // the executions field's JSON, "" = absent
+	}{
+		{map[string]any{"mode": "list"}, "[]"},
+		{map[string]any{"code": "x"}, ""},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolName, Arguments: c.args})
+		if err != nil || res.IsError {
+			t.Fatalf("%v: %v %v", c.args, err, res)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(b, &m)
+		if got := string(m["executions"]); got != c.want {
+			t.Errorf("%v: executions %q, want %q (%s)", c.args, got, c.want, b)
+		}
 	}
 }

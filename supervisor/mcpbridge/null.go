@@ -29,10 +29,15 @@ func nullIsAbsent(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // withoutNulls returns args, a JSON object, without its members whose
-// value is null; anything else as it is.
+// value is null, and {} for null itself; anything else as it is.
 func withoutNulls(args json.RawMessage) json.RawMessage {
 	if !bytes.Contains(args, []byte("null")) {
 		return args
+	}
+	if string(bytes.TrimSpace(args)) == "null" {
+		// No arguments: an empty object, to which the SDK applies the
+		// schema's defaults (it panics applying them to JSON null).
+		return json.RawMessage("{}")
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(args, &m); err != nil || m == nil {
@@ -53,4 +58,49 @@ func withoutNulls(args json.RawMessage) json.RawMessage {
 		return args
 	}
 	return b
+}
+
+// lifetimeKey is the context key of how create_sandbox's call gave
+// shutdown_after_seconds (lifetimeArg).
+type lifetimeKey struct{}
+
+// lifetimeGiven is how a create_sandbox call gave shutdown_after_seconds.
+type lifetimeGiven int
+
+const (
+	lifetimeAbsent lifetimeGiven = iota // not given: the profile's, else the server's default
+	lifetimeNull                        // null: no timeout (seed 001's None)
+	lifetimeValue                       // a number
+)
+
+// lifetimeArg is receiving middleware, before nullIsAbsent and the
+// SDK's schema defaults, that notes in the call's context whether
+// create_sandbox's shutdown_after_seconds was absent, null or a value:
+// null is agent-sandbox's "no timeout" (the one null that is not
+// "absent"), and the SDK fills in the schema's default (300) for an
+// absent argument, which must stay the profile's lifetime.
+func lifetimeArg(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if call, ok := req.(*mcp.CallToolRequest); ok && call.Params != nil && call.Params.Name == CreateSandboxTool {
+			given := lifetimeAbsent
+			var m map[string]json.RawMessage
+			if json.Unmarshal(call.Params.Arguments, &m) == nil {
+				if v, ok := m["shutdown_after_seconds"]; ok {
+					given = lifetimeValue
+					if string(bytes.TrimSpace(v)) == "null" {
+						given = lifetimeNull
+					}
+				}
+			}
+			ctx = context.WithValue(ctx, lifetimeKey{}, given)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// lifetimeOf returns how ctx's create_sandbox call gave
+// shutdown_after_seconds (absent when no middleware said).
+func lifetimeOf(ctx context.Context) lifetimeGiven {
+	g, _ := ctx.Value(lifetimeKey{}).(lifetimeGiven)
+	return g
 }

@@ -95,7 +95,7 @@ type CreateSandboxInput struct {
 	Namespace            string            `json:"namespace,omitempty" jsonschema:"accepted for compatibility and ignored: execfarm sandboxes live in no Kubernetes namespace"`
 	SandboxReadyTimeout  int64             `json:"sandbox_ready_timeout,omitempty" jsonschema:"seconds to wait for the sandbox to be ready (default 180)"`
 	Labels               map[string]string `json:"labels,omitempty" jsonschema:"labels of the sandbox, shown by get_sandboxes: at most 32, keys 1-63 characters of letters, digits and ._/-, values at most 255 bytes"`
-	ShutdownAfterSeconds *int64            `json:"shutdown_after_seconds,omitempty" jsonschema:"lifetime in seconds, after which the sandbox is deleted, within the server's ceiling (24 h by default); absent or null: the warmpool's lifetime, else the server's default (300 unless configured)"`
+	ShutdownAfterSeconds *int64            `json:"shutdown_after_seconds,omitempty" jsonschema:"lifetime in seconds, after which the sandbox is deleted, within the server's ceiling (24 h by default); absent: the warmpool's lifetime, else the server's default (300 unless configured); null: no timeout, where the server has no lifetime ceiling (--sandbox-max-lifetime 0), else refused naming the ceiling"`
 	PodLabels            map[string]string `json:"pod_labels,omitempty" jsonschema:"accepted for compatibility and ignored: there is no pod"`
 	PodAnnotations       map[string]string `json:"pod_annotations,omitempty" jsonschema:"accepted for compatibility and ignored: there is no pod"`
 }
@@ -289,15 +289,15 @@ func addSessionTools(s *mcp.Server, client execfarmv1.SessionServiceClient, ints
 	addTool(s, ints, &mcp.Tool{
 		Name: CreateSandboxTool,
 		Description: "Create an isolated sandbox (its own namespaces, cgroup, seccomp filter and read-only root; a writable /workspace that persists between commands) from a sandbox profile (warmpool), and return its sandbox_claim_name. " +
-			"It lives shutdown_after_seconds (absent or null: the warmpool's lifetime, else 300) unless deleted first, and belongs to this MCP client alone: no other client can see or use it, and when this client's session ends (a stdio client exits) it is deleted. " +
+			"It lives shutdown_after_seconds (absent: the warmpool's lifetime, else 300; null: no timeout, where the server allows it) unless deleted first, and belongs to this MCP client alone: no other client can see or use it, and when this client's session ends (a stdio client exits) it is deleted. " +
 			"namespace, pod_labels and pod_annotations are accepted and ignored.",
 		InputSchema: withSchema[CreateSandboxInput](func(p map[string]*jsonschema.Schema, _ *jsonschema.Schema) {
 			timeoutProp(p["sandbox_ready_timeout"], DefaultReadyTimeoutSeconds)
-			// null is "not given", as an absent field: the server's
-			// default (the profile's lifetime, else
-			// --sandbox-default-lifetime, 300 s). No schema
-			// default, which the SDK would fill in for an absent field
-			// over the profile's.
+			// The seed's default, declared; the SDK fills it in for an
+			// absent field, which the handler still takes as absent
+			// (lifetimeArg): the profile's lifetime, else
+			// --sandbox-default-lifetime (300 s). null: no timeout.
+			p["shutdown_after_seconds"].Default = defaultOf(300)
 			p["shutdown_after_seconds"].Type, p["shutdown_after_seconds"].Types = "", []string{"integer", "null"}
 			p["shutdown_after_seconds"].Minimum = ptr(1.0)
 		}),
@@ -414,8 +414,17 @@ func posix(ms int64) float64 { return float64(ms) / 1000 }
 func (st *sessionTools) create(ctx context.Context, in CreateSandboxInput) (CreateSandboxOutput, string, error) {
 	ctx, cancel := withSeconds(ctx, in.SandboxReadyTimeout, DefaultReadyTimeoutSeconds)
 	defer cancel()
-	// A nil lifetime (absent or null) is the server's default.
+	// Absent (though the SDK filled in the schema's default): the
+	// server's default, the profile's lifetime else 300 s. null: 0, no
+	// expiry, which the supervisor refuses under a lifetime ceiling,
+	// naming it.
 	req := &execfarmv1.CreateSandboxRequest{Profile: in.Warmpool, Labels: in.Labels, ShutdownAfterSeconds: in.ShutdownAfterSeconds}
+	switch lifetimeOf(ctx) {
+	case lifetimeAbsent:
+		req.ShutdownAfterSeconds = nil
+	case lifetimeNull:
+		req.ShutdownAfterSeconds = ptr(int64(0))
+	}
 	sb, err := st.client.CreateSandbox(ctx, req)
 	if err != nil {
 		return CreateSandboxOutput{}, "", err

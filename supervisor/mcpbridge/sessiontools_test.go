@@ -25,6 +25,9 @@ type fakeSessions struct {
 	mu      sync.Mutex
 	creates []*execfarmv1.CreateSandboxRequest
 	execs   int
+	// refuseNoExpiry refuses shutdown_after_seconds 0 as the supervisor
+	// does under its default lifetime ceiling.
+	refuseNoExpiry bool
 }
 
 func (f *fakeSessions) lastCreate() *execfarmv1.CreateSandboxRequest {
@@ -53,16 +56,21 @@ func (f *fakeSessions) CreateSandbox(_ context.Context, r *execfarmv1.CreateSand
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.creates = append(f.creates, proto.Clone(r).(*execfarmv1.CreateSandboxRequest))
+	if f.refuseNoExpiry && r.ShutdownAfterSeconds != nil && *r.ShutdownAfterSeconds == 0 {
+		return nil, status.Error(codes.ResourceExhausted, "session: quota exceeded: a sandbox without expiry is over the sandbox lifetime ceiling of 86400 s (--sandbox-max-lifetime)")
+	}
 	return &execfarmv1.Sandbox{SandboxId: fmt.Sprintf("sb%d", len(f.creates))}, nil
 }
 
-// TestCreateSandboxNullLifetimeIsTheDefault: create_sandbox with
-// "shutdown_after_seconds": null, sent as raw JSON, asks for no lifetime
-// of its own, as an absent field does, so that the supervisor gives its
-// default (the profile's lifetime, else 300 s); it once asked for 0, no
-// expiry, which the default lifetime ceiling refuses. A number is passed
-// on.
-func TestCreateSandboxNullLifetimeIsTheDefault(t *testing.T) {
+// TestCreateSandboxNullLifetimeIsNoTimeout: create_sandbox with
+// "shutdown_after_seconds": null, sent as raw JSON, asks for no expiry
+// (0), seed 001's "Set as None to disable a timeout", which a server with
+// a lifetime ceiling refuses naming it (it once became the default,
+// 300 s, silently); absent asks for nothing, so that the supervisor gives
+// its default (the profile's lifetime, else 300 s), though the schema
+// declares the seed's default, 300, which the SDK fills in; a number is
+// passed on.
+func TestCreateSandboxNullLifetimeIsNoTimeout(t *testing.T) {
 	f := &fakeSessions{}
 	b, err := New(Config{Executions: &fakeClient{}, Sessions: f, Version: "test"})
 	if err != nil {
@@ -73,10 +81,12 @@ func TestCreateSandboxNullLifetimeIsTheDefault(t *testing.T) {
 		args string
 		want *int64 // the request's shutdown_after_seconds
 	}{
-		{`{"shutdown_after_seconds":null}`, nil},
+		{`{"shutdown_after_seconds":null}`, proto.Int64(0)},
 		{`{}`, nil},
-		{`{"warmpool":"default","shutdown_after_seconds":null}`, nil},
+		{`{"warmpool":"default","shutdown_after_seconds":null}`, proto.Int64(0)},
+		{`{"warmpool":"default","labels":null}`, nil},
 		{`{"shutdown_after_seconds":60}`, proto.Int64(60)},
+		{`{"shutdown_after_seconds":300}`, proto.Int64(300)},
 	}
 	for i, c := range cases {
 		m := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"create_sandbox","arguments":%s}}`, 10+i, c.args))
@@ -92,14 +102,59 @@ func TestCreateSandboxNullLifetimeIsTheDefault(t *testing.T) {
 			t.Errorf("%s: request's shutdown_after_seconds = %v, want %v", c.args, fmtPtr(got), fmtPtr(c.want))
 		}
 	}
+	// The supervisor's refusal of no expiry under a ceiling reaches the
+	// agent, naming the ceiling.
+	f.refuseNoExpiry = true
+	m := send(`{"jsonrpc":"2.0","id":29,"method":"tools/call","params":{"name":"create_sandbox","arguments":{"shutdown_after_seconds":null}}}`)
+	if res, _ := m["result"].(map[string]any); res == nil || res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "--sandbox-max-lifetime") {
+		t.Errorf("null under a ceiling: answer %v, want the refusal naming --sandbox-max-lifetime", m)
+	}
 	// Below the minimum is still refused, before any call.
 	n := len(f.creates)
-	m := send(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"create_sandbox","arguments":{"shutdown_after_seconds":0}}}`)
+	m = send(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"create_sandbox","arguments":{"shutdown_after_seconds":0}}}`)
 	if res, _ := m["result"].(map[string]any); m["error"] == nil && (res == nil || res["isError"] != true) {
 		t.Errorf("shutdown_after_seconds 0: answer %v, want a refusal", m)
 	}
 	if len(f.creates) != n {
 		t.Errorf("shutdown_after_seconds 0 reached the supervisor")
+	}
+}
+
+// TestToolSchemasDeclareTheirDefaults: the tools' input schemas carry
+// the seed's defaults, which an MCP client (the Inspector) shows and
+// fills in.
+func TestToolSchemasDeclareTheirDefaults(t *testing.T) {
+	b, err := New(Config{Executions: &fakeClient{}, Sessions: &fakeSessions{}, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := jsonLines(t, b.Server)
+	m := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`)
+	res, _ := m["result"].(map[string]any)
+	tools, _ := res["tools"].([]any)
+	defaults := map[string]map[string]any{}
+	for _, x := range tools {
+		tl := x.(map[string]any)
+		props, _ := tl["inputSchema"].(map[string]any)["properties"].(map[string]any)
+		defaults[tl["name"].(string)] = map[string]any{}
+		for name, p := range props {
+			if d, ok := p.(map[string]any)["default"]; ok {
+				defaults[tl["name"].(string)][name] = d
+			}
+		}
+	}
+	want := map[string]map[string]any{
+		ToolName:           {"mode": "execute", "timeout": 30000.0, "limit": 10.0},
+		CreateSandboxTool:  {"shutdown_after_seconds": 300.0, "sandbox_ready_timeout": 180.0},
+		ExecuteCommandTool: {"timeout": 60.0, "max_output_chars": 30000.0},
+		ListFilesTool:      {"max_entries": 1000.0},
+	}
+	for tl, args := range want {
+		for arg, d := range args {
+			if got, ok := defaults[tl][arg]; !ok || got != d {
+				t.Errorf("%s.%s: default %v (given %v), want %v", tl, arg, got, ok, d)
+			}
+		}
 	}
 }
 
@@ -149,6 +204,8 @@ func TestExecuteCommandRefusesWhatCannotStart(t *testing.T) {
 // max_output_chars; runSandbox's limit and states) get their defaults
 // instead of failing the schema's type (labels: null was refused with
 // `has type "null", want "object"`), and a required one is missing.
+// One null is not "absent": create_sandbox's shutdown_after_seconds,
+// seed 001's "None to disable a timeout" (0, no expiry).
 func TestNullArgumentsAreAbsent(t *testing.T) {
 	f, fc := &fakeSessions{}, &fakeClient{}
 	b, err := New(Config{Executions: fc, Sessions: f, Version: "test"})
@@ -170,8 +227,8 @@ func TestNullArgumentsAreAbsent(t *testing.T) {
 	}
 	if bad, text := call(10, CreateSandboxTool, `{"labels":null,"pod_labels":null,"pod_annotations":null,"namespace":null,"warmpool":null,"sandbox_ready_timeout":null,"shutdown_after_seconds":null}`); bad {
 		t.Errorf("create_sandbox with every argument null: %s", text)
-	} else if r := f.lastCreate(); r.GetLabels() != nil || r.GetProfile() != "" || r.ShutdownAfterSeconds != nil {
-		t.Errorf("create_sandbox with every argument null asked for %v, want nothing set", r)
+	} else if r := f.lastCreate(); r.GetLabels() != nil || r.GetProfile() != "" || r.ShutdownAfterSeconds == nil || *r.ShutdownAfterSeconds != 0 {
+		t.Errorf("create_sandbox with every argument null asked for %v, want nothing set but no expiry", r)
 	}
 	// The fake's Exec refuses UNAVAILABLE: reaching it is passing the
 	// schema.
