@@ -129,16 +129,16 @@ type Output struct {
 	// ErrorOutputTruncated say whether the result omits any of it; Error
 	// then also says when the output limit dropped some ("output
 	// truncated: ...").
-	OutputTotalChars      *int            `json:"outputTotalChars,omitempty"`
-	ErrorOutputTotalChars *int            `json:"errorOutputTotalChars,omitempty"`
-	OutputTruncated       bool            `json:"outputTruncated,omitempty"`
-	ErrorOutputTruncated  bool            `json:"errorOutputTruncated,omitempty"`
-	Cached                string          `json:"cached,omitempty"`
-	Message               string          `json:"message,omitempty"`
+	OutputTotalChars      *int   `json:"outputTotalChars,omitempty"`
+	ErrorOutputTotalChars *int   `json:"errorOutputTotalChars,omitempty"`
+	OutputTruncated       bool   `json:"outputTruncated,omitempty"`
+	ErrorOutputTruncated  bool   `json:"errorOutputTruncated,omitempty"`
+	Cached                string `json:"cached,omitempty"`
+	Message               string `json:"message,omitempty"`
 	// Executions is list mode's (an empty list when none match: a
 	// pointer, so that other modes leave it out).
-	Executions            *[]ExecutionInfo `json:"executions,omitempty"`
-	Summary               *TestSummary    `json:"summary,omitempty"`
+	Executions *[]ExecutionInfo `json:"executions,omitempty"`
+	Summary    *TestSummary     `json:"summary,omitempty"`
 	// Tests are the test results, failed ones first, within the output
 	// budget; TestsOmitted counts those left out (Summary counts all).
 	Tests        []TestResult `json:"tests,omitempty"`
