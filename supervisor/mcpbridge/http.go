@@ -139,8 +139,9 @@ func (b *Bridge) HTTPHandler(hc HTTPConfig) http.Handler {
 	return boundBody(h, cmp.Or(hc.BodyTimeout, DefaultHTTPBodyTimeout))
 }
 
-// closeUnauthenticated closes the connection after answering a request
-// that carries none of tokens: a client without a token cannot keep
+// closeUnauthenticated sets the challenge of the 401 that answers a
+// request carrying none of tokens (WWW-Authenticate: Bearer), and closes
+// the connection after answering it: a client without a token cannot keep
 // connections open (idle, kept alive) and so hold the server's
 // connection limit; it holds one for its headers' time at most.
 func closeUnauthenticated(next http.Handler, tokens *transport.TokenSet) http.Handler {
@@ -148,6 +149,14 @@ func closeUnauthenticated(next http.Handler, tokens *transport.TokenSet) http.Ha
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if _, ok := tokens.Lookup(token); !ok || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("Connection", "close")
+			// The 401's challenge (RFC 6750 section 3): a bearer token,
+			// and no OAuth resource metadata to discover (without the
+			// header the MCP Inspector falls back to OAuth discovery).
+			challenge := "Bearer"
+			if r.Header.Get("Authorization") != "" {
+				challenge = `Bearer error="invalid_token"`
+			}
+			w.Header().Set("WWW-Authenticate", challenge)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -174,7 +183,7 @@ func boundBody(next http.Handler, timeout time.Duration) http.Handler {
 			return
 		}
 		_ = rc.SetReadDeadline(time.Time{})
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = &heldBody{Reader: bytes.NewReader(body), b: body}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -232,15 +241,38 @@ func (b *Bridge) capSessions(next http.Handler, max int) http.Handler {
 				}
 			}
 			return
-		case r.Method != http.MethodPost || id != "":
+		case r.Method != http.MethodPost:
 			next.ServeHTTP(w, r)
 			return
 		}
-		if init, err := initializes(r); err != nil {
+		var (
+			init bool
+			req  *jsonrpc.Request
+			err  error
+		)
+		if id == "" {
+			init, req, err = decodePost(r)
+		}
+		switch {
+		case err != nil:
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
-		} else if !init {
+		case id != "":
+			w, done := methodNotFound(w, callOf(r))
 			next.ServeHTTP(w, r)
+			done()
+			return
+		case !init && req != nil && req.IsCall() && req.Method != "server/discover":
+			// A call before initialize: the SDK would open a session
+			// for it, uncounted, and answer JSON-RPC error code 0.
+			// server/discover is the SDK's to answer (protocol
+			// negotiation).
+			writeRPCError(w, http.StatusBadRequest, req.ID, jsonrpc.CodeInvalidRequest, notInitialized+" (a request without Mcp-Session-Id must be initialize)")
+			return
+		case !init:
+			w, done := methodNotFound(w, req)
+			next.ServeHTTP(w, r)
+			done()
 			return
 		}
 		c.mu.Lock()
@@ -288,30 +320,152 @@ func (b *Bridge) capSessions(next http.Handler, max int) http.Handler {
 // is refused with an error (ambiguous: the caller answers 400), so that
 // no decoder's reading of it matters.
 func initializes(r *http.Request) (bool, error) {
+	init, _, err := decodePost(r)
+	return init, err
+}
+
+// decodePost is initializes, also returning the request r carries when
+// it is one JSON-RPC request (nil otherwise).
+func decodePost(r *http.Request) (bool, *jsonrpc.Request, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessageBytes+1))
 	r.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 	if err != nil || len(body) > MaxMessageBytes {
-		return true, nil // counted: the handler refuses it anyway
+		return true, nil, nil // counted: the handler refuses it anyway
 	}
 	var keys map[string]json.RawMessage
 	if json.Unmarshal(body, &keys) != nil {
-		return true, nil // not one message: the handler refuses or serves it; counted
+		return true, nil, nil // not one message: the handler refuses or serves it; counted
 	}
 	for k := range keys {
 		if k != "method" && strings.EqualFold(k, "method") {
-			return false, fmt.Errorf("ambiguous JSON-RPC message: key %q is %q but for its case", k, "method")
+			return false, nil, fmt.Errorf("ambiguous JSON-RPC message: key %q is %q but for its case", k, "method")
 		}
 	}
 	msg, err := jsonrpc.DecodeMessage(body)
 	if err != nil {
-		return true, nil // not a JSON-RPC message: the handler refuses it; counted
+		return true, nil, nil // not a JSON-RPC message: the handler refuses it; counted
 	}
 	req, ok := msg.(*jsonrpc.Request)
-	return ok && req.Method == "initialize", nil
+	if !ok {
+		return false, nil, nil
+	}
+	return req.Method == "initialize", req, nil
 }
+
+// callOf returns the id and method of the JSON-RPC call r's body holds
+// (boundBody's, read without a copy and without decoding the params), nil
+// when it holds no call: what methodNotFound needs of a request in a
+// session, whose body may be a 4 MiB tool call.
+func callOf(r *http.Request) *jsonrpc.Request {
+	hb, ok := r.Body.(*heldBody)
+	if !ok {
+		return nil
+	}
+	var m struct {
+		ID     any    `json:"id"`
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(hb.b, &m) != nil || m.ID == nil {
+		return nil
+	}
+	id, err := jsonrpc.MakeID(m.ID)
+	if err != nil {
+		return nil
+	}
+	return &jsonrpc.Request{ID: id, Method: m.Method}
+}
+
+// heldBody is a request body boundBody has read: its bytes, read again.
+type heldBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*heldBody) Close() error { return nil }
+
+// writeRPCError answers a JSON-RPC error for the request id with HTTP
+// status code, as application/json.
+func writeRPCError(w http.ResponseWriter, code int, id jsonrpc.ID, rpcCode int64, msg string) {
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: rpcCode, Message: msg}})
+	if err != nil {
+		http.Error(w, msg, code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
+
+// notInitialized is the error of a request sent before initialize.
+const notInitialized = "the MCP session is not initialized: send initialize first"
+
+// methodNotFound answers a call of a method the server does not serve
+// with the JSON-RPC error -32601 (HTTP 200, as over stdio), where the
+// SDK's handler answers such a call (before protocol 2026-07-28) with
+// 400 and a text/plain body that no MCP client reads as an error of the
+// call. It recognises the SDK's refusal by its text, so that a version
+// of the SDK that words it otherwise leaves the answer as it is; req is
+// the call (nil: no rewriting).
+func methodNotFound(w http.ResponseWriter, req *jsonrpc.Request) (http.ResponseWriter, func()) {
+	if req == nil || !req.IsCall() {
+		return w, func() {}
+	}
+	rw := &notFoundWriter{ResponseWriter: w}
+	return rw, func() {
+		if !rw.held {
+			return
+		}
+		if bytes.HasPrefix(rw.body.Bytes(), []byte(sdkNotHandled)) {
+			w.Header().Del("Content-Type")
+			w.Header().Del("X-Content-Type-Options")
+			writeRPCError(w, http.StatusOK, req.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.Method))
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(rw.body.Bytes())
+	}
+}
+
+// sdkNotHandled starts the SDK's refusal of a method it does not serve.
+const sdkNotHandled = "JSON RPC not handled"
+
+// notFoundWriter holds back a 400 answer with a text body (at most 4 KiB
+// of it) for methodNotFound to rewrite; every other answer passes.
+type notFoundWriter struct {
+	http.ResponseWriter
+	held bool
+	body bytes.Buffer
+}
+
+func (w *notFoundWriter) WriteHeader(code int) {
+	if code == http.StatusBadRequest && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.held = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *notFoundWriter) Write(p []byte) (int, error) {
+	if w.held {
+		if w.body.Len() < 4<<10 {
+			w.body.Write(p[:min(len(p), 4<<10-w.body.Len())])
+		}
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush and Unwrap keep server-sent events streaming through it.
+func (w *notFoundWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.held {
+		f.Flush()
+	}
+}
+
+func (w *notFoundWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // statusWriter records the status a handler answers with (a DELETE's:
 // no body is streamed through it).

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,7 +58,36 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	go filterLines(t.In, pw, out, limit)
 	// Lines reach the SDK one at a time and bounded: its own bound (one
 	// byte more, for the newline) never trips.
-	return (&mcp.IOTransport{Reader: pr, Writer: out, MaxLineLength: limit + 2}).Connect(ctx)
+	conn, err := (&mcp.IOTransport{Reader: pr, Writer: out, MaxLineLength: limit + 2}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return codedErrors{conn}, nil
+}
+
+// codedErrors gives the SDK's answer to a request before initialize a
+// JSON-RPC error code: the SDK answers it with a plain error, which goes
+// out as code 0, no code of JSON-RPC's. It is -32600 (invalid request),
+// as over HTTP (HTTPHandler).
+type codedErrors struct{ mcp.Connection }
+
+func (c codedErrors) Write(ctx context.Context, msg jsonrpc.Message) error {
+	return c.Connection.Write(ctx, withErrorCode(msg))
+}
+
+// withErrorCode returns msg, or for a response whose error is the SDK's
+// plain refusal of a request before initialize, the same response with
+// code -32600.
+func withErrorCode(msg jsonrpc.Message) jsonrpc.Message {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error == nil {
+		return msg
+	}
+	var coded *jsonrpc.Error
+	if errors.As(resp.Error, &coded) || !strings.Contains(resp.Error.Error(), "invalid during session initialization") {
+		return msg
+	}
+	return &jsonrpc.Response{ID: resp.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: notInitialized + " (" + resp.Error.Error() + ")"}}
 }
 
 // lineWriter serialises whole-line writes of the SDK and of the filter's
