@@ -183,7 +183,7 @@ carries the protocol alone.`,
 	f.StringVar(&tokenFile, "http-token-file", "", "bearer tokens MCP clients over HTTP must send, one NAME TOKEN per line as serve's --token-file; each token is a client of its own (env EXECFARM_MCP_TOKEN_FILE)")
 	f.StringVar(&tlsCert, "http-tls-cert", "", "serve --http over TLS with this PEM certificate (chain), re-read every minute; needs --http-tls-key in the same directory (env EXECFARM_MCP_TLS_CERT)")
 	f.StringVar(&tlsKey, "http-tls-key", "", "the PEM private key of --http-tls-cert (env EXECFARM_MCP_TLS_KEY)")
-	f.IntVar(&maxSessions, "max-sessions", mcpbridge.DefaultMaxHTTPSessions, "MCP sessions open at once over HTTP; past it a new session is answered 503")
+	f.IntVar(&maxSessions, "max-sessions", mcpbridge.DefaultMaxHTTPSessions, "MCP sessions open at once over HTTP, one bearer token at most a quarter of them; past either a new session is answered 503")
 	f.DurationVar(&sessionTimeout, "session-timeout", mcpbridge.DefaultHTTPSessionTimeout, "close an HTTP MCP session idle this long (a session without a token: its sandboxes are deleted)")
 	return cmd
 }

@@ -191,13 +191,22 @@ func boundBody(next http.Handler, timeout time.Duration) http.Handler {
 // sessionHeader is the Streamable HTTP transport's session header.
 const sessionHeader = "Mcp-Session-Id"
 
-// sessionCap counts open sessions and requests that may open one.
+// sessionCap counts open sessions and requests that may open one, in
+// all and per bearer token.
 type sessionCap struct {
-	mu      sync.Mutex
-	max     int
-	pending int                 // requests without a session id being served
-	open    map[string]struct{} // sessions opened through the handler
+	mu       sync.Mutex
+	max      int
+	perToken int               // sessions one token may hold (TokenSessionCap)
+	pending  int               // requests without a session id being served
+	open     map[string]string // sessions opened through the handler: their token's name ("" none)
+	byToken  map[string]int    // open and pending sessions per token name
 }
+
+// TokenSessionCap is the share of --max-sessions one bearer token may
+// hold open at once: a quarter (at least 1), so that one token's client
+// cannot take every session (a red-team pass held all 64 by pinging
+// them, and every other token's initialize got 503).
+func TokenSessionCap(maxSessions int) int { return max(1, maxSessions/4) }
 
 // capSessions answers 503 to a request that would open a session past
 // max. An initialize request without a session id holds a place while it
@@ -207,7 +216,7 @@ type sessionCap struct {
 // its place and, for an ephemeral client, deletes its sandboxes before
 // its answer: a client that closed its session finds it gone.
 func (b *Bridge) capSessions(next http.Handler, max int) http.Handler {
-	c := &sessionCap{max: max, open: map[string]struct{}{}}
+	c := &sessionCap{max: max, perToken: TokenSessionCap(max), open: map[string]string{}, byToken: map[string]int{}}
 	find := func(id string) *mcp.ServerSession {
 		for ss := range b.Server.Sessions() {
 			if ss.ID() == id {
@@ -218,7 +227,15 @@ func (b *Bridge) capSessions(next http.Handler, max int) http.Handler {
 	}
 	release := func(id string) {
 		c.mu.Lock()
-		delete(c.open, id)
+		if name, ok := c.open[id]; ok {
+			delete(c.open, id)
+			if name != "" {
+				c.byToken[name]--
+				if c.byToken[name] <= 0 {
+					delete(c.byToken, name)
+				}
+			}
+		}
 		c.mu.Unlock()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -275,13 +292,25 @@ func (b *Bridge) capSessions(next http.Handler, max int) http.Handler {
 			done()
 			return
 		}
+		name := ""
+		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+			name = ti.UserID
+		}
 		c.mu.Lock()
 		if len(c.open)+c.pending >= c.max {
 			c.mu.Unlock()
 			http.Error(w, fmt.Sprintf("too many MCP sessions: this server holds at most %d at once; close one (HTTP DELETE) or retry later", c.max), http.StatusServiceUnavailable)
 			return
 		}
+		if name != "" && c.byToken[name] >= c.perToken {
+			c.mu.Unlock()
+			http.Error(w, fmt.Sprintf("too many MCP sessions for this token: one token holds at most %d of this server's %d at once; close one (HTTP DELETE) or retry later", c.perToken, c.max), http.StatusServiceUnavailable)
+			return
+		}
 		c.pending++
+		if name != "" {
+			c.byToken[name]++
+		}
 		c.mu.Unlock()
 		next.ServeHTTP(w, r)
 		id = w.Header().Get(sessionHeader)
@@ -291,8 +320,14 @@ func (b *Bridge) capSessions(next http.Handler, max int) http.Handler {
 		}
 		c.mu.Lock()
 		c.pending--
+		if opened == nil && name != "" {
+			// No session: the token's place is free again.
+			if c.byToken[name]--; c.byToken[name] <= 0 {
+				delete(c.byToken, name)
+			}
+		}
 		if opened != nil {
-			c.open[id] = struct{}{}
+			c.open[id] = name
 			b.cleanups.Add(1)
 			go func() {
 				defer b.cleanups.Done()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -43,8 +44,23 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 // token, tok, named alice.
 func tokenBridge(t *testing.T, tok string) (*Bridge, *transport.TokenSet) {
 	t.Helper()
+	return tokensBridge(t, tok)
+}
+
+// tokensBridge is tokenBridge with tokens toks, named t0, t1, ... (the
+// first alice).
+func tokensBridge(t *testing.T, toks ...string) (*Bridge, *transport.TokenSet) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(path, []byte("alice "+tok+"\n"), 0o600); err != nil {
+	lines := ""
+	for i, tok := range toks {
+		name := fmt.Sprintf("t%d", i)
+		if i == 0 {
+			name = "alice"
+		}
+		lines += name + " " + tok + "\n"
+	}
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tokens, err := transport.ReadTokenFile(path)
@@ -61,20 +77,22 @@ func tokenBridge(t *testing.T, tok string) (*Bridge, *transport.TokenSet) {
 // TestHTTPSessionCap: past MaxSessions a new session is refused (503);
 // a session closed by its client (DELETE) frees its place at once.
 func TestHTTPSessionCap(t *testing.T) {
-	const tok = "cap-test-token-0123456789abcdef"
-	b, tokens := tokenBridge(t, tok)
+	// Three tokens, each within its own share (TokenSessionCap(2) = 1).
+	const tok1, tok2, tok = "cap-test-token-1123456789abcdef", "cap-test-token-2123456789abcdef", "cap-test-token-0123456789abcdef"
+	b, tokens := tokensBridge(t, tok1, tok2, tok)
 	srv := httptest.NewServer(b.HTTPHandler(HTTPConfig{Tokens: tokens, MaxSessions: 2}))
 	defer srv.Close()
 	defer b.Close()
-	connect := func() (*mcp.ClientSession, error) {
+	connectWith := func(tok string) (*mcp.ClientSession, error) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "cap", Version: "1"}, nil)
 		return c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearerRT{token: tok}}, MaxRetries: -1}, nil)
 	}
-	s1, err := connect()
+	connect := func() (*mcp.ClientSession, error) { return connectWith(tok) }
+	s1, err := connectWith(tok1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := connect()
+	s2, err := connectWith(tok2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +147,50 @@ func TestHTTPSessionCap(t *testing.T) {
 		t.Fatalf("a session once one closed: %v", err)
 	}
 	s3.Close()
+}
+
+// TestHTTPSessionCapPerToken: one token holds at most TokenSessionCap
+// of MaxSessions (a quarter) at once: past it its initialize is 503
+// naming the share, while another token still opens sessions; a session
+// the token closes frees its place. (A red-team pass held all 64
+// sessions with one token by pinging them, and every other token's
+// initialize got 503.)
+func TestHTTPSessionCapPerToken(t *testing.T) {
+	const alice, bob = "share-test-token-a123456789abcdef", "share-test-token-b123456789abcdef"
+	b, tokens := tokensBridge(t, alice, bob)
+	srv := httptest.NewServer(b.HTTPHandler(HTTPConfig{Tokens: tokens, MaxSessions: 8}))
+	defer srv.Close()
+	defer b.Close()
+	share := TokenSessionCap(8)
+	if share != 2 {
+		t.Fatalf("TokenSessionCap(8) = %d, want 2", share)
+	}
+	var held []string
+	for i := range share {
+		code, h, _ := postRaw(t, srv.URL, "", alice, rawInitialize)
+		if code != http.StatusOK || h.Get(sessionHeader) == "" {
+			t.Fatalf("alice's session %d: HTTP %d", i+1, code)
+		}
+		held = append(held, h.Get(sessionHeader))
+	}
+	code, h, m := postRaw(t, srv.URL, "", alice, rawInitialize)
+	if code != http.StatusServiceUnavailable || h.Get(sessionHeader) != "" || !strings.Contains(fmt.Sprint(m), "one token holds at most 2 of this server's 8") {
+		t.Errorf("alice past her share: HTTP %d %v, want 503 naming the share", code, m)
+	}
+	if code, h, _ := postRaw(t, srv.URL, "", bob, rawInitialize); code != http.StatusOK || h.Get(sessionHeader) == "" {
+		t.Errorf("bob while alice holds her share: HTTP %d, want a session", code)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL, nil)
+	req.Header.Set(sessionHeader, held[0])
+	req.Header.Set("Authorization", "Bearer "+alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if code, h, _ := postRaw(t, srv.URL, "", alice, rawInitialize); code != http.StatusOK || h.Get(sessionHeader) == "" {
+		t.Errorf("alice after closing one: HTTP %d, want a session", code)
+	}
 }
 
 // TestHTTPConnectionsOfUnauthenticatedAndSlowClients: a request without
