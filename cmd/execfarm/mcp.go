@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"golang.org/x/net/netutil"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
@@ -117,9 +118,10 @@ carries the protocol alone.`,
 				}
 				defer lis.Close()
 				scheme := "http"
-				return serveMCP(ctx, cf, log, func(b *mcpbridge.Bridge) error {
+				return serveMCP(ctx, cf, log, func(b *mcpbridge.Bridge, health healthpb.HealthClient) error {
 					srv := &http.Server{
-						Handler: b.HTTPHandler(mcpbridge.HTTPConfig{Tokens: tokens, MaxSessions: maxSessions, SessionTimeout: sessionTimeout}),
+						Handler: b.HTTPHandler(mcpbridge.HTTPConfig{Tokens: tokens, MaxSessions: maxSessions, SessionTimeout: sessionTimeout,
+							Health: health, Logger: log}),
 						// Headers within 10 s, a body within
 						// mcpbridge.DefaultHTTPBodyTimeout, an idle
 						// kept-alive connection for a minute; a request
@@ -145,7 +147,8 @@ carries the protocol alone.`,
 					} else {
 						go func() { errc <- srv.Serve(limited) }()
 					}
-					log.Info("serving MCP over HTTP", "address", scheme+"://"+lis.Addr().String()+"/", "bearer_tokens", tokens != nil, "tls", cert != nil, "max_sessions", maxSessions)
+					log.Info("serving MCP over HTTP", "address", scheme+"://"+lis.Addr().String()+"/",
+						"liveness", mcpbridge.LivenessPath, "readiness", mcpbridge.ReadinessPath, "bearer_tokens", tokens != nil, "tls", cert != nil, "max_sessions", maxSessions)
 					var err error
 					select {
 					case err = <-errc:
@@ -164,7 +167,7 @@ carries the protocol alone.`,
 				}, mcpbridge.HTTPScope(randomSecret()))
 			}
 			key := mcpbridge.NewClientKey()
-			return serveMCP(ctx, cf, log, func(b *mcpbridge.Bridge) error {
+			return serveMCP(ctx, cf, log, func(b *mcpbridge.Bridge, _ healthpb.HealthClient) error {
 				// Run returns when the client closes stdin or ctx ends; a
 				// signal is a normal end. A malformed line is answered with
 				// a JSON-RPC error and the session goes on (Transport).
@@ -191,7 +194,7 @@ carries the protocol alone.`,
 // serveMCP connects to the supervisor (or embeds one), builds the bridge
 // with scope, and runs serve with it; the supervisor connection outlives
 // serve, so that the sandboxes of ended sessions can be deleted.
-func serveMCP(ctx context.Context, cf *clientFlags, log hclog.Logger, serve func(*mcpbridge.Bridge) error, scope func(mcp.Request) (mcpbridge.Scope, error)) error {
+func serveMCP(ctx context.Context, cf *clientFlags, log hclog.Logger, serve func(*mcpbridge.Bridge, healthpb.HealthClient) error, scope func(mcp.Request) (mcpbridge.Scope, error)) error {
 	// An embedded supervisor stops when closeFn runs, after the clean-up,
 	// not when a signal ends ctx.
 	conn, closeFn, err := cf.dialOrEmbed(context.WithoutCancel(ctx), true)
@@ -206,7 +209,7 @@ func serveMCP(ctx context.Context, cf *clientFlags, log hclog.Logger, serve func
 	if err != nil {
 		return err
 	}
-	return serve(b)
+	return serve(b, healthpb.NewHealthClient(conn))
 }
 
 // randomSecret returns 32 random bytes: the HTTP bridge's secret for the

@@ -17,9 +17,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
@@ -55,6 +57,12 @@ type HTTPConfig struct {
 	// from the end of its headers; past it the connection is closed.
 	// 0 = DefaultHTTPBodyTimeout.
 	BodyTimeout time.Duration
+	// Health is the supervisor's health service: with it GET /healthz
+	// and GET /readyz are served without a token (withProbes); nil = no
+	// probes.
+	Health healthpb.HealthClient
+	// Logger logs why /readyz says not ready; nil = not logged.
+	Logger hclog.Logger
 }
 
 // DefaultHTTPBodyTimeout is HTTPConfig.BodyTimeout's default: 4 MiB
@@ -136,7 +144,7 @@ func (b *Bridge) HTTPHandler(hc HTTPConfig) http.Handler {
 		h = auth.RequireBearerToken(verifier(hc.Tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 		h = closeUnauthenticated(h, hc.Tokens)
 	}
-	return boundBody(h, cmp.Or(hc.BodyTimeout, DefaultHTTPBodyTimeout))
+	return withProbes(boundBody(h, cmp.Or(hc.BodyTimeout, DefaultHTTPBodyTimeout)), hc.Health, hc.Logger)
 }
 
 // closeUnauthenticated sets the challenge of the 401 that answers a

@@ -497,6 +497,18 @@ func TestMCPOverHTTP(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	// The probes, without a token.
+	for path, want := range map[string]string{"healthz": `{"live":true}`, "readyz": `{"ready":true}`} {
+		resp, err := http.Get(endpoint + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(b)) != want {
+			t.Errorf("GET /%s: HTTP %d %q, want 200 %s", path, resp.StatusCode, b, want)
+		}
+	}
 	for _, tok := range []string{"", "not-a-token-0123456789abcdef"} {
 		if code := post(tok, initialize); code != http.StatusUnauthorized {
 			t.Errorf("initialize with token %q: HTTP %d, want 401", tok, code)

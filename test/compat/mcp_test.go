@@ -147,11 +147,14 @@ func TestMCPBridgeEmbedded(t *testing.T) {
 	}
 	list := callTool(t, cs, map[string]any{"mode": "list", "states": []string{"completed"}}, nil)
 	found := false
-	for _, e := range list.Executions {
+	if list.Executions == nil {
+		t.Fatalf("list without executions: %+v", list)
+	}
+	for _, e := range *list.Executions {
 		found = found || (e.ExecutionID == async.ExecutionID && e.Runtime == "python")
 	}
 	if !found {
-		t.Errorf("list of completed executions lacks %s: %+v", async.ExecutionID, list.Executions)
+		t.Errorf("list of completed executions lacks %s: %+v", async.ExecutionID, *list.Executions)
 	}
 
 	long := callTool(t, cs, map[string]any{"mode": "async", "code": "sleep 60", "runtime": "shell"}, nil)
