@@ -119,9 +119,14 @@ carries the protocol alone.`,
 				defer lis.Close()
 				scheme := "http"
 				return serveMCP(ctx, cf, log, func(b *mcpbridge.Bridge, health healthpb.HealthClient) error {
+					// One address holds at most
+					// mcpbridge.DefaultHeaderConnsPerAddress of the
+					// connections still sending headers.
+					guard := mcpbridge.NewHeaderGuard(0)
 					srv := &http.Server{
-						Handler: b.HTTPHandler(mcpbridge.HTTPConfig{Tokens: tokens, MaxSessions: maxSessions, SessionTimeout: sessionTimeout,
-							Health: health, Logger: log}),
+						Handler: guard.Handler(b.HTTPHandler(mcpbridge.HTTPConfig{Tokens: tokens, MaxSessions: maxSessions, SessionTimeout: sessionTimeout,
+							Health: health, Logger: log})),
+						ConnState: guard.ConnState,
 						// Headers within 10 s, a body within
 						// mcpbridge.DefaultHTTPBodyTimeout, an idle
 						// kept-alive connection for a minute; a request
@@ -137,7 +142,7 @@ carries the protocol alone.`,
 						Protocols: new(http.Protocols),
 					}
 					srv.Protocols.SetHTTP1(true)
-					limited := netutil.LimitListener(lis, mcpMaxConnections)
+					limited := netutil.LimitListener(guard.Listener(lis), mcpMaxConnections)
 					errc := make(chan error, 1)
 					if cert != nil {
 						// The handshake is bounded by ReadHeaderTimeout.
