@@ -466,7 +466,7 @@ func httpSessionOver(endpoint, token string, rt http.RoundTripper) (*mcp.ClientS
 // TestMCPOverHTTP: `execfarm mcp --http` with a token file refuses a
 // client without a token (or with a wrong one) and serves the same tools
 // to one with a token; each token is its own client, with its own
-// sandboxes and cached scripts; sessions past --max-sessions and requests
+// sandboxes and cached scripts; a token's sessions past its share of --max-sessions and requests
 // over the message bound are refused; a non-loopback address without
 // tokens does not start.
 func TestMCPOverHTTP(t *testing.T) {
@@ -479,7 +479,7 @@ func TestMCPOverHTTP(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("alice "+alice+"\nbob "+bob+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	endpoint, _ := serveMCPHTTP(t, bin, socket, "--http-token-file", tokens, "--max-sessions", "3")
+	endpoint, _ := serveMCPHTTP(t, bin, socket, "--http-token-file", tokens, "--max-sessions", "8")
 
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	post := func(token, body string) int {
@@ -563,16 +563,23 @@ func TestMCPOverHTTP(t *testing.T) {
 	if got := sandboxesOf(t, a2); !slices.Equal(got, []string{id}) {
 		t.Errorf("alice's second session lists %v, want [%s]", got, id)
 	}
-	// Three sessions are open: a fourth is refused, until one closes.
-	if code := post(bob, initialize); code != http.StatusServiceUnavailable {
-		t.Errorf("a 4th session: HTTP %d, want 503", code)
+	// alice holds her token's share of the 8 sessions (a quarter, 2): a
+	// third of hers is refused while bob still connects, until one of
+	// hers closes.
+	if code := post(alice, initialize); code != http.StatusServiceUnavailable {
+		t.Errorf("alice's 3rd session: HTTP %d, want 503", code)
 	}
-	if err := b.Close(); err != nil {
-		t.Errorf("close bob's session: %v", err)
-	}
-	b, err = httpSession(endpoint, bob)
+	b2, err := httpSession(endpoint, bob)
 	if err != nil {
-		t.Fatalf("a session once one closed: %v", err)
+		t.Fatalf("bob's 2nd session while alice holds her share: %v", err)
+	}
+	b2.Close()
+	if err := a.Close(); err != nil {
+		t.Errorf("close alice's session: %v", err)
+	}
+	a, err = httpSession(endpoint, alice)
+	if err != nil {
+		t.Fatalf("alice's session once one of hers closed: %v", err)
 	}
 	b.Close()
 	a2.Close()
