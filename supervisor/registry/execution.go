@@ -106,7 +106,7 @@ type Execution struct {
 	done          chan struct{} // closed when terminal
 	limitNotified [2]bool
 	lines         []Line // console lines (lines.go)
-	lineBytes     int64  // their text's bytes
+	lineBytes     int64  // their cost (lineCost)
 }
 
 // ID returns the execution's id, a UUID.

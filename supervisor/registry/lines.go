@@ -12,10 +12,19 @@ import (
 // newline, and whether ProDisco streams it as error output.
 type Line = jsconsole.Line
 
+// lineOverhead is what a console line costs beyond its text: its Line in
+// the slice (a string header and a flag) and its allocation's rounding,
+// bytes. 5000 empty lines thus count 160 KB, not nothing.
+const lineOverhead = 32
+
+// lineCost is the bytes a kept line counts against the retention budget.
+func lineCost(l Line) int64 { return int64(len(l.Text)) + lineOverhead }
+
 // AppendLines adds console lines to the execution, after those it has, in
 // the order given. The caller bounds them (the runtimes' console channel
-// has caps of its own); their bytes count against the registry's budget
-// like output. Lines appended to a terminal execution are dropped. It
+// has caps of its own); their bytes (lineCost) count against the
+// registry's budget like output, and are cut in the retention share
+// like output once the execution has ended (shareLocked). Lines appended to a terminal execution are dropped. It
 // never blocks on readers.
 func (e *Execution) AppendLines(lines []Line) {
 	if len(lines) == 0 {
@@ -23,7 +32,7 @@ func (e *Execution) AppendLines(lines []Line) {
 	}
 	var n int64
 	for _, l := range lines {
-		n += int64(len(l.Text))
+		n += lineCost(l)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -68,6 +77,7 @@ func (e *Execution) SubscribeLines(ctx context.Context) iter.Seq2[LineEvent, err
 				return
 			}
 			e.mu.Lock()
+			next = min(next, len(e.lines)) // the retention share may have cut them
 			lines := e.lines[next:len(e.lines):len(e.lines)]
 			next = len(e.lines)
 			var res *Result

@@ -29,7 +29,7 @@ func TestLines(t *testing.T) {
 	}()
 	e.AppendLines([]Line{{Text: "c"}})
 	e.AppendLines(nil)
-	if got := r.BufferedBytes(); got != int64(len("a")+len("[ERROR] b")+len("c")) {
+	if got := r.BufferedBytes(); got != int64(len("a")+len("[ERROR] b")+len("c")+3*lineOverhead) {
 		t.Errorf("buffered %d bytes", got)
 	}
 	e.Finish(Result{State: StateCompleted, Reason: ReasonExited, Success: true})

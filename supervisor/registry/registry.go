@@ -27,21 +27,24 @@ type Config struct {
 	// RetentionMs is how long a terminal execution stays readable after it
 	// ended, milliseconds. Zero => DefaultRetentionMs (5 minutes).
 	RetentionMs int64
-	// MaxBufferedBytes is the budget for output and attachments
-	// (Result.Attachment, a test run's results) kept by terminal
-	// executions, bytes. Running and pending executions do not count
-	// against it (their output is bounded by Meta.MaxOutputBytes per
-	// stream). The budget holds at every moment, and one execution's
-	// output never evicts another's result. When an execution ends over
-	// the budget, attachments go first, while they keep more than half of
+	// MaxBufferedBytes is the budget for what terminal executions keep:
+	// output, console lines (lineCost each), error texts and attachments
+	// (Result.Attachment, a test run's results), bytes. Running and
+	// pending executions do not count against it (their output is
+	// bounded by Meta.MaxOutputBytes per stream, their lines by the
+	// runtimes' caps). The budget holds at every moment (but for
+	// MinErrorKeep bytes of each error text), and one execution's output
+	// never evicts another's result. When an execution ends over the
+	// budget, attachments go first, while they keep more than half of
 	// the budget: each time the oldest of the account (Meta.Account)
 	// whose attachments keep the most bytes, so that a principal's flood
 	// of test runs drops its own results first (Result.AttachmentDropped
-	// says so). Then the streams of terminal executions that keep the
-	// most are cut down (head and tail kept, as truncation does) to an
-	// equal share of what is left, the largest first, so that a stream
-	// within its share is never touched. Zero => DefaultMaxBufferedBytes
-	// (64 MiB).
+	// says so). Then what is left is shared equally among accounts, an
+	// account's share among its owners (Meta.Owner: its clients), an
+	// owner's among its executions' streams, lines and error texts, and
+	// what keeps more than its share is cut down to it (shareLocked), so
+	// that an account within its equal share is never touched by
+	// another's flood. Zero => DefaultMaxBufferedBytes (64 MiB).
 	MaxBufferedBytes int64
 	// MaxRetained is how many terminal executions are held at most; past
 	// it the ones that ended first are forgotten before their retention
@@ -99,12 +102,17 @@ type entry struct {
 	terminal   bool
 	finishedAt time.Time
 	finSeq     uint64
-	bytes      [2]int64 // kept output bytes per stream, from finish on
-	lines      int64    // bytes of console lines, frozen at finish
-	attached   int64    // bytes of Result.Attachment kept, from finish on
+	parts      [numParts]int64 // bytes kept per part the share may cut (share.go), from finish on
+	attached   int64           // bytes of Result.Attachment kept, from finish on
 }
 
-func (en *entry) total() int64 { return en.bytes[Stdout] + en.bytes[Stderr] + en.lines + en.attached }
+func (en *entry) total() int64 {
+	t := en.attached
+	for _, n := range en.parts {
+		t += n
+	}
+	return t
+}
 
 // New returns an empty Registry configured by cfg.
 func New(cfg Config) *Registry {
@@ -260,10 +268,12 @@ func (r *Registry) finishedLocked(e *Execution) {
 	}
 	r.finSeq++
 	en.terminal, en.finishedAt, en.finSeq = true, e.finished, r.finSeq
-	en.bytes = [2]int64{e.bufs[Stdout].kept(), e.bufs[Stderr].kept()}
-	en.lines = e.lineBytes
+	en.parts = [numParts]int64{partStdout: e.bufs[Stdout].kept(), partStderr: e.bufs[Stderr].kept(),
+		partLines: e.lineBytes, partError: int64(len(e.result.Error))}
 	en.attached = int64(len(e.result.Attachment))
-	r.buffered.Add(en.attached) // output and lines were counted as written
+	// Output and lines were counted as written; the error text and the
+	// attachment come with the result.
+	r.buffered.Add(en.attached + en.parts[partError])
 	r.terminalBytes += en.total()
 	r.terminalCount++
 	r.evictLocked(nil)
@@ -306,9 +316,11 @@ func (r *Registry) Sweep() int {
 
 // evictLocked removes terminal executions while more than maxHeld are
 // held: each time the one that ended first among those of the account
-// (Meta.Account) holding the most, so that a principal that floods the
-// registry (10 000 executions cancelled while queued take it two seconds)
-// evicts its own results, not another's. done lists the terminal entries
+// (Meta.Account) holding the most, and within it of the owner
+// (Meta.Owner, one of its clients) holding the most, so that a principal
+// that floods the registry (10 000 executions cancelled while queued take
+// it two seconds), or one client of it, evicts its own results, not
+// another's. done lists the terminal entries
 // (nil: collect them). It returns how many it removed.
 func (r *Registry) evictLocked(done []*entry) int {
 	if r.terminalCount <= r.maxHeld {
@@ -338,8 +350,21 @@ func (r *Registry) evictLocked(done []*entry) int {
 		if len(l) == 0 {
 			break
 		}
-		r.removeLocked(l[0].e.id, l[0])
-		byAccount[most] = l[1:]
+		// Within the account, the oldest of the owner (a client) holding
+		// the most: one client's flood evicts its own results, not its
+		// holder's other clients'.
+		count := map[string]int{}
+		for _, en := range l {
+			count[en.e.meta.Owner]++
+		}
+		i := 0
+		for j, en := range l { // l is oldest first: the first of the most wins a tie
+			if count[en.e.meta.Owner] > count[l[i].e.meta.Owner] {
+				i = j
+			}
+		}
+		r.removeLocked(l[i].e.id, l[i])
+		byAccount[most] = slices.Delete(l, i, i+1)
 		removed++
 	}
 	return removed
@@ -401,70 +426,6 @@ func (r *Registry) dropAttachmentsLocked(locked *Execution) int64 {
 		en.attached = 0
 		bytesOf[most] -= f
 		held -= f
-		r.terminalBytes -= f
-		r.buffered.Add(-f)
-		freed += f
-	}
-	return freed
-}
-
-// shareLocked brings the output kept by terminal executions within the
-// budget without removing any: it finds the largest share L such that
-// every terminal stream kept at min(its size, L) fits, and cuts each
-// stream larger than L down to L (Execution.shrink). Streams within L are
-// untouched, so the execution whose output broke the budget pays for it
-// first. It returns the bytes freed.
-//
-// locked is an execution whose mutex the caller holds (nil: none).
-func (r *Registry) shareLocked(locked *Execution) int64 {
-	if r.terminalBytes <= r.budget {
-		return 0
-	}
-	type stream struct {
-		en *entry
-		s  Stream
-	}
-	var all []stream
-	for _, en := range r.entries {
-		if en.terminal {
-			all = append(all, stream{en, Stdout}, stream{en, Stderr})
-		}
-	}
-	slices.SortFunc(all, func(a, b stream) int { return cmp.Compare(a.en.bytes[a.s], b.en.bytes[b.s]) })
-	// Water filling: the smallest streams fit whole while they are within
-	// an equal share of what is left once the console lines (which are
-	// not cut) and the attachments left by dropAttachmentsLocked are
-	// counted.
-	left, share := r.budget, int64(-1)
-	for _, en := range r.entries {
-		if en.terminal {
-			left -= en.lines + en.attached
-		}
-	}
-	left = max(left, 0)
-	for i, st := range all {
-		n := int64(len(all) - i)
-		if st.en.bytes[st.s]*n > left {
-			share = left / n
-			break
-		}
-		left -= st.en.bytes[st.s]
-	}
-	if share < 0 {
-		return 0
-	}
-	var freed int64
-	for _, st := range all {
-		if st.en.bytes[st.s] <= share {
-			continue
-		}
-		var f int64
-		if st.en.e == locked {
-			f = locked.shrinkLocked(st.s, share)
-		} else {
-			f = st.en.e.shrink(st.s, share)
-		}
-		st.en.bytes[st.s] -= f
 		r.terminalBytes -= f
 		r.buffered.Add(-f)
 		freed += f
