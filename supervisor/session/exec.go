@@ -110,7 +110,7 @@ func (m *Manager) Exec(ctx context.Context, owner principal.Principal, id string
 	j.Request.Dir = workdir
 	x := &exec{s: s, runtime: rt, workdir: workdir}
 	if p.StdinOpen {
-		x.stdin = newStdinPipe()
+		x.stdin = newStdinPipe(&stdinBudget{sandbox: &s.stdinHeld, server: &m.stdinHeld, serverMax: m.cfg.MaxStdinBytes})
 	}
 	j.Owner, j.SandboxID, j.Observer = s.owner, s.id, x
 	if err := s.reserveExec(); err != nil {
@@ -365,7 +365,9 @@ func (m *Manager) heldExec(owner principal.Principal, id string) (*exec, error) 
 // (wrapped) when owner holds no such exec; ErrStdinClosed (the exec was
 // not started with StdinOpen, or its input was closed); ErrExecNotRunning
 // once it has ended; ErrStdinBusy (wrapped) while another call waits;
-// *FieldError for p too large; ctx's error.
+// *FieldError for p too large; *QuotaError when the sandbox's execs
+// (MaxSandboxStdin) or every sandbox's (Config.MaxStdinBytes) hold too
+// much unread input; ctx's error.
 func (m *Manager) WriteStdin(ctx context.Context, owner principal.Principal, id string, p []byte, close bool) error {
 	x, err := m.heldExec(owner, id)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -94,6 +95,11 @@ type Config struct {
 	// MaxExecs is how many execs one sandbox holds at once, pending and
 	// running; 0 = DefaultMaxExecs.
 	MaxExecs int
+	// MaxStdinBytes bounds the standard input held by every exec of
+	// every sandbox together (buffered for the programs and waiting for
+	// room), bytes; each sandbox's execs hold at most MaxSandboxStdin.
+	// 0 = DefaultMaxStdinBytes.
+	MaxStdinBytes int64
 	// Events bounds each sandbox's event log; zero = eventlog's defaults
 	// (4096 events, 2 MiB).
 	Events eventlog.Config
@@ -127,6 +133,8 @@ type Manager struct {
 	creating sync.WaitGroup // Creates past their reservation
 	timers   sync.WaitGroup // expiry and idle callbacks running
 	execs    sync.Map       // execution id -> *exec, while the exec is held
+
+	stdinHeld atomic.Int64 // unread stdin bytes of every exec (stdinBudget)
 }
 
 // New returns a Manager.
@@ -143,6 +151,7 @@ func New(cfg Config) (*Manager, error) {
 	cfg.DefaultLifetime = cmp.Or(cfg.DefaultLifetime, DefaultLifetime)
 	cfg.MaxLifetime = cmp.Or(cfg.MaxLifetime, DefaultMaxLifetime)
 	cfg.MaxExecs = cmp.Or(cfg.MaxExecs, DefaultMaxExecs)
+	cfg.MaxStdinBytes = cmp.Or(cfg.MaxStdinBytes, DefaultMaxStdinBytes)
 	cfg.EndedRetention = cmp.Or(cfg.EndedRetention, DefaultEndedRetention)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -154,7 +163,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.IDs, _ = nodeid.NewIssuer("localhost") // a valid name: never fails
 	}
 	switch {
-	case cfg.MaxSandboxes < 0, cfg.MaxPerPrincipal < 0, cfg.MaxExecs < 0:
+	case cfg.MaxSandboxes < 0, cfg.MaxPerPrincipal < 0, cfg.MaxExecs < 0, cfg.MaxStdinBytes < 0:
 		return nil, fmt.Errorf("session: negative limit in %+v", cfg)
 	case cfg.DefaultLifetime < 0:
 		return nil, fmt.Errorf("session: negative default lifetime %v", cfg.DefaultLifetime)

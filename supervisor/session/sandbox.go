@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -45,6 +46,8 @@ type Sandbox struct {
 	// flight stop.
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	stdinHeld atomic.Int64 // unread stdin bytes of its execs (stdinBudget)
 
 	mu           sync.Mutex
 	state        state
