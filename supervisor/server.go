@@ -165,14 +165,23 @@ func (c *Config) memoryBudget() error {
 	if c.MemoryBudgetBytes < 0 || c.MaxMemoryBytes < 0 {
 		return fmt.Errorf("supervisor: negative memory budget %d or memory ceiling %d", c.MemoryBudgetBytes, c.MaxMemoryBytes)
 	}
-	if c.MemoryBudgetBytes == 0 {
-		m, err := host.ReadMemory("/")
-		if err != nil {
-			return fmt.Errorf("supervisor: default memory budget (set --memory-budget): %w", err)
-		}
+	m, merr := host.ReadMemory("/")
+	switch {
+	case c.MemoryBudgetBytes == 0 && merr != nil:
+		return fmt.Errorf("supervisor: default memory budget (set --memory-budget): %w", merr)
+	case c.MemoryBudgetBytes == 0:
 		c.MemoryBudgetBytes = m.DefaultBudgetBytes()
-		c.Logger.Info("memory budget of the sandboxes: the host's memory less what is kept for the host",
+		if c.MemoryBudgetBytes < 1 {
+			return fmt.Errorf("supervisor: default memory budget: %s available (MemTotal, or the supervisor's cgroup's memory limit) leaves nothing beyond the supervisor's %s",
+				budget.Format(m.AvailableBytes()), budget.Format(host.SupervisorReserveBytes))
+		}
+		c.Logger.Info("memory budget of the sandboxes: the host's memory less what is kept for the host and the supervisor",
 			"mem_total", budget.Format(m.TotalBytes), "cgroup_limit", budget.Format(m.CgroupLimitBytes))
+	case merr == nil:
+		// An explicit budget keeps room for the supervisor too.
+		if err := m.CheckBudget(c.MemoryBudgetBytes); err != nil {
+			return fmt.Errorf("supervisor: --memory-budget: %w", err)
+		}
 	}
 	switch {
 	case c.MaxMemoryBytes > c.MemoryBudgetBytes:

@@ -165,6 +165,17 @@ type Usage struct {
 	// (v2 memory.events oom_kill; v1 memory.oom_control oom_kill, 0 on
 	// kernels before 4.13).
 	OOMKills int64
+	// LimitOOMs counts the times the cgroup's own memory limit (or a
+	// descendant's) was reached, so that an OOM kill in the cgroup is
+	// its own: v2 memory.events oom (raised in the cgroup whose limit
+	// was hit and its ancestors, never in a descendant); v1
+	// memory.failcnt plus memory.memsw.failcnt (a charge refused at this
+	// cgroup's own counter). An OOM kill with LimitOOMs 0 came from an
+	// ancestor's limit or the host's memory: the sandbox kept within its
+	// own. Valid when LimitOOMsRead.
+	LimitOOMs int64
+	// LimitOOMsRead reports that LimitOOMs was read.
+	LimitOOMsRead bool
 	// Source is Mode.String() of the hierarchy read: "cgroup v1" or
 	// "cgroup v2".
 	Source string

@@ -221,20 +221,33 @@ func TestFakeV2Usage(t *testing.T) {
 				"pids.peak":     "7\n",
 			},
 			want: Usage{CPUUserMicros: 1000, CPUSystemMicros: 500, PeakMemoryBytes: 52428800,
-				PeakMemorySource: PeakSourcePeak, PidsPeak: 7, OOMKills: 1, Source: "cgroup v2"},
+				PeakMemorySource: PeakSourcePeak, PidsPeak: 7, OOMKills: 1, LimitOOMs: 1, LimitOOMsRead: true, Source: "cgroup v2"},
+		},
+		{
+			// An OOM kill for an ancestor's limit: oom_kill counts the
+			// victim, oom stays 0 (the limit hit was not the sandbox's).
+			name: "OOM kill from an ancestor's limit",
+			files: map[string]string{
+				"cpu.stat":      "usage_usec 0\nuser_usec 0\nsystem_usec 0\n",
+				"memory.peak":   "1048576\n",
+				"memory.events": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 1\noom_group_kill 0\n",
+				"pids.peak":     "2\n",
+			},
+			want: Usage{PeakMemoryBytes: 1048576, PeakMemorySource: PeakSourcePeak, PidsPeak: 2, OOMKills: 1,
+				LimitOOMsRead: true, Source: "cgroup v2"},
 		},
 		{
 			name:   "no memory.peak, no pids.peak: sampled",
 			files:  map[string]string{"memory.current": "4096\n", "pids.current": "0\n"},
 			sample: map[string]string{"memory.current": "8192\n", "pids.current": "12\n"},
 			want: Usage{PeakMemoryBytes: 8192, PeakMemorySource: PeakSourceCurrent, PidsPeak: 12,
-				Source: "cgroup v2"},
+				LimitOOMsRead: true, Source: "cgroup v2"},
 		},
 		{
 			name:  "no memory.peak, no pids.peak: current above samples",
 			files: map[string]string{"memory.current": "65536\n", "pids.current": "3\n"},
 			want: Usage{PeakMemoryBytes: 65536, PeakMemorySource: PeakSourceCurrent, PidsPeak: 3,
-				Source: "cgroup v2"},
+				LimitOOMsRead: true, Source: "cgroup v2"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,6 +61,7 @@ func (m *Manager) usageV2(u *Usage) error {
 		return err
 	}
 	u.OOMKills = ev["oom_kill"]
+	u.LimitOOMs, u.LimitOOMsRead = ev["oom"], true
 	u.PidsPeak, err = m.pidsPeak()
 	return err
 }
@@ -80,6 +81,17 @@ func (m *Manager) usageV1(u *Usage) error {
 		return err
 	}
 	u.OOMKills = oc["oom_kill"]
+	fail, err := readSingle(m.file(cgroup1.Memory, "memory.failcnt"))
+	if err != nil {
+		return err
+	}
+	// Without swap accounting there is no memsw counter.
+	if sw, err := readSingle(m.file(cgroup1.Memory, "memory.memsw.failcnt")); err == nil {
+		fail += sw
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	u.LimitOOMs, u.LimitOOMsRead = fail, true
 	u.PidsPeak, err = m.pidsPeak()
 	return err
 }

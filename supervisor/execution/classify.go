@@ -34,6 +34,14 @@ func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.
 	if u.OOMKills > 0 {
 		res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonMemory,
 			Error: fmt.Sprintf("killed: memory limit of %d bytes exceeded (OOM kill)", l.MemoryBytes)}
+		if u.LimitOOMsRead && u.LimitOOMs == 0 {
+			// The kernel killed it for a limit that is not its own (the
+			// supervisor's cgroup's, the host's): execfarm's failure to
+			// keep the node within its memory, not the program's.
+			res.Reason = registry.ReasonInternal
+			res.Error = fmt.Sprintf("killed by the kernel's OOM killer: the node's memory ran out outside this sandbox (its own limit of %d bytes was not reached; peak %d bytes)",
+				l.MemoryBytes, u.PeakMemoryBytes)
+		}
 		if exit != nil {
 			res.ExitCode, res.Signal = int(exit.GetExitCode()), int(exit.GetSignal())
 		}

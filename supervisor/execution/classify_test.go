@@ -21,6 +21,7 @@ func TestClassify(t *testing.T) {
 		exit    *workerv1.Exit
 		runErr  error
 		oom     int64
+		outside bool // the OOM kill was for a limit not the sandbox's (memory.events oom 0)
 		state   registry.State
 		reason  registry.Reason
 		code    int
@@ -42,6 +43,9 @@ func TestClassify(t *testing.T) {
 			code: -1, signal: int(syscall.SIGKILL), errText: "killed: memory limit of 536870912 bytes exceeded (OOM kill)"},
 		{name: "OOM with the worker lost", runErr: errors.New("eof"), oom: 2, state: registry.StateFailed, reason: registry.ReasonMemory,
 			errText: "killed: memory limit of 536870912 bytes exceeded (OOM kill)"},
+		{name: "OOM kill for an ancestor's limit is not the sandbox's", exit: exit(-1, int32(syscall.SIGKILL)), oom: 1, outside: true,
+			state: registry.StateFailed, reason: registry.ReasonInternal, code: -1, signal: int(syscall.SIGKILL),
+			errText: "killed by the kernel's OOM killer: the node's memory ran out outside this sandbox (its own limit of 536870912 bytes was not reached; peak 0 bytes)"},
 		{name: "worker lost", runErr: errors.New("eof"), state: registry.StateFailed, reason: registry.ReasonInternal, errText: "worker lost: eof"},
 		{name: "no exit, no error", state: registry.StateFailed, reason: registry.ReasonInternal, errText: "worker lost"},
 		{name: "start error", exit: &workerv1.Exit{StartError: "exec: no such file"}, state: registry.StateFailed, reason: registry.ReasonInternal,
@@ -62,7 +66,11 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := classify(tt.stop, tt.exit, tt.runErr, cgroup.Usage{OOMKills: tt.oom}, l)
+			u := cgroup.Usage{OOMKills: tt.oom, LimitOOMsRead: true}
+			if !tt.outside {
+				u.LimitOOMs = tt.oom
+			}
+			got := classify(tt.stop, tt.exit, tt.runErr, u, l)
 			if got.State != tt.state || got.Reason != tt.reason || got.ExitCode != tt.code || got.Signal != tt.signal ||
 				got.Error != tt.errText || got.Success != tt.success {
 				t.Fatalf("classify = %+v\nwant state %v reason %v code %d signal %d error %q success %v",
@@ -73,8 +81,8 @@ func TestClassify(t *testing.T) {
 }
 
 func TestSince(t *testing.T) {
-	base := cgroup.Usage{CPUUserMicros: 100, CPUSystemMicros: 50, OOMKills: 1, PeakMemoryBytes: 7}
-	u := cgroup.Usage{CPUUserMicros: 300, CPUSystemMicros: 40, OOMKills: 1, PeakMemoryBytes: 9, PidsPeak: 3}
+	base := cgroup.Usage{CPUUserMicros: 100, CPUSystemMicros: 50, OOMKills: 1, LimitOOMs: 1, PeakMemoryBytes: 7}
+	u := cgroup.Usage{CPUUserMicros: 300, CPUSystemMicros: 40, OOMKills: 1, LimitOOMs: 1, PeakMemoryBytes: 9, PidsPeak: 3}
 	got := since(u, base)
 	want := cgroup.Usage{CPUUserMicros: 200, CPUSystemMicros: 0, OOMKills: 0, PeakMemoryBytes: 9, PidsPeak: 3}
 	if got != want {

@@ -252,13 +252,14 @@ func (r *run) measure(sb Sandbox, out ran) registry.Result {
 }
 
 // since returns u with the counters that accumulate over a sandbox's life
-// (CPU time, OOM kills) counted from base: a reused sandbox's earlier
+// (CPU time, OOM kills, limit hits) counted from base: a reused sandbox's earlier
 // executions are not this one's. Peaks are reset between uses instead
 // (cgroup.Manager.ResetPeaks).
 func since(u, base cgroup.Usage) cgroup.Usage {
 	u.CPUUserMicros = max(0, u.CPUUserMicros-base.CPUUserMicros)
 	u.CPUSystemMicros = max(0, u.CPUSystemMicros-base.CPUSystemMicros)
 	u.OOMKills = max(0, u.OOMKills-base.OOMKills)
+	u.LimitOOMs = max(0, u.LimitOOMs-base.LimitOOMs)
 	return u
 }
 

@@ -29,18 +29,46 @@ type Memory struct {
 // whatever else runs there): 1 GiB.
 const MinHostReserveBytes = 1 << 30
 
-// DefaultBudgetBytes returns the default node memory budget, bytes: the
-// memory M available (MemTotal, or the supervisor's cgroup's limit when
-// smaller) less what is kept for the host, M/8 and at least
-// MinHostReserveBytes (half of M on a host with less than 2 GiB). It is
-// what sandboxes' limits may add up to (package budget).
-func (m Memory) DefaultBudgetBytes() int64 {
+// SupervisorReserveBytes is the memory every budget leaves to the
+// supervisor itself, bytes: its documented bound with default settings
+// (SECURITY.md, 512 MiB), which its own buffers are held within. The
+// supervisor shares the host, or its cgroup, with the sandboxes it
+// starts (their cgroups nest under its own), so that a budget over the
+// memory available less this lets sandboxes within their limits and the
+// supervisor together reach the host's or the cgroup's limit, and the
+// kernel's OOM killer then kills a sandbox that kept within its own.
+const SupervisorReserveBytes = 512 << 20
+
+// AvailableBytes is the memory M the sandboxes and the supervisor
+// share: MemTotal, or the supervisor's cgroup's limit when smaller.
+func (m Memory) AvailableBytes() int64 {
 	avail := m.TotalBytes
 	if m.CgroupLimitBytes > 0 && m.CgroupLimitBytes < avail {
 		avail = m.CgroupLimitBytes
 	}
-	keep := max(avail/8, min(MinHostReserveBytes, avail/2))
+	return avail
+}
+
+// DefaultBudgetBytes returns the default node memory budget, bytes: the
+// memory M available (AvailableBytes) less what is kept for the host,
+// M/8 and at least MinHostReserveBytes (half of M on a host with less
+// than 2 GiB), and never less than SupervisorReserveBytes. It is what
+// sandboxes' limits may add up to (package budget); 0 or less when M
+// leaves nothing beyond the supervisor's reserve.
+func (m Memory) DefaultBudgetBytes() int64 {
+	avail := m.AvailableBytes()
+	keep := max(avail/8, min(MinHostReserveBytes, avail/2), SupervisorReserveBytes)
 	return avail - keep
+}
+
+// CheckBudget returns an error when a budget of n bytes leaves the
+// supervisor less than SupervisorReserveBytes of the memory available.
+func (m Memory) CheckBudget(n int64) error {
+	if avail := m.AvailableBytes(); n > avail-SupervisorReserveBytes {
+		return fmt.Errorf("host: a memory budget of %d MiB leaves the supervisor less than its %d MiB of the %d MiB available (MemTotal, or the supervisor's cgroup's memory limit): sandboxes within their limits could be OOM-killed by the node's limit",
+			n>>20, SupervisorReserveBytes>>20, avail>>20)
+	}
+	return nil
 }
 
 // ReadMemory reads Memory below root ("/" for the host; a fake tree in

@@ -3,6 +3,7 @@ package host
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -65,5 +66,38 @@ func TestReadMemoryErrors(t *testing.T) {
 				t.Fatal("no error")
 			}
 		})
+	}
+}
+
+// TestBudgetKeepsTheSupervisor: every memory budget leaves the
+// supervisor its documented bound, SupervisorReserveBytes, of the memory
+// it shares with its sandboxes: the default keeps at least that, and an
+// explicit budget over the memory available less it is refused. Before,
+// a 1 GiB cgroup's default budget was 512 MiB and --memory-budget took
+// any value, so sandboxes within their limits and the supervisor
+// together reached the cgroup's limit, and the kernel killed a sandbox
+// that had kept within its own.
+func TestBudgetKeepsTheSupervisor(t *testing.T) {
+	const mib = 1 << 20
+	for _, tt := range []struct {
+		avail, budget int64
+	}{
+		{avail: 1024 * mib, budget: 512 * mib},
+		{avail: 800 * mib, budget: 288 * mib},
+		{avail: 512 * mib, budget: 0},
+		{avail: 1200 * mib, budget: 600 * mib},
+		{avail: 24 << 30, budget: 21 << 30},
+	} {
+		m := Memory{TotalBytes: 24 << 30, CgroupLimitBytes: tt.avail}
+		if got := m.DefaultBudgetBytes(); got != tt.budget || got > tt.avail-SupervisorReserveBytes {
+			t.Errorf("%d MiB available: default budget %d MiB, want %d MiB", tt.avail/mib, got/mib, tt.budget/mib)
+		}
+	}
+	m := Memory{TotalBytes: 24 << 30, CgroupLimitBytes: 1200 * mib}
+	if err := m.CheckBudget(688 * mib); err != nil {
+		t.Errorf("a budget that leaves the supervisor 512 MiB: %v", err)
+	}
+	if err := m.CheckBudget(689 * mib); err == nil || !strings.Contains(err.Error(), "512 MiB") {
+		t.Errorf("a budget that leaves the supervisor 511 MiB: %v, want an error naming its 512 MiB", err)
 	}
 }
