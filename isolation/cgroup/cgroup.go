@@ -170,7 +170,9 @@ type Usage struct {
 	// its own: v2 memory.events oom (raised in the cgroup whose limit
 	// was hit and its ancestors, never in a descendant); v1
 	// memory.failcnt plus memory.memsw.failcnt (a charge refused at this
-	// cgroup's own counter). An OOM kill with LimitOOMs 0 came from an
+	// cgroup's own counter), or 1 when the kernel keeps no failcnt (6.14
+	// and later) and memory.max_usage_in_bytes came within 1 MiB of
+	// memory.limit_in_bytes. An OOM kill with LimitOOMs 0 came from an
 	// ancestor's limit or the host's memory: the sandbox kept within its
 	// own. Valid when LimitOOMsRead.
 	LimitOOMs int64

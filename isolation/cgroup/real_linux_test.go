@@ -362,6 +362,9 @@ func TestRealOOM(t *testing.T) {
 	if u.OOMKills < 1 {
 		t.Errorf("OOMKills = %d, want >= 1", u.OOMKills)
 	}
+	if !u.LimitOOMsRead || u.LimitOOMs < 1 {
+		t.Errorf("LimitOOMs = %d (read %v), want >= 1: the sandbox's own limit was reached", u.LimitOOMs, u.LimitOOMsRead)
+	}
 	// The kernel charges in pages and may overshoot the limit by a few.
 	if u.PeakMemoryBytes > 33<<20 || u.PeakMemoryBytes < 16<<20 {
 		t.Errorf("peak = %d, want near the 32 MiB limit", u.PeakMemoryBytes)
@@ -472,5 +475,39 @@ func TestRealDeleteKillsWhatRuns(t *testing.T) {
 		if exists(dir) {
 			t.Errorf("%s still exists after Delete", dir)
 		}
+	}
+}
+
+// TestRealOOMOfAnAncestor: a process killed by the OOM killer for its
+// parent's memory limit, its own sandbox's far above what it used, is
+// counted as an OOM kill in the sandbox (OOMKills) but not as its own
+// limit reached (LimitOOMs 0): the caller does not report the sandbox as
+// over its memory limit.
+func TestRealOOMOfAnAncestor(t *testing.T) {
+	cfg := requireCgroup(t)
+	m := newManager(t, cfg, "victim", Limits{MemoryMaxBytes: 512 << 20, PidsMax: 64})
+	lay, err := resolve(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limitFile := filepath.Join(lay.parentDir("memory"), "memory.limit_in_bytes")
+	if lay.mode == V2 {
+		limitFile = filepath.Join(lay.parentDir(unified), "memory.max")
+	}
+	if err := os.WriteFile(limitFile, []byte(strconv.Itoa(48<<20)), 0o644); err != nil {
+		t.Fatalf("limit the parent: %v", err)
+	}
+	h := startHelper(t, "alloc")
+	if err := m.AddProc(h.cmd.Process.Pid); err != nil {
+		t.Fatalf("AddProc: %v", err)
+	}
+	h.start(t)
+	wantSIGKILL(t, h.cmd.Wait())
+	u, err := m.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.OOMKills < 1 || !u.LimitOOMsRead || u.LimitOOMs != 0 {
+		t.Errorf("OOMKills %d, LimitOOMs %d (read %v): want an OOM kill that is not its own limit's", u.OOMKills, u.LimitOOMs, u.LimitOOMsRead)
 	}
 }

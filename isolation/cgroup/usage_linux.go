@@ -66,6 +66,11 @@ func (m *Manager) usageV2(u *Usage) error {
 	return err
 }
 
+// limitSlackBytes is how far below a v1 memory limit a peak still means
+// the limit was reached: the kernel charges in batches (64 pages per
+// CPU) and refuses the one that would pass the limit.
+const limitSlackBytes = 1 << 20
+
 func (m *Manager) usageV1(u *Usage) error {
 	var err error
 	if u.CPUUserMicros, u.CPUSystemMicros, err = cpuV1(m.dirs[string(cgroup1.Cpuacct)]); err != nil {
@@ -90,6 +95,17 @@ func (m *Manager) usageV1(u *Usage) error {
 		fail += sw
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
+	}
+	// Kernels since 6.14 no longer count failcnt: the limit was reached
+	// too when the peak came within a charge batch of it.
+	if fail == 0 {
+		lim, err := readSingle(m.file(cgroup1.Memory, "memory.limit_in_bytes"))
+		if err != nil {
+			return err
+		}
+		if peak+limitSlackBytes >= lim {
+			fail = 1
+		}
 	}
 	u.LimitOOMs, u.LimitOOMsRead = fail, true
 	u.PidsPeak, err = m.pidsPeak()
