@@ -99,6 +99,7 @@ type guard struct {
 	tokens                             *TokenSet     // nil: no token
 	token                              bool          // tokens != nil
 	health                             chan struct{} // slots for unauthenticated health calls
+	recv                               *recvBudget   // request bytes being received (limits.go)
 
 	mu       sync.Mutex
 	conns    int
@@ -156,14 +157,14 @@ func (g *guard) wrote(c *trackedConn, n int64) {
 	g.mu.Unlock()
 }
 
-func newGuard(maxConns, perPeer, reserve, peerReserve int, tokens *TokenSet) *guard {
+func newGuard(maxConns, perPeer, reserve, peerReserve int, tokens *TokenSet, recv *recvBudget) *guard {
 	if lim := nofileLimit(); lim > 0 && lim/2 < maxConns {
 		maxConns = max(lim/2, 1)
 	}
 	reserve = min(reserve, maxConns/2)
 	peerReserve = min(peerReserve, perPeer/2)
 	return &guard{max: maxConns, perPeer: perPeer, reserve: reserve, peerReserve: peerReserve, tokens: tokens, token: tokens != nil,
-		health: make(chan struct{}, MaxUnauthenticatedStreams), byPeer: map[string]int{}, unproven: list.New(), unprovenByPeer: map[string]int{}}
+		health: make(chan struct{}, MaxUnauthenticatedStreams), recv: recv, byPeer: map[string]int{}, unproven: list.New(), unprovenByPeer: map[string]int{}}
 }
 
 // trackedConn is an accepted connection; its RemoteAddr carries it into
@@ -215,6 +216,9 @@ func (c *trackedConn) Close() error {
 			g.drained = nil
 		}
 		g.mu.Unlock()
+		if f := c.frames.Load(); f != nil {
+			f.acct.close()
+		}
 	})
 	return c.Conn.Close()
 }
@@ -328,8 +332,9 @@ func (g *guard) healthSlot(ctx context.Context, method string) (release func(), 
 // request is read (grpc.InTapHandle): with tokens, a call without a valid
 // one is refused here, UNAUTHENTICATED (grpc.health.v1 excepted), so
 // that no request of a caller without the token is ever held; a call
-// with one marks its connection authenticated. A call of a method with a
-// small request limit gets its callLimit (limits.go).
+// with one marks its connection authenticated. Every call gets its
+// callLimit (limits.go): its method's request limit and its hold on the
+// receive budget, given back when its stream ends.
 func (g *guard) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
 	c := connOf(ctx)
 	if g.tokens != nil && !strings.HasPrefix(info.FullMethodName, healthService) {
@@ -344,11 +349,11 @@ func (g *guard) tap(ctx context.Context, info *tap.Info) (context.Context, error
 		return ctx, nil
 	}
 	if f := c.frames.Load(); f != nil {
-		if lim := requestLimit(info.FullMethodName); lim < MaxRequestBytes {
-			l := &callLimit{method: info.FullMethodName, limit: uint32(lim)}
-			f.pending = l
-			ctx = context.WithValue(ctx, callLimitKey{}, l)
-		}
+		l := &callLimit{method: info.FullMethodName, limit: uint32(requestLimit(info.FullMethodName)), acct: f.acct}
+		// gRPC cancels ctx when the stream ends, however it ends.
+		context.AfterFunc(ctx, l.finish)
+		f.pending = l
+		ctx = context.WithValue(ctx, callLimitKey{}, l)
 	}
 	return ctx, nil
 }

@@ -7,11 +7,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
@@ -25,7 +28,9 @@ import (
 // takes MaxSmallRequestBytes, enforced on the connection as the request
 // arrives (framedConn): a message that declares more is never held, the
 // call ends RESOURCE_EXHAUSTED and the rest of its bytes are dropped as
-// they come.
+// they come. Every message, of every method, also takes its declared
+// size from the receive budget while it arrives (gRPC holds it whole
+// until its last byte): one that does not fit is refused the same way.
 const (
 	// MaxRequestBytes is the largest request message of the methods in
 	// largeRequestMethods (grpc.MaxRecvMsgSize): code of up to 4 MiB less
@@ -41,7 +46,86 @@ const (
 	// has not read.
 	WindowBytes     = 64 << 10
 	ConnWindowBytes = 128 << 10
+	// DefaultReceiveBudget bounds the request bytes being received by
+	// the whole server, DefaultReceiveBudgetPerConnection by one
+	// connection (Config.ReceiveBudget overrides them): a request
+	// message takes its declared size when framedConn reads its length
+	// prefix and gives it back once its last byte has gone to gRPC, or
+	// its stream or connection ends. A message that does not fit is
+	// refused RESOURCE_EXHAUSTED, retryable, and its bytes dropped as
+	// they come; the connection's reader never waits for room.
+	DefaultReceiveBudget              = 64 << 20
+	DefaultReceiveBudgetPerConnection = 16 << 20
 )
+
+// errorDomain is the google.rpc.ErrorInfo domain of execfarm's errors
+// (supervisor.ErrorDomain) and retryDelay the google.rpc.RetryInfo delay
+// of a refusal worth retrying (supervisor.RetryDelay).
+const (
+	errorDomain = "execfarm.dev"
+	retryDelay  = time.Second
+)
+
+// recvBudget is the server's budget of request bytes being received.
+type recvBudget struct {
+	max, perConn int64
+	used         atomic.Int64
+}
+
+// account returns a new connection's share of b.
+func (b *recvBudget) account() *recvAccount { return &recvAccount{b: b} }
+
+// recvAccount is what one connection holds of its server's recvBudget.
+// Its reader takes; releases come from the reader, from the end of a
+// call (its context) and from Close.
+type recvAccount struct {
+	b      *recvBudget
+	mu     sync.Mutex
+	held   int64
+	closed bool
+}
+
+// take reserves n bytes, or reports which bound is full.
+func (a *recvAccount) take(n int64) (ok bool, connFull bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.held+n > a.b.perConn {
+		return false, true
+	}
+	for {
+		u := a.b.used.Load()
+		if u+n > a.b.max {
+			return false, false
+		}
+		if a.b.used.CompareAndSwap(u, u+n) {
+			a.held += n
+			return true, false
+		}
+	}
+}
+
+// give returns n bytes that take reserved.
+func (a *recvAccount) give(n int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return // close gave back everything
+	}
+	a.held -= n
+	a.b.used.Add(-n)
+}
+
+// close gives back everything the connection holds; it takes nothing
+// more.
+func (a *recvAccount) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.closed {
+		a.closed = true
+		a.b.used.Add(-a.held)
+		a.held = 0
+	}
+}
 
 // largeRequestMethods are the methods whose requests carry code, stdin or
 // file data.
@@ -64,14 +148,55 @@ func requestLimit(method string) int {
 	return MaxSmallRequestBytes
 }
 
-// callLimit is one call's receive limit; the tap puts it in the call's
-// context and hands it to the connection's framedConn, which sets over
-// when a message of the call declares more.
+// callLimit is one call's receive limit and its hold on the receive
+// budget; the tap puts it in the call's context and hands it to the
+// connection's framedConn, which sets declared when a message of the
+// call declares more than limit, busy when the budget has no room for
+// it.
 type callLimit struct {
 	method   string
 	limit    uint32
 	declared atomic.Uint32 // the size declared past the limit; 0 = none
 	ended    atomic.Bool   // the call's handler has returned
+	// acct is the connection's share of the receive budget (nil: none);
+	// held is what the message being received holds of it; done is set
+	// once the call's stream has ended (its context).
+	acct     *recvAccount
+	held     atomic.Int64
+	done     atomic.Bool
+	busy     atomic.Uint32 // the size the budget had no room for; 0 = none
+	connFull atomic.Bool   // busy: the connection's share was full
+}
+
+// reserve takes n bytes of the budget for the message starting.
+func (l *callLimit) reserve(n uint32) bool {
+	if l.acct == nil || n == 0 {
+		return true
+	}
+	ok, connFull := l.acct.take(int64(n))
+	if !ok {
+		l.connFull.Store(connFull)
+		l.busy.Store(n)
+		return false
+	}
+	l.held.Store(int64(n))
+	if l.done.Load() {
+		l.release() // the stream ended meanwhile
+	}
+	return true
+}
+
+// release gives back what the current message holds.
+func (l *callLimit) release() {
+	if n := l.held.Swap(0); n > 0 {
+		l.acct.give(n)
+	}
+}
+
+// finish runs when the call's stream ends: nothing more of it is held.
+func (l *callLimit) finish() {
+	l.done.Store(true)
+	l.release()
 }
 
 type callLimitKey struct{}
@@ -85,6 +210,18 @@ func (l *callLimit) err() error {
 	if n := l.declared.Load(); n != 0 {
 		return status.Errorf(codes.ResourceExhausted, "%s takes request messages of at most %d bytes; this one declares %d",
 			l.method[strings.LastIndexByte(l.method, '/')+1:], l.limit, n)
+	}
+	if n := l.busy.Load(); n != 0 {
+		bound, where := l.acct.b.max, "the server"
+		if l.connFull.Load() {
+			bound, where = l.acct.b.perConn, "one connection"
+		}
+		st := status.Newf(codes.ResourceExhausted, "the server is receiving too much at once: this request declares %d bytes, more than is left of the %d bytes that requests being received may hold on %s; try again", n, bound, where)
+		if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: "RECEIVE_BUDGET", Domain: errorDomain},
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay)}); err == nil {
+			st = d
+		}
+		return st.Err()
 	}
 	return nil
 }
@@ -153,7 +290,7 @@ func (c framingCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthI
 	if !ok {
 		return conn, info, nil
 	}
-	f := &framedConn{Conn: conn, prefaceLeft: len(http2Preface), streams: map[uint32]*framedStream{}}
+	f := &framedConn{Conn: conn, prefaceLeft: len(http2Preface), streams: map[uint32]*framedStream{}, acct: tc.g.recv.account()}
 	tc.frames.Store(f)
 	return f, info, nil
 }
@@ -188,13 +325,17 @@ const (
 // for a new call before it reads again, so the next Read learns the
 // call's limit (pending) and gives it to the stream of that block. In a
 // limited stream it follows the 5-byte prefix of each gRPC message; a
-// message that declares more than the limit reaches gRPC as an empty
-// message that ends the stream, the call's handler refuses it (its
-// callLimit says why), and the rest of the stream's DATA goes to a
+// message that declares more than the limit, or that the receive budget
+// has no room for, reaches gRPC as an empty message that ends the
+// stream, the call's handler refuses it (its callLimit says why), and
+// the rest of the stream's DATA goes to a
 // stream gRPC does not know (deadStreamID), so that flow control still
 // counts every byte and nothing holds them. Padding of a limited
 // stream's DATA goes there too. A prefix cut by the end of a frame is
 // held (at most 4 bytes) and sent with the next frame of its stream.
+// A message holds its declared size of the budget from its prefix to its
+// last byte, or until its stream ends (END_STREAM, RST_STREAM, eviction,
+// the call's context) or the connection closes.
 //
 // Read is called by gRPC's reader alone, and pending is set on that
 // goroutine (the tap), so the fields need no lock.
@@ -210,6 +351,14 @@ type framedConn struct {
 	// raw: a frame over maxFrameLen came, which gRPC answers by closing
 	// the connection; what follows is handed on as is.
 	raw bool
+	// acct is the connection's share of the receive budget.
+	acct *recvAccount
+}
+
+// Close gives back the connection's share of the receive budget.
+func (f *framedConn) Close() error {
+	f.acct.close()
+	return f.Conn.Close()
 }
 
 // framedStream is a limited stream's place in its messages.
@@ -324,12 +473,18 @@ func (f *framedConn) compact() {
 	}
 }
 
-// drop forgets stream id; a prefix it held goes where flow control
+// drop forgets stream id (nothing more of it comes) and gives back what
+// it holds of the budget; a prefix it held goes where flow control
 // counts it.
 func (f *framedConn) drop(id uint32) {
-	if st := f.streams[id]; st != nil && len(st.pre) > 0 && !st.over {
+	st := f.streams[id]
+	if st == nil {
+		return
+	}
+	if len(st.pre) > 0 && !st.over {
 		f.writeFrame(frameData, 0, deadStreamID, st.pre)
 	}
+	st.l.release()
 	delete(f.streams, id)
 }
 
@@ -341,6 +496,7 @@ func (f *framedConn) startStream(id uint32, l *callLimit) {
 	if len(f.streams) >= maxTrackedStream {
 		for sid, st := range f.streams {
 			if st.l.ended.Load() {
+				st.l.release()
 				delete(f.streams, sid)
 			}
 		}
@@ -351,6 +507,7 @@ func (f *framedConn) startStream(id uint32, l *callLimit) {
 			for sid := range f.streams {
 				low = min(low, sid)
 			}
+			f.streams[low].l.release()
 			delete(f.streams, low)
 		}
 	}
@@ -371,7 +528,10 @@ func (f *framedConn) data(id uint32, st *framedStream, flags byte, payload []byt
 		f.writeFrame(frameData, 0, deadStreamID, payload[:len(payload)-len(data)])
 	}
 	if end {
+		// Nothing more of the stream comes: a message cut short gives
+		// back its hold once this frame is handed on.
 		delete(f.streams, id)
+		defer st.l.release()
 	}
 	if st.over {
 		if len(data) > 0 {
@@ -403,6 +563,9 @@ func (f *framedConn) data(id uint32, st *framedStream, flags byte, payload []byt
 			emit(data[i : i+n])
 			st.body -= uint32(n)
 			i += n
+			if st.body == 0 {
+				st.l.release() // the message's last byte is gRPC's
+			}
 			continue
 		}
 		n := min(grpcPrefixLen-len(st.pre), len(data)-i)
@@ -412,9 +575,12 @@ func (f *framedConn) data(id uint32, st *framedStream, flags byte, payload []byt
 			break
 		}
 		declared := binary.BigEndian.Uint32(st.pre[1:])
-		if declared > st.l.limit {
-			st.over = true
+		over := declared > st.l.limit
+		if over {
 			st.l.declared.Store(declared)
+		}
+		if over || !st.l.reserve(declared) {
+			st.over = true
 			emit(make([]byte, grpcPrefixLen)) // an empty message
 			f.endFrame(start, flagEndStream, id)
 			if i < len(data) {

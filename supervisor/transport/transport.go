@@ -80,6 +80,11 @@ type Config struct {
 	// DefaultMaxConnectionsPerPeer, DefaultReservedConnections,
 	// DefaultReservedConnectionsPerPeer.
 	MaxConnections, MaxConnectionsPerPeer, ReservedConnections, ReservedConnectionsPerPeer int
+	// ReceiveBudget and ReceiveBudgetPerConnection bound the request
+	// bytes a server is receiving, in all and per connection (limits.go);
+	// 0 = DefaultReceiveBudget, DefaultReceiveBudgetPerConnection. Each
+	// must take one MaxRequestBytes message, and the first its second.
+	ReceiveBudget, ReceiveBudgetPerConnection int64
 }
 
 // FromEnv reads the reference server's variables through getenv (os.Getenv
@@ -206,7 +211,8 @@ func (c Config) Listen() (net.Listener, error) {
 // peer, with tokens ReservedConnections kept for callers that
 // authenticate, and the per-connection bounds of guard.go (streams,
 // handshake time, idle time, keepalive enforcement, unauthenticated
-// health calls). Transient accept errors (EMFILE...) are waited out,
+// health calls) and the receive budget (ReceiveBudget, limits.go).
+// Transient accept errors (EMFILE...) are waited out,
 // never returned.
 func (c Config) ListenServer() (net.Listener, []grpc.ServerOption, error) {
 	tokens, err := c.tokens()
@@ -217,8 +223,12 @@ func (c Config) ListenServer() (net.Listener, []grpc.ServerOption, error) {
 	if len(tokens) > 0 {
 		set = newTokenSet(tokens)
 	}
+	recv := &recvBudget{max: cmp.Or(c.ReceiveBudget, DefaultReceiveBudget), perConn: cmp.Or(c.ReceiveBudgetPerConnection, DefaultReceiveBudgetPerConnection)}
+	if recv.perConn < MaxRequestBytes || recv.max < recv.perConn {
+		return nil, nil, fmt.Errorf("transport: a receive budget of %d bytes, %d per connection, cannot take one request of %d bytes", recv.max, recv.perConn, MaxRequestBytes)
+	}
 	g := newGuard(cmpOr(c.MaxConnections, DefaultMaxConnections), cmpOr(c.MaxConnectionsPerPeer, DefaultMaxConnectionsPerPeer),
-		cmpOr(c.ReservedConnections, DefaultReservedConnections), cmpOr(c.ReservedConnectionsPerPeer, DefaultReservedConnectionsPerPeer), set)
+		cmpOr(c.ReservedConnections, DefaultReservedConnections), cmpOr(c.ReservedConnectionsPerPeer, DefaultReservedConnectionsPerPeer), set, recv)
 	l, err := c.Listen()
 	if err != nil {
 		return nil, nil, err
