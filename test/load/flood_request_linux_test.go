@@ -3,15 +3,23 @@ package load
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -201,10 +209,19 @@ func TestFloodParallelUploads(t *testing.T) {
 	}()
 	const uploads, size = 128, 2 << 20
 	var wg sync.WaitGroup
+	var retries atomic.Int64
 	errs := make(chan error, uploads)
 	for i := range uploads {
 		wg.Go(func() {
 			n, err := upload(ctx, c, sb.GetSandboxId(), fmt.Sprintf("/workspace/f%d", i), strings.NewReader(strings.Repeat("u", size)))
+			// 128 data messages of 1 MiB at once are past one
+			// connection's share of the receive budget: those refused
+			// try again after the RetryInfo delay, as clients should.
+			for err != nil && retryable(err) && ctx.Err() == nil {
+				retries.Add(1)
+				time.Sleep(retryDelay(err)) // the server's advice, not a synchronisation
+				n, err = upload(ctx, c, sb.GetSandboxId(), fmt.Sprintf("/workspace/f%d", i), strings.NewReader(strings.Repeat("u", size)))
+			}
 			if err == nil && n != size {
 				err = fmt.Errorf("wrote %d bytes of %d", n, size)
 			}
@@ -219,8 +236,169 @@ func TestFloodParallelUploads(t *testing.T) {
 		t.Error(err)
 	}
 	hwm := floodHWM(t, s.proc.Pid())
-	t.Logf("%d parallel uploads of %d MiB: supervisor VmHWM %s (bound %s)", uploads, size>>20, mib(hwm), mib(rssBound))
+	t.Logf("%d parallel uploads of %d MiB (%d tried again): supervisor VmHWM %s (bound %s)", uploads, size>>20, retries.Load(), mib(hwm), mib(rssBound))
 	if hwm > rssBound {
 		t.Errorf("supervisor VmHWM %s, over the bound %s\n%s", mib(hwm), mib(rssBound), s.logText())
+	}
+}
+
+// retryable reports whether err is a refusal with a RetryInfo detail.
+func retryable(err error) bool {
+	return status.Code(err) == codes.ResourceExhausted && retryDelay(err) > 0
+}
+
+// retryDelay is err's RetryInfo delay, 0 without one.
+func retryDelay(err error) time.Duration {
+	for _, d := range status.Convert(err).Details() {
+		if r, ok := d.(*errdetails.RetryInfo); ok {
+			return r.GetRetryDelay().AsDuration()
+		}
+	}
+	return 0
+}
+
+// slowCall is a unary call over a raw HTTP/2 connection whose request
+// message is sent in part and then stalls.
+type slowCall struct {
+	sent    chan struct{} // closed once the part is sent or refused
+	sentErr error         // set before sent closes
+	done    chan error    // the call's gRPC status, once answered
+}
+
+// startSlow opens a call of method on cc with token and sends part bytes
+// of msg (a gRPC message with its prefix).
+func startSlow(ctx context.Context, cc *http2.ClientConn, method, token string, msg []byte, part int) *slowCall {
+	pr, pw := io.Pipe()
+	call := &slowCall{sent: make(chan struct{}), done: make(chan error, 1)}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://execfarm"+method, pr)
+	if err != nil {
+		call.sentErr = err
+		close(call.sent)
+		call.done <- err
+		return call
+	}
+	req.Header.Set("content-type", "application/grpc")
+	req.Header.Set("te", "trailers")
+	req.Header.Set("authorization", "Bearer "+token)
+	go func() {
+		resp, err := cc.RoundTrip(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			err = grpcStatusOf(resp)
+		}
+		call.done <- err
+		_ = pr.CloseWithError(io.ErrClosedPipe) // answered: stop sending
+	}()
+	go func() {
+		_, call.sentErr = pw.Write(msg[:part])
+		close(call.sent)
+	}()
+	return call
+}
+
+// grpcStatusOf is the gRPC status of a response read to its end.
+func grpcStatusOf(resp *http.Response) error {
+	h := resp.Trailer
+	if resp.Header.Get("grpc-status") != "" {
+		h = resp.Header // trailers only
+	}
+	code, err := strconv.Atoi(h.Get("grpc-status"))
+	if err != nil {
+		return fmt.Errorf("HTTP %d without grpc-status", resp.StatusCode)
+	}
+	if code == 0 {
+		return nil
+	}
+	msg, _ := url.PathUnescape(h.Get("grpc-message"))
+	return status.Error(codes.Code(code), msg)
+}
+
+// TestFloodSlowRequests: 8 connections with the token open 64 Execute
+// calls each, every one declaring a request of 4 MiB less 64 KiB and
+// sending 3 MiB of it before it stalls. The server's receive budget
+// (64 MiB, 16 MiB a connection) takes the first 16 and refuses the rest
+// RESOURCE_EXHAUSTED as their prefixes arrive, and the supervisor's
+// VmHWM stays under rssBound (gRPC would otherwise hold every stalled
+// request as it arrives: 1.5 GiB).
+func TestFloodSlowRequests(t *testing.T) {
+	requireRoot(t)
+	s, sock, token := tokenServer(t, 0)
+	const conns, perConn, part = 8, 64, 3 << 20
+	body := encoded(t, &sandboxv1.ExecuteRequest{Source: &sandboxv1.ExecuteRequest_Code{Code: strings.Repeat("c", 4<<20-64<<10)}})
+	msg := make([]byte, 5, 5+len(body))
+	binary.BigEndian.PutUint32(msg[1:], uint32(len(body)))
+	msg = append(msg, body...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var ccs []*http2.ClientConn
+	defer func() {
+		for _, cc := range ccs {
+			cc.Close()
+		}
+	}()
+	var calls []*slowCall
+	for range conns {
+		nc, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, err := (&http2.Transport{AllowHTTP: true}).NewClientConn(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ccs = append(ccs, cc)
+		for range perConn {
+			calls = append(calls, startSlow(ctx, cc, sandboxv1.SandboxService_Execute_FullMethodName, token, msg, part))
+		}
+	}
+	// Every call has sent its part, or been answered.
+	held, refused, other := 0, 0, map[string]int{}
+	for _, c := range calls {
+		select {
+		case <-c.sent:
+		case <-ctx.Done():
+			t.Fatal("calls neither sent their part nor were answered in 2 min")
+		}
+		if c.sentErr == nil {
+			held++
+			continue
+		}
+		err := <-c.done
+		if status.Code(err) == codes.ResourceExhausted && strings.Contains(err.Error(), "the server is receiving too much at once") {
+			refused++
+		} else {
+			other[fmt.Sprint(err)]++
+		}
+	}
+	hwm := floodHWM(t, s.proc.Pid())
+	t.Logf("%d Execute calls of 4 MiB stalled after 3 MiB over %d connections: %d held, %d refused, other %v; supervisor VmHWM %s (bound %s)",
+		len(calls), conns, held, refused, other, mib(hwm), mib(rssBound))
+	if most := transport.DefaultReceiveBudget / len(body); held > most || held+refused != len(calls) {
+		t.Errorf("%d held, %d refused for the receive budget, other answers %v: want at most %d held and the rest refused", held, refused, other, most)
+	}
+	if hwm > rssBound {
+		t.Errorf("supervisor VmHWM %s, over the bound %s\n%s", mib(hwm), mib(rssBound), s.logText())
+	}
+	// Once the connections close, their budget is back.
+	for _, cc := range ccs {
+		cc.Close()
+	}
+	ccs = nil
+	// 4 WriteStdin calls of 3 MiB at once (12 MiB of one connection), for
+	// an execution that does not exist: a refusal for the budget would be
+	// RESOURCE_EXHAUSTED.
+	// The server learns of the closes as it reads them: ask until then.
+	stdin := encoded(t, &execfarmv1.WriteStdinRequest{ExecutionId: "none", Data: make([]byte, 3<<20)})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := flood(t, sock, token, 1, 4, execfarmv1.SessionService_WriteStdin_FullMethodName, stdin)
+		if got[codes.ResourceExhausted] == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("WriteStdin calls of 3 MiB 10 s after the flood's connections closed: codes %v, want none RESOURCE_EXHAUSTED", got)
+		}
+		time.Sleep(50 * time.Millisecond) // a poll's pace, not a synchronisation
 	}
 }
