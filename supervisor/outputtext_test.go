@@ -45,7 +45,7 @@ func TestStreamedTextIsExecutesText(t *testing.T) {
 	e.Write(registry.Stdout, []byte(raw))
 	e.Finish(registry.Result{State: registry.StateCompleted, Reason: registry.ReasonExited, Success: true})
 
-	h, err := readHeads(context.Background(), e, false)
+	h, _, err := readHeads(context.Background(), e, false)
 	if err != nil {
 		t.Fatal(err)
 	}

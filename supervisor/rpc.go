@@ -36,11 +36,11 @@ func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*s
 		_, _ = e.Cancel()
 		return nil, rpcError(err)
 	}
-	h, err := readHeads(ctx, e, proDiscoView(e, req.GetRawOutput()))
+	h, room, err := readHeads(ctx, e, proDiscoView(e, req.GetRawOutput()))
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	return &sandboxv1.ExecuteResponse{
+	resp := &sandboxv1.ExecuteResponse{
 		Cached:             cachedToProto(res),
 		Success:            res.Success,
 		Output:             h.out,
@@ -51,7 +51,9 @@ func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*s
 		Outcome:            outcomeToProto(e.ID(), res),
 		OutputPartial:      h.outMore,
 		ErrorOutputPartial: h.errMore,
-	}, nil
+	}
+	room.Settle(int64(proto.Size(resp)))
+	return resp, nil
 }
 
 // ExecuteStream streams output chunks as they are written, then the result
@@ -154,22 +156,44 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 		}
 		_, _ = e.Wait(wctx)
 	}
+	// Room for the largest response before any of it is built: the
+	// pages being built and those waiting to be written are bounded
+	// together (transport.Reserve), however many calls come at once.
+	room, err := transport.Reserve(ctx, maxResponseBytes)
+	if err != nil {
+		return nil, rpcError(err)
+	}
+	resp, err := s.executionPage(e, req)
+	if err != nil {
+		room.Release()
+		return nil, rpcError(err)
+	}
+	room.Settle(int64(proto.Size(resp)))
+	return resp, nil
+}
+
+// maxResponseBytes is the most a response carrying a page of each
+// stream may take: MaxOutputBytesPerCall of each, twice that as text (a
+// lone invalid byte, made U+FFFD, takes 3 bytes: utf8text), and room
+// for the rest of the response (its result; a larger one is counted
+// when it is built: transport.Reservation.Settle).
+const maxResponseBytes = 2*(2*MaxOutputBytesPerCall+3) + 64<<10
+
+// executionPage builds GetExecution's response of e.
+func (s *Server) executionPage(e *registry.Execution, req *sandboxv1.GetExecutionRequest) (*sandboxv1.GetExecutionResponse, error) {
 	// Take the result before the output: once terminal, nothing more is
 	// written, so the output read next is complete.
 	res, terminal := e.Result()
 	outPage, err := e.ReadPage(registry.Stdout, req.GetOutputOffset(), MaxOutputBytesPerCall)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	errPage, err := e.ReadPage(registry.Stderr, req.GetErrorOutputOffset(), MaxOutputBytesPerCall)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, err
 	}
 	out, outGap := pageText(outPage)
 	errOut, errGap := pageText(errPage)
-	if err := transport.ReserveSend(ctx, int64(len(out)+len(errOut))); err != nil {
-		return nil, rpcError(err)
-	}
 	resp := &sandboxv1.GetExecutionResponse{
 		ExecutionId:             e.ID(),
 		State:                   stateToProto(e.State()),
@@ -328,16 +352,14 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 		_, _ = e.Cancel()
 		return nil, rpcError(err)
 	}
-	h, err := readHeads(ctx, e, proDiscoView(e, req.GetRawOutput()))
+	h, room, err := readHeads(ctx, e, proDiscoView(e, req.GetRawOutput()))
 	if err != nil {
 		return nil, rpcError(err)
 	}
 	resp := testResponse(e.ID(), res, h)
-	// readHeads reserved the output; the rest, the tests (up to
-	// execution.MaxResultsBytes of results), is reserved here.
-	if err := transport.ReserveSend(ctx, int64(proto.Size(resp)-len(h.out)-len(h.errOut))); err != nil {
-		return nil, rpcError(err)
-	}
+	// readHeads reserved room for the output; the tests (up to
+	// execution.MaxResultsBytes of results) count past it.
+	room.Settle(int64(proto.Size(resp)))
 	return resp, nil
 }
 
@@ -440,11 +462,25 @@ type heads struct {
 	outMore, errMore bool
 }
 
-// readHeads reads the heads of e's streams and accounts them as response
-// bytes on ctx's connection (transport.ReserveSend). With proDisco the
-// stdout head is of ProDisco's view (the console lines joined), cut the
-// same way.
-func readHeads(ctx context.Context, e *registry.Execution, proDisco bool) (heads, error) {
+// readHeads takes room for a response of the heads of e's streams on
+// ctx's connection (transport.Reserve, before reading them), then reads
+// them; the caller settles the room with the response's size. With
+// proDisco the stdout head is of ProDisco's view (the console lines
+// joined), cut the same way.
+func readHeads(ctx context.Context, e *registry.Execution, proDisco bool) (heads, *transport.Reservation, error) {
+	room, err := transport.Reserve(ctx, maxResponseBytes)
+	if err != nil {
+		return heads{}, nil, err
+	}
+	h, err := headsOf(e, proDisco)
+	if err != nil {
+		room.Release()
+		return heads{}, nil, err
+	}
+	return h, room, nil
+}
+
+func headsOf(e *registry.Execution, proDisco bool) (heads, error) {
 	var h heads
 	if proDisco {
 		h.out, h.outMore = textHead(jsconsole.Join(e.Lines()), MaxOutputBytesPerCall)
@@ -462,7 +498,7 @@ func readHeads(ctx context.Context, e *registry.Execution, proDisco bool) (heads
 	}
 	h.errOut, _ = pageText(p)
 	h.errMore = p.More
-	return h, transport.ReserveSend(ctx, int64(len(h.out)+len(h.errOut)))
+	return h, nil
 }
 
 // pageText returns a page's kept bytes as valid UTF-8 (utf8text: a run

@@ -64,33 +64,83 @@ const (
 	// MaxUnsentBytesPerConnection and MaxUnsentBytes bound the response
 	// bytes handed to gRPC and not yet written to the connection (a peer
 	// that does not read its responses), per connection and in all; see
-	// ReserveSend.
+	// Reserve.
 	MaxUnsentBytesPerConnection = 4 << 20
 	MaxUnsentBytes              = 64 << 20
-	// sendWait is how long ReserveSend waits for room.
-	sendWait = 10 * time.Second
 )
 
-// ErrSendBacklog is returned by ReserveSend when responses already handed
-// to gRPC were not read in time to make room.
+// sendWait is how long Reserve waits for room while no connection writes
+// anything (a variable for tests).
+var sendWait = 10 * time.Second
+
+// ErrSendBacklog is returned by Reserve and ReserveSend when responses
+// already handed to gRPC were not read in time to make room.
 var ErrSendBacklog = errors.New("transport: too many response bytes waiting to be read")
 
-// ReserveSend accounts n bytes of response the caller is about to hand
-// to gRPC on ctx's connection: they count as unsent until the connection
-// has written as many bytes (every byte it writes counts, so the account
-// errs on the side of room). It waits while the connection holds
-// MaxUnsentBytesPerConnection or all connections MaxUnsentBytes unsent
-// (a connection with none may always take one response, however large),
-// until ctx ends or for 10 s, and then returns ctx's error or
+// Reserve takes room for a response of at most n bytes that the caller is
+// about to build and hand to gRPC on ctx's connection: the response
+// budget of the server. Reserved bytes count as unsent until the
+// connection has written as many bytes (every byte it writes counts, so
+// the account errs on the side of room). Call it BEFORE building the
+// response, so that what is being built and what waits to be written are
+// bounded together; then Settle with the response's real size once it is
+// built, or Release when nothing is sent.
+//
+// Reserve waits while the connection holds MaxUnsentBytesPerConnection or
+// all connections MaxUnsentBytes (a connection with none may take one
+// response, however large, and so may the server when it holds none), in
+// the order the callers came, until ctx ends or 10 s pass in which no
+// connection wrote anything; then it returns ctx's error or
 // ErrSendBacklog. Calls on a connection the guard does not track (no
-// ListenServer) are not accounted.
-func ReserveSend(ctx context.Context, n int64) error {
+// ListenServer) get a Reservation that accounts nothing.
+func Reserve(ctx context.Context, n int64) (*Reservation, error) {
 	c := connOf(ctx)
 	if c == nil || n <= 0 {
-		return nil
+		return &Reservation{}, nil
 	}
-	return c.g.reserveSend(ctx, c, n)
+	if err := c.g.reserveSend(ctx, c, n); err != nil {
+		return nil, err
+	}
+	return &Reservation{c: c, n: n}, nil
 }
+
+// ReserveSend is Reserve of a response already built, of n bytes, settled
+// at once.
+func ReserveSend(ctx context.Context, n int64) error {
+	_, err := Reserve(ctx, n)
+	return err
+}
+
+// Reservation is room taken by Reserve. Its methods may be called once
+// (later calls do nothing); a nil or zero Reservation accounts nothing.
+type Reservation struct {
+	c    *trackedConn
+	n    int64
+	done bool
+}
+
+// Settle sets the reservation to the response's real size: room reserved
+// beyond it is given back at once; a response larger than what was
+// reserved counts its excess without waiting (it is already built).
+func (r *Reservation) Settle(size int64) {
+	if r == nil || r.c == nil || r.done {
+		return
+	}
+	r.done = true
+	g := r.c.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch d := max(size, 0) - r.n; {
+	case d > 0 && !r.c.closed:
+		r.c.unsent.Add(d)
+		g.unsent += d
+	case d < 0:
+		g.creditLocked(r.c, -d)
+	}
+}
+
+// Release gives the whole reservation back: nothing was sent.
+func (r *Reservation) Release() { r.Settle(0) }
 
 // guard tracks the server's connections: totals, per peer, and with a
 // token which ones have authenticated.
@@ -107,53 +157,116 @@ type guard struct {
 	unproven *list.List // of *trackedConn, oldest first; with a token only
 	// unprovenByPeer counts unproven's connections per peer.
 	unprovenByPeer map[string]int
-	unsent         int64 // ReserveSend bytes not yet written, all connections
-	drained        chan struct{}
+	unsent         int64     // reserved response bytes not yet written, all connections
+	waiters        list.List // of *sendWaiter, in the order they came
+	written        int64     // bytes written by tracked connections with unsent bytes, ever (progress)
+}
+
+// sendWaiter is a Reserve waiting for room.
+type sendWaiter struct {
+	c       *trackedConn
+	n       int64
+	ready   chan struct{} // closed when granted
+	granted bool
 }
 
 func (g *guard) reserveSend(ctx context.Context, c *trackedConn, n int64) error {
+	g.mu.Lock()
+	w := &sendWaiter{c: c, n: n, ready: make(chan struct{})}
+	e := g.waiters.PushBack(w)
+	g.grantLocked()
+	if w.granted {
+		g.mu.Unlock()
+		return nil
+	}
+	seen := g.written
+	g.mu.Unlock()
 	timer := time.NewTimer(sendWait)
 	defer timer.Stop()
 	for {
-		g.mu.Lock()
-		cu := c.unsent.Load()
-		if (cu == 0 || cu+n <= MaxUnsentBytesPerConnection) && (g.unsent == 0 || g.unsent+n <= MaxUnsentBytes) {
-			c.unsent.Add(n)
-			g.unsent += n
-			g.mu.Unlock()
-			return nil
-		}
-		if g.drained == nil {
-			g.drained = make(chan struct{})
-		}
-		ch := g.drained
-		g.mu.Unlock()
+		var err error
 		select {
-		case <-ch:
+		case <-w.ready:
+			return nil
 		case <-ctx.Done():
-			return ctx.Err()
+			err = ctx.Err()
 		case <-timer.C:
-			return fmt.Errorf("%w (%d bytes on this connection, %d in all)", ErrSendBacklog, cu, g.unsentNow())
 		}
+		g.mu.Lock()
+		switch {
+		case w.granted:
+			// Granted as the wait ended: keep it when nothing failed.
+			if err == nil {
+				g.mu.Unlock()
+				return nil
+			}
+			g.creditLocked(c, n)
+		case err == nil && g.written != seen:
+			// Bytes were written meanwhile: the backlog moves, wait on.
+			seen = g.written
+			g.mu.Unlock()
+			timer.Reset(sendWait)
+			continue
+		default:
+			g.waiters.Remove(e)
+			g.grantLocked() // a waiter ahead may have held others back
+		}
+		cu, all := c.unsent.Load(), g.unsent
+		g.mu.Unlock()
+		if err == nil {
+			err = fmt.Errorf("%w (%d bytes on this connection, %d in all; %d asked)", ErrSendBacklog, cu, all, n)
+		}
+		return err
 	}
 }
 
-func (g *guard) unsentNow() int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.unsent
+// grantLocked grants the waiting reservations that fit, in order: one
+// that does not fit the server's budget holds back those behind it (so
+// a large response is not starved by small ones); one that does not fit
+// its connection's holds back only its connection's.
+func (g *guard) grantLocked() {
+	for e := g.waiters.Front(); e != nil; {
+		next := e.Next()
+		w := e.Value.(*sendWaiter)
+		if w.c.closed {
+			// Nothing more is written to it, nor credited: granted
+			// without accounting (its call fails on its own).
+			w.granted = true
+			close(w.ready)
+			g.waiters.Remove(e)
+			e = next
+			continue
+		}
+		if g.unsent != 0 && g.unsent+w.n > MaxUnsentBytes {
+			return
+		}
+		if cu := w.c.unsent.Load(); cu == 0 || cu+w.n <= MaxUnsentBytesPerConnection {
+			w.c.unsent.Add(w.n)
+			g.unsent += w.n
+			w.granted = true
+			close(w.ready)
+			g.waiters.Remove(e)
+		}
+		e = next
+	}
+}
+
+// creditLocked takes up to n bytes off c's unsent account and grants
+// what then fits.
+func (g *guard) creditLocked(c *trackedConn, n int64) {
+	d := min(c.unsent.Load(), n)
+	c.unsent.Add(-d)
+	g.unsent -= d
+	if g.waiters.Len() > 0 {
+		g.grantLocked()
+	}
 }
 
 // wrote credits n written bytes against c's unsent account.
 func (g *guard) wrote(c *trackedConn, n int64) {
 	g.mu.Lock()
-	d := min(c.unsent.Load(), n)
-	c.unsent.Add(-d)
-	g.unsent -= d
-	if g.drained != nil {
-		close(g.drained)
-		g.drained = nil
-	}
+	g.written += n
+	g.creditLocked(c, n)
 	g.mu.Unlock()
 }
 
@@ -176,13 +289,14 @@ type trackedConn struct {
 	addr trackedAddr
 	elem *list.Element // in g.unproven until the first authenticated call
 	once sync.Once
-	// unsent is ReserveSend's account of this connection (guard.mu
-	// changes it; Write reads it without the lock to skip the common case).
+	// unsent is Reserve's account of this connection (guard.mu changes
+	// it; Write reads it without the lock to skip the common case).
 	unsent atomic.Int64
 	// frames is the connection's plaintext as gRPC reads it (framingCreds),
 	// health its unauthenticated health calls in flight.
 	frames atomic.Pointer[framedConn]
 	health atomic.Int32
+	closed bool // under guard.mu: Close ran
 }
 
 func (c *trackedConn) Write(p []byte) (int, error) {
@@ -210,11 +324,8 @@ func (c *trackedConn) Close() error {
 			delete(g.byPeer, c.peer)
 		}
 		g.forgetUnproven(c)
-		g.unsent -= c.unsent.Swap(0)
-		if g.drained != nil {
-			close(g.drained)
-			g.drained = nil
-		}
+		c.closed = true
+		g.creditLocked(c, c.unsent.Load())
 		g.mu.Unlock()
 		if f := c.frames.Load(); f != nil {
 			f.acct.close()

@@ -1,0 +1,220 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/execfarm/execfarm/proto/execfarmv1"
+	"github.com/execfarm/execfarm/proto/sandboxv1"
+)
+
+// Floods of responses (issue 25, item 1): many clients asking at once
+// for what the supervisor answers large. Each runs against `execfarm
+// serve` with default settings and asserts the supervisor's high-water
+// mark (VmHWM) stays under rssBound.
+
+// hwmBytes returns the high-water mark of process pid's resident set
+// (VmHWM), bytes.
+func hwmBytes(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse VmHWM %q: %w", v, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// dialMany opens n more client connections to s (each a connection of
+// its own: the per-connection bounds do not shelter the server).
+func dialMany(t *testing.T, s *server, n int) []*grpc.ClientConn {
+	t.Helper()
+	conns := make([]*grpc.ClientConn, n)
+	for i := range conns {
+		c, err := clientConfig(s.dir+"/execfarm.sock", nil).Dial()
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	return conns
+}
+
+func checkHWM(t *testing.T, s *server, what string) {
+	t.Helper()
+	hwm, err := hwmBytes(s.proc.Pid())
+	if err != nil {
+		t.Fatalf("VmHWM: %v", err)
+	}
+	t.Logf("supervisor VmHWM after %s: %s (bound %s)", what, mib(hwm), mib(rssBound))
+	if hwm > rssBound {
+		t.Errorf("supervisor VmHWM %s after %s, over the bound %s\n%s", mib(hwm), what, mib(rssBound), s.logText())
+	}
+}
+
+// TestFloodSubscribers: 960 SubscribeEvents streams on one sandbox, over
+// 8 connections, while one exec prints 8 MiB. Subscribers past the bound
+// per sandbox are refused RESOURCE_EXHAUSTED naming it; of those
+// admitted, half read everything and half read nothing. The supervisor
+// stays under rssBound, and every reader that kept up saw the exec end.
+func TestFloodSubscribers(t *testing.T) {
+	requireRoot(t)
+	s := startServer(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := s.sessions()
+	sb, err := c.CreateSandbox(ctx, &execfarmv1.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatalf("CreateSandbox: %v\n%s", err, s.logText())
+	}
+	conns := dialMany(t, s, 8)
+	const subscribers = 960
+	var (
+		wg                        sync.WaitGroup
+		admitted, refused, sawEnd atomic.Int64
+		refusal                   atomic.Value
+		otherErrs                 sync.Map
+		subCtx, stopSubscribers   = context.WithCancel(ctx)
+		started                   = make(chan struct{}, subscribers)
+	)
+	defer stopSubscribers()
+	for i := range subscribers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := execfarmv1.NewSessionServiceClient(conns[i%len(conns)])
+			st, err := sc.SubscribeEvents(subCtx, &execfarmv1.SubscribeEventsRequest{SandboxId: sb.GetSandboxId()})
+			if err != nil {
+				started <- struct{}{}
+				otherErrs.Store(i, err)
+				return
+			}
+			// The first event (ready) or the refusal.
+			if _, err := st.Recv(); err != nil {
+				started <- struct{}{}
+				if status.Code(err) == codes.ResourceExhausted {
+					refused.Add(1)
+					refusal.Store(err.Error())
+				} else if subCtx.Err() == nil {
+					otherErrs.Store(i, err)
+				}
+				return
+			}
+			admitted.Add(1)
+			started <- struct{}{}
+			if i%2 == 1 {
+				<-subCtx.Done() // a subscriber that never reads
+				return
+			}
+			for {
+				m, err := st.Recv()
+				if err != nil {
+					return // cut off (fell behind) or stopped
+				}
+				if m.GetExecEnded() != nil {
+					sawEnd.Add(1)
+					return
+				}
+			}
+		}()
+	}
+	for range subscribers {
+		<-started
+	}
+	// One exec prints 8 MiB while they are subscribed.
+	out, res, err := execOut(ctx, c, sb.GetSandboxId(), "head -c 8388608 /dev/zero | tr '\\0' x | fold -w 4095; echo done")
+	if err != nil || res.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED || !strings.HasSuffix(out, "done\n") {
+		t.Errorf("exec: %v %v (%d bytes)", err, res, len(out))
+	}
+	checkHWM(t, s, fmt.Sprintf("%d subscribers", subscribers))
+	stopSubscribers()
+	wg.Wait()
+	otherErrs.Range(func(k, v any) bool {
+		t.Errorf("subscriber %v: %v", k, v)
+		return true
+	})
+	t.Logf("%d admitted, %d refused, %d readers saw the exec end", admitted.Load(), refused.Load(), sawEnd.Load())
+	if admitted.Load() == 0 || admitted.Load() >= subscribers || admitted.Load()+refused.Load() != subscribers {
+		t.Errorf("%d subscribers admitted and %d refused of %d: want a bound per sandbox", admitted.Load(), refused.Load(), subscribers)
+	}
+	if msg, _ := refusal.Load().(string); refused.Load() > 0 && !strings.Contains(msg, "subscribers") {
+		t.Errorf("the refusal does not name the bound: %s", msg)
+	}
+}
+
+// TestFloodGetExecutionPages: 360 parallel GetExecution calls, 3 on each
+// of 120 connections, each asking for the first page (1 MiB per stream)
+// of an execution that keeps 2 × 64 MiB, all at once and read at once.
+// Every page arrives whole; the supervisor stays under rssBound (before,
+// every page was built before it waited for room to be sent: 1.58 GB).
+func TestFloodGetExecutionPages(t *testing.T) {
+	requireRoot(t)
+	s := startServer(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	req := shell("head -c 67108864 /dev/zero | tr '\\0' a; head -c 67108864 /dev/zero | tr '\\0' b >&2", 120_000)
+	req.Limits.MaxOutputBytes = 64 << 20
+	r, err := s.client.Execute(ctx, req)
+	if err != nil || r.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED {
+		t.Fatalf("Execute: %v %v", err, r.GetState())
+	}
+	id := r.GetOutcome().GetExecutionId()
+	conns := dialMany(t, s, 120)
+	const calls = 360
+	var wg sync.WaitGroup
+	errs := make(chan error, calls)
+	gate := make(chan struct{})
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := sandboxv1.NewSandboxServiceClient(conns[i%len(conns)])
+			<-gate
+			off := int64(i%8) << 20
+			g, err := cl.GetExecution(ctx, &sandboxv1.GetExecutionRequest{ExecutionId: id, OutputOffset: off, ErrorOutputOffset: off})
+			switch {
+			case err != nil:
+				errs <- err
+			case len(g.GetOutput()) != 1<<20 || len(g.GetErrorOutput()) != 1<<20:
+				errs <- fmt.Errorf("page at %d: %d + %d bytes, want 1 MiB each", off, len(g.GetOutput()), len(g.GetErrorOutput()))
+			}
+		}()
+	}
+	start := time.Now()
+	close(gate)
+	wg.Wait()
+	close(errs)
+	n := 0
+	for err := range errs {
+		if n++; n <= 3 {
+			t.Errorf("GetExecution: %v", err)
+		}
+	}
+	if n > 3 {
+		t.Errorf("... %d calls failed in all", n)
+	}
+	t.Logf("%d pages in %v", calls, time.Since(start))
+	checkHWM(t, s, fmt.Sprintf("%d parallel pages", calls))
+}
