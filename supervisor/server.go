@@ -41,6 +41,7 @@ type Server struct {
 	budget   *budget.Budget // the node's memory budget, shared by sched and sessions
 	runner   *execution.Runner
 	sessions *session.Manager
+	wire     wireCache // encodings of events shared by their subscribers
 	health   *health.Server
 	probes   probeState
 	log      hclog.Logger

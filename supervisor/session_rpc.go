@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -480,6 +481,11 @@ func (ss sessions) ReadEvents(ctx context.Context, req *execfarmv1.ReadEventsReq
 	for _, en := range p.Events {
 		resp.Events = append(resp.Events, eventToProto(req.GetSandboxId(), en))
 	}
+	// The response shares the log's bytes: gRPC encodes it once the
+	// room for it is taken.
+	if err := transport.ReserveSend(ctx, int64(proto.Size(resp))); err != nil {
+		return nil, rpcError(err)
+	}
 	return resp, nil
 }
 
@@ -494,13 +500,50 @@ func (ss sessions) SubscribeEvents(req *execfarmv1.SubscribeEventsRequest, strea
 	if err != nil {
 		return rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
+	comp, share := sendCompressor(ctx)
 	for en, err := range seq {
 		if err != nil {
 			return rpcError(err)
 		}
-		if err := stream.Send(eventToProto(req.GetSandboxId(), en)); err != nil {
+		// The message shares the log's bytes; its encoding (once for
+		// every subscriber of the sandbox: wireCache) is made once room
+		// for it is taken, and counts until it is written.
+		ev := eventToProto(req.GetSandboxId(), en)
+		room, err := transport.Reserve(ctx, int64(proto.Size(ev))+grpcFrameHeader)
+		if err != nil {
+			return rpcError(err)
+		}
+		var msg any = ev
+		if share {
+			pm, err := ss.s.wire.get(wireKey{en.Value, comp}, func() (*grpc.PreparedMsg, error) {
+				pm := new(grpc.PreparedMsg)
+				return pm, pm.Encode(stream, ev)
+			})
+			if err != nil {
+				room.Release()
+				return rpcError(err)
+			}
+			msg = pm
+		}
+		if err := stream.SendMsg(msg); err != nil {
+			room.Release()
 			return err
 		}
 	}
 	return nil
+}
+
+// grpcFrameHeader is the length-prefixed message's header in gRPC's
+// framing, bytes.
+const grpcFrameHeader = 5
+
+// sendCompressor returns the name of the compressor that the call of
+// ctx sends with ("" for none), and whether it could be told: only then
+// may the call share encodings with other calls.
+func sendCompressor(ctx context.Context) (string, bool) {
+	st, ok := grpc.ServerTransportStreamFromContext(ctx).(interface{ SendCompress() string })
+	if !ok {
+		return "", false
+	}
+	return st.SendCompress(), true
 }

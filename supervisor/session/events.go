@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"iter"
+	"sync"
 
 	"github.com/execfarm/execfarm/supervisor/eventlog"
 	"github.com/execfarm/execfarm/supervisor/principal"
@@ -16,6 +17,17 @@ const (
 	// MaxPageBytes bounds a page's events by their size (output bytes
 	// and bookkeeping); a page holds at least one event.
 	MaxPageBytes = 1 << 20
+)
+
+// Bounds of Subscribe: subscriptions open at once to one sandbox's
+// events, and to the events of one principal's sandboxes (its clients'
+// counted with its own, principal.Principal.Unscoped). Past either,
+// Subscribe is a *QuotaError. A subscription costs a goroutine and a
+// stream, and what it has handed to gRPC and not yet written
+// (transport.Reserve bounds that for the whole server).
+const (
+	MaxSubscribersPerSandbox   = 32
+	MaxSubscribersPerPrincipal = 128
 )
 
 // Page is a page of a sandbox's event log.
@@ -70,10 +82,48 @@ func (m *Manager) ReadEvents(owner principal.Principal, id string, from int64, m
 // when from (not 0) was pruned or the subscriber is too slow for the
 // log's bound (eventlog.Log.Subscribe). Errors before any event:
 // ErrNotFound (wrapped).
+//
+// A subscription counts against MaxSubscribersPerSandbox and
+// MaxSubscribersPerPrincipal (past either: a *QuotaError naming the
+// bound) from this call until its iterator ends or ctx ends, whichever
+// comes first.
 func (m *Manager) Subscribe(ctx context.Context, owner principal.Principal, id string, from int64) (iter.Seq2[eventlog.Entry[*Event], error], error) {
 	s, err := m.logOf(owner, id)
 	if err != nil {
 		return nil, err
 	}
-	return s.log.Subscribe(ctx, from), nil
+	account := owner.Unscoped().String()
+	m.mu.Lock()
+	switch {
+	case s.subscribers >= MaxSubscribersPerSandbox:
+		m.mu.Unlock()
+		return nil, &QuotaError{Limit: "subscribers to this sandbox's events", Max: MaxSubscribersPerSandbox, Asked: int64(s.subscribers) + 1}
+	case m.subscribers[account] >= MaxSubscribersPerPrincipal:
+		n := m.subscribers[account]
+		m.mu.Unlock()
+		return nil, &QuotaError{Limit: "subscribers to this principal's sandbox events", Max: MaxSubscribersPerPrincipal, Asked: int64(n) + 1}
+	}
+	s.subscribers++
+	m.subscribers[account]++
+	m.mu.Unlock()
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			m.mu.Lock()
+			s.subscribers--
+			if m.subscribers[account]--; m.subscribers[account] <= 0 {
+				delete(m.subscribers, account)
+			}
+			m.mu.Unlock()
+		})
+	}
+	stop := context.AfterFunc(ctx, release)
+	seq := s.log.Subscribe(ctx, from)
+	return func(yield func(eventlog.Entry[*Event], error) bool) {
+		defer func() {
+			stop()
+			release()
+		}()
+		seq(yield)
+	}, nil
 }

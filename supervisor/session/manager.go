@@ -129,10 +129,13 @@ type Manager struct {
 	starting map[string]int      // creates in progress, per account (quota) key
 	nStart   int                 // creates in progress
 	ended    []*Sandbox          // ended sandboxes whose logs are kept, oldest first
-	closed   bool
-	creating sync.WaitGroup // Creates past their reservation
-	timers   sync.WaitGroup // expiry and idle callbacks running
-	execs    sync.Map       // execution id -> *exec, while the exec is held
+	// subscribers counts Subscribe's open subscriptions per account
+	// (Sandbox.subscribers per sandbox; both under mu).
+	subscribers map[string]int
+	closed      bool
+	creating    sync.WaitGroup // Creates past their reservation
+	timers      sync.WaitGroup // expiry and idle callbacks running
+	execs       sync.Map       // execution id -> *exec, while the exec is held
 
 	stdinHeld atomic.Int64 // unread stdin bytes of every exec (stdinBudget)
 }
@@ -179,7 +182,7 @@ func New(cfg Config) (*Manager, error) {
 			}
 		}
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, live: map[string]*Sandbox{}, starting: map[string]int{}}, nil
+	return &Manager{cfg: cfg, log: cfg.Logger, live: map[string]*Sandbox{}, starting: map[string]int{}, subscribers: map[string]int{}}, nil
 }
 
 // Limits returns the server-wide limits in force: MaxSandboxes,

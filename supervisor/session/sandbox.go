@@ -42,6 +42,9 @@ type Sandbox struct {
 	expires time.Time     // zero: no expiry
 	idle    time.Duration // 0: no idle timeout
 	log     *eventlog.Log[*Event]
+	// subscribers counts its open subscriptions (Manager.Subscribe;
+	// under the Manager's mu).
+	subscribers int
 	// ctx ends when the sandbox starts ending: file operations in
 	// flight stop.
 	ctx    context.Context

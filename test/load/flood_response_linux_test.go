@@ -75,7 +75,7 @@ func checkHWM(t *testing.T, s *server, what string) {
 }
 
 // TestFloodSubscribers: 960 SubscribeEvents streams on one sandbox, over
-// 8 connections, while one exec prints 8 MiB. Subscribers past the bound
+// 8 connections, while one exec prints 8 MiB in 4 KiB lines. Subscribers past the bound
 // per sandbox are refused RESOURCE_EXHAUSTED naming it; of those
 // admitted, half read everything and half read nothing. The supervisor
 // stays under rssBound, and every reader that kept up saw the exec end.
@@ -92,12 +92,12 @@ func TestFloodSubscribers(t *testing.T) {
 	conns := dialMany(t, s, 8)
 	const subscribers = 960
 	var (
-		wg                        sync.WaitGroup
-		admitted, refused, sawEnd atomic.Int64
-		refusal                   atomic.Value
-		otherErrs                 sync.Map
-		subCtx, stopSubscribers   = context.WithCancel(ctx)
-		started                   = make(chan struct{}, subscribers)
+		wg, readers                                 sync.WaitGroup
+		admitted, refused, sawEnd, cutOff, nReaders atomic.Int64
+		refusal                                     atomic.Value
+		otherErrs                                   sync.Map
+		subCtx, stopSubscribers                     = context.WithCancel(ctx)
+		started                                     = make(chan struct{}, subscribers)
 	)
 	defer stopSubscribers()
 	for i := range subscribers {
@@ -122,18 +122,32 @@ func TestFloodSubscribers(t *testing.T) {
 				}
 				return
 			}
-			admitted.Add(1)
-			started <- struct{}{}
-			if i%2 == 1 {
+			if admitted.Add(1)%2 == 0 {
+				started <- struct{}{}
 				<-subCtx.Done() // a subscriber that never reads
 				return
 			}
-			for {
+			nReaders.Add(1)
+			readers.Add(1)
+			defer readers.Done()
+			started <- struct{}{}
+			for n := 0; ; n++ {
 				m, err := st.Recv()
-				if err != nil {
-					return // cut off (fell behind) or stopped
-				}
-				if m.GetExecEnded() != nil {
+				switch {
+				case err != nil && subCtx.Err() != nil:
+					return // stopped
+				case err != nil:
+					// Cut off when it fell behind the log's bound:
+					// OUT_OF_RANGE naming the first offset held.
+					cutOff.Add(1)
+					if status.Code(err) != codes.OutOfRange {
+						otherErrs.Store(i, fmt.Errorf("after %d events: %w", n, err))
+					}
+					return
+				case m.GetSandboxId() != sb.GetSandboxId():
+					otherErrs.Store(i, fmt.Errorf("event %d of sandbox %q", m.GetOffset(), m.GetSandboxId()))
+					return
+				case m.GetExecEnded() != nil:
 					sawEnd.Add(1)
 					return
 				}
@@ -143,10 +157,19 @@ func TestFloodSubscribers(t *testing.T) {
 	for range subscribers {
 		<-started
 	}
-	// One exec prints 8 MiB while they are subscribed.
-	out, res, err := execOut(ctx, c, sb.GetSandboxId(), "head -c 8388608 /dev/zero | tr '\\0' x | fold -w 4095; echo done")
+	// One exec prints 8 MiB, a line of 4 KiB at a time, while they are
+	// subscribed.
+	out, res, err := execOut(ctx, c, sb.GetSandboxId(), "for i in $(seq 2048); do head -c 4095 /dev/zero | tr '\\0' x; echo; done; echo done")
 	if err != nil || res.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED || !strings.HasSuffix(out, "done\n") {
 		t.Errorf("exec: %v %v (%d bytes)", err, res, len(out))
+	}
+	// The readers reach the exec's end or are cut off behind the log.
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+	select {
+	case <-readersDone:
+	case <-time.After(time.Minute):
+		t.Errorf("readers still reading a minute after the exec ended")
 	}
 	checkHWM(t, s, fmt.Sprintf("%d subscribers", subscribers))
 	stopSubscribers()
@@ -155,7 +178,10 @@ func TestFloodSubscribers(t *testing.T) {
 		t.Errorf("subscriber %v: %v", k, v)
 		return true
 	})
-	t.Logf("%d admitted, %d refused, %d readers saw the exec end", admitted.Load(), refused.Load(), sawEnd.Load())
+	t.Logf("%d admitted, %d refused; of the readers %d saw the exec end, %d were cut off behind the log", admitted.Load(), refused.Load(), sawEnd.Load(), cutOff.Load())
+	if sawEnd.Load()+cutOff.Load() != nReaders.Load() {
+		t.Errorf("%d readers saw the end and %d were cut off, of %d", sawEnd.Load(), cutOff.Load(), nReaders.Load())
+	}
 	if admitted.Load() == 0 || admitted.Load() >= subscribers || admitted.Load()+refused.Load() != subscribers {
 		t.Errorf("%d subscribers admitted and %d refused of %d: want a bound per sandbox", admitted.Load(), refused.Load(), subscribers)
 	}
