@@ -159,11 +159,12 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 	// Room for the largest response before any of it is built: the
 	// pages being built and those waiting to be written are bounded
 	// together (transport.Reserve), however many calls come at once.
-	room, err := transport.Reserve(ctx, maxResponseBytes)
+	outMax, errMax := pageBytes(e, registry.Stdout, req.GetOutputOffset()), pageBytes(e, registry.Stderr, req.GetErrorOutputOffset())
+	room, err := transport.Reserve(ctx, textBytes(outMax)+textBytes(errMax)+responseSlack)
 	if err != nil {
 		return nil, rpcError(err)
 	}
-	resp, err := s.executionPage(e, req)
+	resp, err := s.executionPage(e, req, outMax, errMax)
 	if err != nil {
 		room.Release()
 		return nil, rpcError(err)
@@ -172,23 +173,37 @@ func (s *Server) GetExecution(ctx context.Context, req *sandboxv1.GetExecutionRe
 	return resp, nil
 }
 
-// maxResponseBytes is the most a response carrying a page of each
-// stream may take: MaxOutputBytesPerCall of each, twice that as text (a
-// lone invalid byte, made U+FFFD, takes 3 bytes: utf8text), and room
-// for the rest of the response (its result; a larger one is counted
-// when it is built: transport.Reservation.Settle).
-const maxResponseBytes = 2*(2*MaxOutputBytesPerCall+3) + 64<<10
+// pageBytes is the most bytes of stream a page from offset holds: what
+// was written past offset when asked, at least a character's worth, at
+// most MaxOutputBytesPerCall. A page is read to this size, so that the
+// room taken for it before it is read bounds it (bytes written
+// meanwhile go to the next page).
+func pageBytes(e *registry.Execution, stream registry.Stream, offset int64) int64 {
+	return min(MaxOutputBytesPerCall, max(e.Output(stream).WrittenBytes-offset, utf8.UTFMax))
+}
+
+// textBytes bounds the text of a page of n bytes (pageText): a run of
+// invalid bytes, one U+FFFD of 3 bytes, comes after a valid character
+// (at least a byte), except at the start of its head and of its tail.
+func textBytes(n int64) int64 { return 2*n + 6 }
+
+// responseSlack is room for the rest of a response carrying output (its
+// result: a larger one is counted when it is built,
+// transport.Reservation.Settle).
+const responseSlack = 64 << 10
 
 // executionPage builds GetExecution's response of e.
-func (s *Server) executionPage(e *registry.Execution, req *sandboxv1.GetExecutionRequest) (*sandboxv1.GetExecutionResponse, error) {
+func (s *Server) executionPage(e *registry.Execution, req *sandboxv1.GetExecutionRequest, outMax, errMax int64) (*sandboxv1.GetExecutionResponse, error) {
 	// Take the result before the output: once terminal, nothing more is
-	// written, so the output read next is complete.
+	// written, so the output read next is complete (but for what was
+	// written after pageBytes looked: then the page says More, and the
+	// result comes with the page that reaches the end).
 	res, terminal := e.Result()
-	outPage, err := e.ReadPage(registry.Stdout, req.GetOutputOffset(), MaxOutputBytesPerCall)
+	outPage, err := e.ReadPage(registry.Stdout, req.GetOutputOffset(), outMax)
 	if err != nil {
 		return nil, err
 	}
-	errPage, err := e.ReadPage(registry.Stderr, req.GetErrorOutputOffset(), MaxOutputBytesPerCall)
+	errPage, err := e.ReadPage(registry.Stderr, req.GetErrorOutputOffset(), errMax)
 	if err != nil {
 		return nil, err
 	}
@@ -468,11 +483,16 @@ type heads struct {
 // proDisco the stdout head is of ProDisco's view (the console lines
 // joined), cut the same way.
 func readHeads(ctx context.Context, e *registry.Execution, proDisco bool) (heads, *transport.Reservation, error) {
-	room, err := transport.Reserve(ctx, maxResponseBytes)
+	outMax, errMax := pageBytes(e, registry.Stdout, 0), pageBytes(e, registry.Stderr, 0)
+	outText := textBytes(outMax)
+	if proDisco {
+		outText = MaxOutputBytesPerCall // cut from text
+	}
+	room, err := transport.Reserve(ctx, outText+textBytes(errMax)+responseSlack)
 	if err != nil {
 		return heads{}, nil, err
 	}
-	h, err := headsOf(e, proDisco)
+	h, err := headsOf(e, proDisco, outMax, errMax)
 	if err != nil {
 		room.Release()
 		return heads{}, nil, err
@@ -480,19 +500,19 @@ func readHeads(ctx context.Context, e *registry.Execution, proDisco bool) (heads
 	return h, room, nil
 }
 
-func headsOf(e *registry.Execution, proDisco bool) (heads, error) {
+func headsOf(e *registry.Execution, proDisco bool, outMax, errMax int64) (heads, error) {
 	var h heads
 	if proDisco {
 		h.out, h.outMore = textHead(jsconsole.Join(e.Lines()), MaxOutputBytesPerCall)
 	} else {
-		p, err := e.ReadPage(registry.Stdout, 0, MaxOutputBytesPerCall)
+		p, err := e.ReadPage(registry.Stdout, 0, outMax)
 		if err != nil {
 			return heads{}, err
 		}
 		h.out, _ = pageText(p)
 		h.outMore = p.More
 	}
-	p, err := e.ReadPage(registry.Stderr, 0, MaxOutputBytesPerCall)
+	p, err := e.ReadPage(registry.Stderr, 0, errMax)
 	if err != nil {
 		return heads{}, err
 	}
@@ -540,6 +560,10 @@ func streamLines(e *registry.Execution, stream sandboxv1.SandboxService_ExecuteS
 		}
 		for _, l := range ev.Lines {
 			chunk := &sandboxv1.ExecuteChunk{ExecutionId: e.ID(), TimestampMs: time.Now().UnixMilli()}
+			if err := transport.ReserveSend(stream.Context(), int64(len(l.Text))+1); err != nil {
+				_, _ = e.Cancel()
+				return rpcError(err)
+			}
 			if l.Error {
 				chunk.Chunk = &sandboxv1.ExecuteChunk_ErrorOutput{ErrorOutput: l.Text + "\n"}
 			} else {

@@ -232,6 +232,12 @@ func (ss sessions) Exec(req *execfarmv1.ExecRequest, stream execfarmv1.SessionSe
 		default:
 			chunk.Chunk, chunk.StreamOffset = &execfarmv1.ExecChunk_Stderr{Stderr: ev.Data}, ev.Offset
 		}
+		// Events are at most registry.MaxEventBytes: counted in the
+		// response budget until written, as ExecuteStream's.
+		if err := transport.ReserveSend(ctx, int64(len(ev.Data))+grpcFrameHeader); err != nil {
+			_, _ = e.Cancel()
+			return rpcError(err)
+		}
 		if err := stream.Send(chunk); err != nil {
 			_, _ = e.Cancel()
 			return err

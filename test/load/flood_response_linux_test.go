@@ -194,7 +194,7 @@ func TestFloodSubscribers(t *testing.T) {
 // of 120 connections, each asking for the first page (1 MiB per stream)
 // of an execution that keeps 2 × 64 MiB, all at once and read at once.
 // Every page arrives whole; the supervisor stays under rssBound (before,
-// every page was built before it waited for room to be sent: 1.58 GB).
+// every page was built before it waited for room to be sent: 1227 MiB).
 func TestFloodGetExecutionPages(t *testing.T) {
 	requireRoot(t)
 	s := startServer(t, 0)
@@ -207,6 +207,9 @@ func TestFloodGetExecutionPages(t *testing.T) {
 		t.Fatalf("Execute: %v %v", err, r.GetState())
 	}
 	id := r.GetOutcome().GetExecutionId()
+	if hwm, err := hwmBytes(s.proc.Pid()); err == nil {
+		t.Logf("supervisor VmHWM before the pages: %s", mib(hwm))
+	}
 	conns := dialMany(t, s, 120)
 	const calls = 360
 	var wg sync.WaitGroup
