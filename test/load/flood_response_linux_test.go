@@ -46,6 +46,15 @@ func hwmBytes(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
+// resetHWM resets process pid's VmHWM to its current RSS (clear_refs
+// 5), so that what is read next is the peak of what follows.
+func resetHWM(t *testing.T, pid int) {
+	t.Helper()
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		t.Fatalf("reset VmHWM: %v", err)
+	}
+}
+
 // dialMany opens n more client connections to s (each a connection of
 // its own: the per-connection bounds do not shelter the server).
 func dialMany(t *testing.T, s *server, n int) []*grpc.ClientConn {
@@ -157,6 +166,7 @@ func TestFloodSubscribers(t *testing.T) {
 	for range subscribers {
 		<-started
 	}
+	resetHWM(t, s.proc.Pid())
 	// One exec prints 8 MiB, a line of 4 KiB at a time, while they are
 	// subscribed.
 	out, res, err := execOut(ctx, c, sb.GetSandboxId(), "for i in $(seq 2048); do head -c 4095 /dev/zero | tr '\\0' x; echo; done; echo done")
@@ -208,8 +218,9 @@ func TestFloodGetExecutionPages(t *testing.T) {
 	}
 	id := r.GetOutcome().GetExecutionId()
 	if hwm, err := hwmBytes(s.proc.Pid()); err == nil {
-		t.Logf("supervisor VmHWM before the pages: %s", mib(hwm))
+		t.Logf("supervisor VmHWM before the pages: %s (the execution's run); reset", mib(hwm))
 	}
+	resetHWM(t, s.proc.Pid())
 	conns := dialMany(t, s, 120)
 	const calls = 360
 	var wg sync.WaitGroup
