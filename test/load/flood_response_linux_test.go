@@ -84,10 +84,11 @@ func checkHWM(t *testing.T, s *server, what string) {
 }
 
 // TestFloodSubscribers: 960 SubscribeEvents streams on one sandbox, over
-// 8 connections, while one exec prints 8 MiB in 4 KiB lines. Subscribers past the bound
+// 8 connections, while one exec prints 8 MiB. Subscribers past the bound
 // per sandbox are refused RESOURCE_EXHAUSTED naming it; of those
 // admitted, half read everything and half read nothing. The supervisor
-// stays under rssBound, and every reader that kept up saw the exec end.
+// stays under rssBound (before: 2.6–2.7 GB), and every reader saw the exec
+// end or was cut off behind the log (OUT_OF_RANGE).
 func TestFloodSubscribers(t *testing.T) {
 	requireRoot(t)
 	s := startServer(t, 0)
@@ -167,9 +168,10 @@ func TestFloodSubscribers(t *testing.T) {
 		<-started
 	}
 	resetHWM(t, s.proc.Pid())
-	// One exec prints 8 MiB, a line of 4 KiB at a time, while they are
-	// subscribed.
-	out, res, err := execOut(ctx, c, sb.GetSandboxId(), "for i in $(seq 2048); do head -c 4095 /dev/zero | tr '\\0' x; echo; done; echo done")
+	// One exec prints 8 MiB of 4 KiB lines, as fast as it can, while they
+	// are subscribed (a reader that falls behind the log's 2 MiB is cut
+	// off).
+	out, res, err := execOut(ctx, c, sb.GetSandboxId(), "head -c 8388608 /dev/zero | tr '\\0' x | fold -w 4095; echo done")
 	if err != nil || res.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED || !strings.HasSuffix(out, "done\n") {
 		t.Errorf("exec: %v %v (%d bytes)", err, res, len(out))
 	}
@@ -204,7 +206,7 @@ func TestFloodSubscribers(t *testing.T) {
 // of 120 connections, each asking for the first page (1 MiB per stream)
 // of an execution that keeps 2 × 64 MiB, all at once and read at once.
 // Every page arrives whole; the supervisor stays under rssBound (before,
-// every page was built before it waited for room to be sent: 1227 MiB).
+// every page was built before it waited for room to be sent: 1.2–1.3 GB).
 func TestFloodGetExecutionPages(t *testing.T) {
 	requireRoot(t)
 	s := startServer(t, 0)
