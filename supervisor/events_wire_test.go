@@ -1,12 +1,15 @@
 package supervisor
 
 import (
+	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 
+	"github.com/execfarm/execfarm/supervisor/registry"
 	"github.com/execfarm/execfarm/supervisor/session"
 )
 
@@ -52,4 +55,34 @@ func TestWireCacheSharesWhileHeld(t *testing.T) {
 		}
 	}
 	_ = held
+}
+
+// TestPageTextWithinItsRoom: a page's text (pageText: invalid runs made
+// U+FFFD, head and tail apart) never takes more than the room a
+// GetExecution reserved for it before reading it (textBytes).
+func TestPageTextWithinItsRoom(t *testing.T) {
+	alphabet := []byte{'a', 0xff, 0xe2, 0x82, 0xac, 0xc3, 0xa9, 0xf0}
+	rng := rand.New(rand.NewPCG(1, 2))
+	page := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return b
+	}
+	for range 20000 {
+		p := registry.Page{Head: page(rng.IntN(12))}
+		if rng.IntN(2) == 0 {
+			p.Tail, p.Dropped = page(rng.IntN(12)), 1
+		}
+		n := int64(len(p.Head) + len(p.Tail))
+		if text, _ := pageText(p); int64(len(text)) > textBytes(n) {
+			t.Fatalf("page %q|%q: %d bytes of text, room for %d", p.Head, p.Tail, len(text), textBytes(n))
+		}
+	}
+	// The worst case: an invalid byte after each valid one.
+	p := registry.Page{Head: []byte(strings.Repeat("\xffa", 1000))}
+	if text, _ := pageText(p); int64(len(text)) != 2*int64(len(p.Head)) {
+		t.Fatalf("alternating page: %d bytes of text, want %d", len(text), 2*len(p.Head))
+	}
 }
