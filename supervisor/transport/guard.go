@@ -155,11 +155,22 @@ type guard struct {
 	conns    int
 	byPeer   map[string]int
 	unproven *list.List // of *trackedConn, oldest first; with a token only
+<<<<<<< HEAD
 	// unprovenByPeer counts unproven's connections per peer.
 	unprovenByPeer map[string]int
 	unsent         int64     // reserved response bytes not yet written, all connections
 	waiters        list.List // of *sendWaiter, in the order they came
 	written        int64     // bytes written by tracked connections with unsent bytes, ever (progress)
+=======
+	unsent   int64      // reserved response bytes not yet written, all connections
+	// ready holds, in the order they became so, the waiting reservations
+	// that are first of their connection's and fit its bound: at most
+	// one per connection, so that granting never walks the waiters that
+	// wait for their own connection.
+	ready   list.List // of *sendWaiter
+	nwait   int       // reservations waiting, all connections
+	written int64     // bytes written by tracked connections with unsent bytes, ever (progress)
+>>>>>>> 5213edc (transport: waiters queue per connection; granting walks only those that fit theirs)
 }
 
 // sendWaiter is a Reserve waiting for room.
@@ -168,12 +179,16 @@ type sendWaiter struct {
 	n       int64
 	ready   chan struct{} // closed when granted
 	granted bool
+	inConn  *list.Element // in c.waiting until granted or given up
+	inReady *list.Element // in guard.ready, or nil
 }
 
 func (g *guard) reserveSend(ctx context.Context, c *trackedConn, n int64) error {
 	g.mu.Lock()
 	w := &sendWaiter{c: c, n: n, ready: make(chan struct{})}
-	e := g.waiters.PushBack(w)
+	w.inConn = c.waiting.PushBack(w)
+	g.nwait++
+	g.promoteLocked(c)
 	g.grantLocked()
 	if w.granted {
 		g.mu.Unlock()
@@ -208,8 +223,9 @@ func (g *guard) reserveSend(ctx context.Context, c *trackedConn, n int64) error 
 			timer.Reset(sendWait)
 			continue
 		default:
-			g.waiters.Remove(e)
-			g.grantLocked() // a waiter ahead may have held others back
+			g.dequeueLocked(w)
+			g.promoteLocked(c) // its connection's next may be first now
+			g.grantLocked()    // and a waiter ahead may have held others back
 		}
 		cu, all := c.unsent.Load(), g.unsent
 		g.mu.Unlock()
@@ -220,34 +236,58 @@ func (g *guard) reserveSend(ctx context.Context, c *trackedConn, n int64) error 
 	}
 }
 
-// grantLocked grants the waiting reservations that fit, in order: one
-// that does not fit the server's budget holds back those behind it (so
-// a large response is not starved by small ones); one that does not fit
-// its connection's holds back only its connection's.
+// dequeueLocked takes w out of the queues.
+func (g *guard) dequeueLocked(w *sendWaiter) {
+	if w.inReady != nil {
+		g.ready.Remove(w.inReady)
+		w.inReady = nil
+	}
+	w.c.waiting.Remove(w.inConn)
+	w.inConn = nil
+	g.nwait--
+}
+
+// promoteLocked puts c's first waiting reservation in g.ready when it fits
+// c's bound (a connection with nothing unsent takes one of any size) or c
+// is closed.
+func (g *guard) promoteLocked(c *trackedConn) {
+	e := c.waiting.Front()
+	if e == nil {
+		return
+	}
+	w := e.Value.(*sendWaiter)
+	if cu := c.unsent.Load(); w.inReady == nil && (c.closed || cu == 0 || cu+w.n <= MaxUnsentBytesPerConnection) {
+		w.inReady = g.ready.PushBack(w)
+	}
+}
+
+// grantLocked grants the ready reservations in order while they fit the
+// server's budget (the server holding nothing takes one of any size): one
+// that does not fit holds back those behind it, so that a large response
+// is not starved by small ones. A reservation on a closed connection is
+// granted without accounting (nothing more is written to it, nor
+// credited; its call fails on its own).
 func (g *guard) grantLocked() {
-	for e := g.waiters.Front(); e != nil; {
-		next := e.Next()
+	for e := g.ready.Front(); e != nil; e = g.ready.Front() {
 		w := e.Value.(*sendWaiter)
-		if w.c.closed {
-			// Nothing more is written to it, nor credited: granted
-			// without accounting (its call fails on its own).
-			w.granted = true
-			close(w.ready)
-			g.waiters.Remove(e)
-			e = next
-			continue
-		}
-		if g.unsent != 0 && g.unsent+w.n > MaxUnsentBytes {
-			return
-		}
-		if cu := w.c.unsent.Load(); cu == 0 || cu+w.n <= MaxUnsentBytesPerConnection {
-			w.c.unsent.Add(w.n)
+		if c := w.c; !c.closed {
+			if g.unsent != 0 && g.unsent+w.n > MaxUnsentBytes {
+				return
+			}
+			if cu := c.unsent.Load(); cu != 0 && cu+w.n > MaxUnsentBytesPerConnection {
+				// Its connection filled up since (Settle): it waits
+				// for its connection again.
+				g.ready.Remove(e)
+				w.inReady = nil
+				continue
+			}
+			c.unsent.Add(w.n)
 			g.unsent += w.n
-			w.granted = true
-			close(w.ready)
-			g.waiters.Remove(e)
 		}
-		e = next
+		g.dequeueLocked(w)
+		w.granted = true
+		close(w.ready)
+		g.promoteLocked(w.c)
 	}
 }
 
@@ -257,7 +297,10 @@ func (g *guard) creditLocked(c *trackedConn, n int64) {
 	d := min(c.unsent.Load(), n)
 	c.unsent.Add(-d)
 	g.unsent -= d
-	if g.waiters.Len() > 0 {
+	if c.waiting.Len() > 0 {
+		g.promoteLocked(c)
+	}
+	if g.ready.Len() > 0 {
 		g.grantLocked()
 	}
 }
@@ -291,12 +334,18 @@ type trackedConn struct {
 	once sync.Once
 	// unsent is Reserve's account of this connection (guard.mu changes
 	// it; Write reads it without the lock to skip the common case).
+<<<<<<< HEAD
 	unsent atomic.Int64
 	// frames is the connection's plaintext as gRPC reads it (framingCreds),
 	// health its unauthenticated health calls in flight.
 	frames atomic.Pointer[framedConn]
 	health atomic.Int32
 	closed bool // under guard.mu: Close ran
+=======
+	unsent  atomic.Int64
+	closed  bool      // under guard.mu: Close ran
+	waiting list.List // of *sendWaiter, under guard.mu: Reserves waiting on it, in order
+>>>>>>> 5213edc (transport: waiters queue per connection; granting walks only those that fit theirs)
 }
 
 func (c *trackedConn) Write(p []byte) (int, error) {
