@@ -89,8 +89,10 @@ var ErrSendBacklog = errors.New("transport: too many response bytes waiting to b
 // Reserve waits while the connection holds MaxUnsentBytesPerConnection or
 // all connections MaxUnsentBytes (a connection with none may take one
 // response, however large, and so may the server when it holds none), in
-// the order the callers came, until ctx ends or 10 s pass in which no
-// connection wrote anything; then it returns ctx's error or
+// order (the callers on a connection in the order they came; across
+// connections, in the order their first fit their connection), until ctx
+// ends or 10 s pass in which no connection wrote anything; then it
+// returns ctx's error or
 // ErrSendBacklog. Calls on a connection the guard does not track (no
 // ListenServer) get a Reservation that accounts nothing.
 func Reserve(ctx context.Context, n int64) (*Reservation, error) {
