@@ -40,100 +40,13 @@ func pump(t *testing.T, f *framedConn, limits func(id uint32) *callLimit) []byte
 		if f.block != 0 && f.pending == nil {
 			f.pending = limits(f.block)
 		}
-<<<<<<< HEAD
 		if err == io.EOF {
 			return out
-=======
-		conns[i] = c
-		ctxs[i] = peer.NewContext(context.Background(), &peer.Peer{Addr: c.addr})
-	}
-	return g, conns, ctxs
-}
-
-func unsent(g *guard) int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.unsent
-}
-
-func waiters(g *guard) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.nwait
-}
-
-// waitFor polls cond until it holds (10 s at most).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 10 s", what)
->>>>>>> 5213edc (transport: waiters queue per connection; granting walks only those that fit theirs)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-<<<<<<< HEAD
-=======
-	big, small := make(chan error, 1), make(chan error, 1)
-	go func() { _, err := Reserve(ctxs[n], page); big <- err }()
-	waitFor(t, "the large reservation waits", func() bool { return waiters(g) == 1 })
-	go func() { _, err := Reserve(ctxs[n+1], 1); small <- err }()
-	waitFor(t, "the small reservation waits", func() bool { return waiters(g) == 2 })
-	if _, err := conns[0].Write(make([]byte, 1<<10)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-small:
-		t.Fatalf("the small reservation overtook the large one: %v", err)
-	default:
-	}
-	if _, err := conns[1].Write(make([]byte, page)); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-big; err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conns[2].Write(make([]byte, 1<<10)); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-small; err != nil {
-		t.Fatal(err)
-	}
-	// A connection at its own bound waits alone.
-	if _, err := conns[4].Write(make([]byte, page)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Reserve(ctxs[n+2], MaxUnsentBytesPerConnection); err != nil {
-		t.Fatal(err)
-	}
-	own := make(chan error, 100)
-	for range 100 {
-		go func() { _, err := Reserve(ctxs[n+2], 1); own <- err }()
-	}
-	waitFor(t, "the connection's own reservations wait", func() bool { return waiters(g) == 100 })
-	g.mu.Lock()
-	ready := g.ready.Len()
-	g.mu.Unlock()
-	if ready != 0 {
-		t.Fatalf("%d reservations waiting for their connection are among those granting walks", ready)
-	}
-	if _, err := conns[3].Write(make([]byte, page)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Reserve(ctxs[3], 1); err != nil {
-		t.Fatalf("another connection behind a connection at its bound: %v", err)
-	}
-	if _, err := conns[n+2].Write(make([]byte, MaxUnsentBytesPerConnection)); err != nil {
-		t.Fatal(err)
-	}
-	for range 100 {
-		if err := <-own; err != nil {
-			t.Fatal(err)
-		}
-	}
->>>>>>> 5213edc (transport: waiters queue per connection; granting walks only those that fit theirs)
 }
 
 // TestFramedConnBudget drives framedConn with the receive budget: a

@@ -157,14 +157,9 @@ type guard struct {
 	conns    int
 	byPeer   map[string]int
 	unproven *list.List // of *trackedConn, oldest first; with a token only
-<<<<<<< HEAD
 	// unprovenByPeer counts unproven's connections per peer.
 	unprovenByPeer map[string]int
-	unsent         int64     // reserved response bytes not yet written, all connections
-	waiters        list.List // of *sendWaiter, in the order they came
-	written        int64     // bytes written by tracked connections with unsent bytes, ever (progress)
-=======
-	unsent   int64      // reserved response bytes not yet written, all connections
+	unsent         int64 // reserved response bytes not yet written, all connections
 	// ready holds, in the order they became so, the waiting reservations
 	// that are first of their connection's and fit its bound: at most
 	// one per connection, so that granting never walks the waiters that
@@ -172,7 +167,6 @@ type guard struct {
 	ready   list.List // of *sendWaiter
 	nwait   int       // reservations waiting, all connections
 	written int64     // bytes written by tracked connections with unsent bytes, ever (progress)
->>>>>>> 5213edc (transport: waiters queue per connection; granting walks only those that fit theirs)
 }
 
 // sendWaiter is a Reserve waiting for room.
@@ -336,18 +330,13 @@ type trackedConn struct {
 	once sync.Once
 	// unsent is Reserve's account of this connection (guard.mu changes
 	// it; Write reads it without the lock to skip the common case).
-<<<<<<< HEAD
 	unsent atomic.Int64
 	// frames is the connection's plaintext as gRPC reads it (framingCreds),
 	// health its unauthenticated health calls in flight.
-	frames atomic.Pointer[framedConn]
-	health atomic.Int32
-	closed bool // under guard.mu: Close ran
-=======
-	unsent  atomic.Int64
+	frames  atomic.Pointer[framedConn]
+	health  atomic.Int32
 	closed  bool      // under guard.mu: Close ran
 	waiting list.List // of *sendWaiter, under guard.mu: Reserves waiting on it, in order
->>>>>>> 5213edc (transport: waiters queue per connection; granting walks only those that fit theirs)
 }
 
 func (c *trackedConn) Write(p []byte) (int, error) {

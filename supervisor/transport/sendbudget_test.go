@@ -44,7 +44,7 @@ func unsent(g *guard) int64 {
 func waiters(g *guard) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.waiters.Len()
+	return g.nwait
 }
 
 // waitFor polls cond until it holds (10 s at most).
@@ -153,20 +153,30 @@ func TestReserveInOrder(t *testing.T) {
 	if _, err := Reserve(ctxs[n+2], MaxUnsentBytesPerConnection); err != nil {
 		t.Fatal(err)
 	}
-	own := make(chan error, 1)
-	go func() { _, err := Reserve(ctxs[n+2], 1); own <- err }()
-	waitFor(t, "the connection's own reservation waits", func() bool { return waiters(g) == 1 })
+	own := make(chan error, 100)
+	for range 100 {
+		go func() { _, err := Reserve(ctxs[n+2], 1); own <- err }()
+	}
+	waitFor(t, "the connection's own reservations wait", func() bool { return waiters(g) == 100 })
+	g.mu.Lock()
+	ready := g.ready.Len()
+	g.mu.Unlock()
+	if ready != 0 {
+		t.Fatalf("%d reservations waiting for their connection are among those granting walks", ready)
+	}
 	if _, err := conns[3].Write(make([]byte, page)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Reserve(ctxs[3], 1); err != nil {
 		t.Fatalf("another connection behind a connection at its bound: %v", err)
 	}
-	if _, err := conns[n+2].Write(make([]byte, 1)); err != nil {
+	if _, err := conns[n+2].Write(make([]byte, MaxUnsentBytesPerConnection)); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-own; err != nil {
-		t.Fatal(err)
+	for range 100 {
+		if err := <-own; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
