@@ -1,7 +1,6 @@
 package load
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,29 +32,6 @@ import (
 
 // The request side of the supervisor's memory bound: floods of requests
 // that once made it hold what clients sent (SECURITY.md, "Memory").
-
-// floodHWM returns the peak resident set size of process pid since it
-// started (VmHWM), bytes.
-func floodHWM(t *testing.T, pid int) int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("parse VmHWM %q: %v", v, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmHWM in /proc/%d/status", pid)
-	return 0
-}
 
 // rawCodec sends a request already encoded ([]byte), the same bytes for
 // every call, so that the flooding client does not hold a copy per call,
@@ -144,7 +119,7 @@ func TestFloodUnauthenticatedRequests(t *testing.T) {
 	requireRoot(t)
 	s, sock, _ := tokenServer(t, 0)
 	got := flood(t, sock, "", 4, 480, sandboxv1.SandboxService_GetExecution_FullMethodName, fourMiBId(t))
-	hwm := floodHWM(t, s.proc.Pid())
+	hwm := vmHWM(t, s.proc.Pid())
 	t.Logf("480 tokenless 4 MB GetExecution: codes %v; supervisor VmHWM %s (bound %s)", got, mib(hwm), mib(rssBound))
 	if got[codes.Unauthenticated] != 480 {
 		t.Errorf("codes %v, want 480 UNAUTHENTICATED", got)
@@ -165,7 +140,7 @@ func TestFloodLongIds(t *testing.T) {
 	req := fourMiBId(t)
 	for _, conns := range []int{1, 3} {
 		got := flood(t, sock, token, conns, 120, sandboxv1.SandboxService_GetExecution_FullMethodName, req)
-		hwm := floodHWM(t, s.proc.Pid())
+		hwm := vmHWM(t, s.proc.Pid())
 		t.Logf("120 GetExecution with a 4 MB id over %d connections: codes %v; supervisor VmHWM %s (bound %s)", conns, got, mib(hwm), mib(rssBound))
 		if got[codes.ResourceExhausted] != 120 {
 			t.Errorf("%d connections: codes %v, want 120 RESOURCE_EXHAUSTED", conns, got)
@@ -235,7 +210,7 @@ func TestFloodParallelUploads(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	hwm := floodHWM(t, s.proc.Pid())
+	hwm := vmHWM(t, s.proc.Pid())
 	t.Logf("%d parallel uploads of %d MiB (%d tried again): supervisor VmHWM %s (bound %s)", uploads, size>>20, retries.Load(), mib(hwm), mib(rssBound))
 	if hwm > rssBound {
 		t.Errorf("supervisor VmHWM %s, over the bound %s\n%s", mib(hwm), mib(rssBound), s.logText())
@@ -371,7 +346,7 @@ func TestFloodSlowRequests(t *testing.T) {
 			other[fmt.Sprint(err)]++
 		}
 	}
-	hwm := floodHWM(t, s.proc.Pid())
+	hwm := vmHWM(t, s.proc.Pid())
 	t.Logf("%d Execute calls of 4 MiB stalled after 3 MiB over %d connections: %d held, %d refused, other %v; supervisor VmHWM %s (bound %s)",
 		len(calls), conns, held, refused, other, mib(hwm), mib(rssBound))
 	if most := transport.DefaultReceiveBudget / len(body); held > most || held+refused != len(calls) {

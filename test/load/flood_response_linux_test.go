@@ -1,11 +1,8 @@
 package load
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,36 +22,6 @@ import (
 // serve` with default settings and asserts the supervisor's high-water
 // mark (VmHWM) stays under rssBound.
 
-// hwmBytes returns the high-water mark of process pid's resident set
-// (VmHWM), bytes.
-func hwmBytes(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parse VmHWM %q: %w", v, err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
-}
-
-// resetHWM resets process pid's VmHWM to its current RSS (clear_refs
-// 5), so that what is read next is the peak of what follows.
-func resetHWM(t *testing.T, pid int) {
-	t.Helper()
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
-		t.Fatalf("reset VmHWM: %v", err)
-	}
-}
-
 // dialMany opens n more client connections to s (each a connection of
 // its own: the per-connection bounds do not shelter the server).
 func dialMany(t *testing.T, s *server, n int) []*grpc.ClientConn {
@@ -69,18 +36,6 @@ func dialMany(t *testing.T, s *server, n int) []*grpc.ClientConn {
 		conns[i] = c
 	}
 	return conns
-}
-
-func checkHWM(t *testing.T, s *server, what string) {
-	t.Helper()
-	hwm, err := hwmBytes(s.proc.Pid())
-	if err != nil {
-		t.Fatalf("VmHWM: %v", err)
-	}
-	t.Logf("supervisor VmHWM after %s: %s (bound %s)", what, mib(hwm), mib(rssBound))
-	if hwm > rssBound {
-		t.Errorf("supervisor VmHWM %s after %s, over the bound %s\n%s", mib(hwm), what, mib(rssBound), s.logText())
-	}
 }
 
 // TestFloodSubscribers: 960 SubscribeEvents streams on one sandbox, over
@@ -219,7 +174,7 @@ func TestFloodGetExecutionPages(t *testing.T) {
 		t.Fatalf("Execute: %v %v", err, r.GetState())
 	}
 	id := r.GetOutcome().GetExecutionId()
-	if hwm, err := hwmBytes(s.proc.Pid()); err == nil {
+	if hwm := vmHWM(t, s.proc.Pid()); hwm > 0 {
 		t.Logf("supervisor VmHWM before the pages: %s (the execution's run); reset", mib(hwm))
 	}
 	resetHWM(t, s.proc.Pid())

@@ -1,7 +1,6 @@
 package load
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -21,37 +20,6 @@ import (
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/test/testbin"
 )
-
-// hwmBytes is the supervisor's VmHWM: the highest RSS the kernel saw.
-func hwmBytes(t *testing.T, pid int) int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmHWM in /proc/%d/status", pid)
-	return 0
-}
-
-func checkHWM(t *testing.T, s *server, started time.Time) {
-	t.Helper()
-	hwm := hwmBytes(t, s.proc.Pid())
-	t.Logf("supervisor VmHWM %s (bound %s), %s", mib(hwm), mib(rssBound), time.Since(started).Round(time.Millisecond))
-	if hwm > rssBound {
-		t.Errorf("supervisor VmHWM %s, over the bound %s\n%s", mib(hwm), mib(rssBound), s.logText())
-	}
-}
 
 // stdinFlood fills sandboxes × execs session execs with standard input:
 // each opens its stdin and gets two 1 MiB writes (the second would wait);
@@ -160,7 +128,7 @@ func TestStdinFloodRSS(t *testing.T) {
 		t.Errorf("no write refused: 512 MiB of stdin fit the bounds")
 	}
 	t.Logf("%d of %d writes refused RESOURCE_EXHAUSTED", refused, 2*16*16)
-	checkHWM(t, s, started)
+	checkHWM(t, s, "the flood, "+time.Since(started).Round(time.Millisecond).String())
 }
 
 // consoleFlood runs n goja programs of 5000 console lines of 99 "é"
@@ -207,7 +175,7 @@ func TestConsoleFloodRSS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	consoleFlood(ctx, t, s.client, 400, 8, 0)
-	checkHWM(t, s, started)
+	checkHWM(t, s, "the flood, "+time.Since(started).Round(time.Millisecond).String())
 }
 
 // TestNoSandboxOOMInMemoryCgroup places the supervisor (and with it the
@@ -286,7 +254,7 @@ func TestNoSandboxOOMInMemoryCgroup(t *testing.T) {
 		t.Error("the victim never ran")
 	}
 	t.Logf("victim ran %d executions, %d reported OOM-killed", ran.Load(), oom.Load())
-	checkHWM(t, s, started)
+	checkHWM(t, s, "the flood, "+time.Since(started).Round(time.Millisecond).String())
 }
 
 // doneFloods returns a channel closed once wg is done.

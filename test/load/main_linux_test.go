@@ -251,3 +251,46 @@ func rssSampler(pid int, interval time.Duration) (stop func() (peak int64, sampl
 		return peak, samples, serr
 	}
 }
+
+// vmHWM returns the high-water mark of process pid's resident set
+// (VmHWM in /proc/PID/status), bytes.
+func vmHWM(t *testing.T, pid int) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("parse VmHWM %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
+
+// resetHWM resets process pid's VmHWM to its current RSS (clear_refs
+// 5), so that what is read next is the peak of what follows.
+func resetHWM(t *testing.T, pid int) {
+	t.Helper()
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		t.Fatalf("reset VmHWM: %v", err)
+	}
+}
+
+// checkHWM fails t when the supervisor's VmHWM is over rssBound, the
+// memory bound SECURITY.md states for default settings.
+func checkHWM(t *testing.T, s *server, what string) {
+	t.Helper()
+	hwm := vmHWM(t, s.proc.Pid())
+	t.Logf("supervisor VmHWM after %s: %s (bound %s)", what, mib(hwm), mib(rssBound))
+	if hwm > rssBound {
+		t.Errorf("supervisor VmHWM %s after %s, over the bound %s\n%s", mib(hwm), what, mib(rssBound), s.logText())
+	}
+}
