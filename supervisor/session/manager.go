@@ -42,6 +42,10 @@ const (
 	// DefaultEndedRetention is how long an ended sandbox's event log
 	// stays readable.
 	DefaultEndedRetention = 5 * time.Minute
+	// PerPrincipalShare is the default limit on one principal's
+	// sandboxes as a divisor of MaxSandboxes: a quarter, so that one
+	// principal leaves room for others (DefaultPerPrincipal).
+	PerPrincipalShare = 4
 	// drainTimeout bounds how long ending a sandbox waits for its execs
 	// to publish their results once everything in it is killed.
 	drainTimeout = 30 * time.Second
@@ -83,7 +87,7 @@ type Config struct {
 	Budget *budget.Budget
 	// MaxPerPrincipal is how many of them one principal may hold, its
 	// clients' (principal.Principal.Unscoped) counted with its own; 0 =
-	// MaxSandboxes.
+	// DefaultPerPrincipal(MaxSandboxes).
 	MaxPerPrincipal int
 	// DefaultLifetime applies when a create names none; 0 =
 	// DefaultLifetime (300 s).
@@ -150,7 +154,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	cfg.DefaultRuntime = cmp.Or(cfg.DefaultRuntime, program.Shell)
 	cfg.MaxSandboxes = cmp.Or(cfg.MaxSandboxes, DefaultMaxSandboxes)
-	cfg.MaxPerPrincipal = cmp.Or(cfg.MaxPerPrincipal, cfg.MaxSandboxes)
+	cfg.MaxPerPrincipal = cmp.Or(cfg.MaxPerPrincipal, DefaultPerPrincipal(cfg.MaxSandboxes))
 	cfg.DefaultLifetime = cmp.Or(cfg.DefaultLifetime, DefaultLifetime)
 	cfg.MaxLifetime = cmp.Or(cfg.MaxLifetime, DefaultMaxLifetime)
 	cfg.MaxExecs = cmp.Or(cfg.MaxExecs, DefaultMaxExecs)
@@ -183,6 +187,15 @@ func New(cfg Config) (*Manager, error) {
 		}
 	}
 	return &Manager{cfg: cfg, log: cfg.Logger, live: map[string]*Sandbox{}, starting: map[string]int{}, subscribers: map[string]int{}}, nil
+}
+
+// DefaultPerPrincipal is the default limit on one principal's sandboxes
+// for a server holding maxSandboxes: a PerPrincipalShare of them, at least
+// one (4 of the default 16). With the whole of maxSandboxes, one principal
+// held every sandbox and every other principal's create was refused
+// (red-team pass).
+func DefaultPerPrincipal(maxSandboxes int) int {
+	return max(1, maxSandboxes/PerPrincipalShare)
 }
 
 // Limits returns the server-wide limits in force: MaxSandboxes,

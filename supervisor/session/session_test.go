@@ -693,6 +693,32 @@ func TestExecReachingAnEndingSandboxIsCancelled(t *testing.T) {
 	}
 }
 
+// TestDefaultPerPrincipal: with no MaxPerPrincipal one principal holds a
+// quarter of MaxSandboxes (at least one), so that others still find room:
+// with 8, alice's third create is refused naming the flag and bob's two
+// succeed; with 2, each principal holds one.
+func TestDefaultPerPrincipal(t *testing.T) {
+	for _, tt := range []struct{ total, each int }{{8, 2}, {2, 1}, {DefaultMaxSandboxes, 4}} {
+		t.Run(fmt.Sprint(tt.total), func(t *testing.T) {
+			h := newHarness(t, Config{MaxSandboxes: tt.total})
+			if _, perPrincipal, _, _ := h.m.Limits(); perPrincipal != tt.each {
+				t.Fatalf("Limits' per principal %d, want %d", perPrincipal, tt.each)
+			}
+			for range tt.each {
+				h.create(t, CreateParams{Owner: alice})
+			}
+			var q *QuotaError
+			_, err := h.m.Create(context.Background(), CreateParams{Owner: alice, Limits: limits.Default()})
+			if !errors.As(err, &q) || q.Flag != "--max-sandboxes-per-principal" || q.Max != int64(tt.each) {
+				t.Fatalf("alice's create past %d: %v", tt.each, err)
+			}
+			for range tt.each {
+				h.create(t, CreateParams{Owner: bob})
+			}
+		})
+	}
+}
+
 // TestMaxExecs: a sandbox holds at most MaxExecs execs at once; the next
 // is refused with a *QuotaError until one ends.
 func TestMaxExecs(t *testing.T) {
@@ -947,7 +973,7 @@ func TestShutdownEndsEverySandbox(t *testing.T) {
 // execs and file transfers at once (under -race), lose nothing; after
 // deleting them nothing is left.
 func TestConcurrentSandboxes(t *testing.T) {
-	h := newHarness(t, Config{MaxSandboxes: 20})
+	h := newHarness(t, Config{MaxSandboxes: 20, MaxPerPrincipal: 10})
 	var wg sync.WaitGroup
 	errs := make(chan error, 20*10)
 	for i := range 20 {

@@ -51,8 +51,9 @@ type sessionInstance struct {
 }
 
 // startSessionInstance starts a supervisor with the token file of
-// sessionTokens, maxSandboxes session sandboxes at most and 4 execution
-// slots, on the session slots; it is stopped, and checked to have left
+// sessionTokens, maxSandboxes session sandboxes at most (any principal may
+// hold all of them, unless an opt says otherwise) and 4 execution slots, on
+// the session slots; it is stopped, and checked to have left
 // nothing, when the test ends.
 func startSessionInstance(t *testing.T, name string, maxSandboxes int, opts ...func(*supervisor.Config)) *sessionInstance {
 	t.Helper()
@@ -69,7 +70,9 @@ func startSessionInstance(t *testing.T, name string, maxSandboxes int, opts ...f
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts = append([]func(*supervisor.Config){func(c *supervisor.Config) { c.Sessions.MaxSandboxes = maxSandboxes }}, opts...)
+	opts = append([]func(*supervisor.Config){func(c *supervisor.Config) {
+		c.Sessions.MaxSandboxes, c.Sessions.MaxPerPrincipal = maxSandboxes, maxSandboxes
+	}}, opts...)
 	in, err := startInstanceOn(name, sessionSlot, sessionSlots, 4, 5*time.Second, func(tc *transport.Config) { tc.TokenPath = file }, opts...)
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)

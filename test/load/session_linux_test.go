@@ -193,6 +193,7 @@ func TestTwentySessionSandboxes(t *testing.T) {
 	// serve's uid window: --max-concurrent + --warm-pool + --max-sandboxes
 	// + 8 = 30 ranges, within the suite's window of 32 from slot 0.
 	s := startServer(t, slot, "--max-concurrent", "2", "--max-sandboxes", strconv.Itoa(sandboxes),
+		"--max-sandboxes-per-principal", strconv.Itoa(sandboxes),
 		"--metrics-address", "127.0.0.1:0")
 	metricsURL := metricsAddress(t, s)
 	c := s.sessions()
