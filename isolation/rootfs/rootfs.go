@@ -98,8 +98,11 @@ const GojaPath = "/.execfarm/goja"
 // entries that describe the host rather than the sandbox: /proc/pressure
 // (the host's CPU, memory and I/O stall figures, which follow what other
 // sandboxes do), /proc/config.gz (the kernel's build configuration) and the
-// boot's identity, the same in every sandbox of a boot, and /proc/locks
-// (every lock of the host, with device, inode and the owner's pid).
+// boot's identity, the same in every sandbox of a boot, /proc/locks
+// (every lock of the host, with device, inode and the owner's pid), and
+// the host-wide counts that move with what other sandboxes do: cgroups per
+// controller (/proc/cgroups, one more at each sandbox's start), pseudo-
+// terminals in use, open files, inodes and dentries (red-team pass).
 var maskedPaths = []string{
 	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
 	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
@@ -107,6 +110,8 @@ var maskedPaths = []string{
 	"/proc/interrupts", "/proc/kallsyms", "/proc/kmsg",
 	"/proc/pressure", "/proc/config.gz", "/proc/sys/kernel/random/boot_id",
 	"/proc/locks",
+	"/proc/cgroups", "/proc/sys/kernel/pty/nr", "/proc/sys/fs/file-nr",
+	"/proc/sys/fs/inode-nr", "/proc/sys/fs/inode-state", "/proc/sys/fs/dentry-state",
 }
 
 // readOnlyPaths are /proc entries remounted read-only (runc's default).
