@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -343,14 +344,43 @@ func (s *server) collect(p *process, send func(*workerv1.RunEvent) error, done <
 }
 
 // startFailed is the Exit of a process that could not be started: err's
-// message, and its errno when a system call failed (Exit.start_errno).
+// message, its errno when a system call failed (Exit.start_errno), and
+// whether it failed at the working directory (Exit.start_dir).
 func startFailed(err error) *workerv1.Exit {
-	e := &workerv1.Exit{ExitCode: -1, StartError: err.Error()}
+	e := &workerv1.Exit{ExitCode: -1, StartError: err.Error(), StartDir: errors.As(err, new(*dirError))}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		e.StartErrno = int32(errno)
 	}
 	return e
+}
+
+// dirError is a start that failed at the child's chdir to dir.
+type dirError struct {
+	dir string
+	err error
+}
+
+func (e *dirError) Error() string { return "working directory " + e.dir + ": " + e.err.Error() }
+func (e *dirError) Unwrap() error { return e.err }
+
+// atDir tells whether a start of argv0 in dir that failed with err failed
+// at the chdir rather than at the exec: the child reports either errno
+// alike. ENOENT, ENOTDIR, ELOOP and EACCES may come from both; the
+// program, an absolute path on the sandbox's read-only root, stays as it
+// was, so if it can be executed now it could be at the start, and the
+// directory (which the sandbox's own processes may remove or replace
+// after the supervisor checked it) is what failed.
+func atDir(dir, argv0 string, err error) bool {
+	var errno syscall.Errno
+	if dir == "" || !filepath.IsAbs(argv0) || !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case syscall.ENOENT, syscall.ENOTDIR, syscall.ELOOP, syscall.EACCES:
+		return unix.Faccessat(unix.AT_FDCWD, argv0, unix.X_OK, unix.AT_EACCESS) == nil
+	}
+	return false
 }
 
 func exitEvent(e *workerv1.Exit) *workerv1.RunEvent {
@@ -718,6 +748,9 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 	if err != nil {
 		if pid > 0 {
 			s.killGroup(pid) // held at its gate, or born where it must not run
+		}
+		if atDir(req.GetDir(), argv[0], err) {
+			return nil, &dirError{dir: req.GetDir(), err: err}
 		}
 		return nil, fmt.Errorf("start %s: %w", req.GetArgv()[0], err)
 	}

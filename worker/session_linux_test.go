@@ -453,3 +453,42 @@ func TestExecTarget(t *testing.T) {
 		})
 	}
 }
+
+// TestExecStartInAMissingDir: an exec whose working directory is gone at
+// its start (removed by the sandbox's own processes after the supervisor
+// checked it) ends with a start error that names the directory and says
+// so (Exit.start_dir), keeping its errno; a missing program in a present
+// directory does not.
+func TestExecStartInAMissingDir(t *testing.T) {
+	c, root := sessionWorker(t)
+	gone := filepath.Join(root, "workspace", "gone")
+	for _, tt := range []struct {
+		name, dir, program string
+		atDir              bool
+	}{
+		{"missing directory", gone, "/bin/sh", true},
+		{"file as directory", filepath.Join(root, "etc", "passwd"), "/bin/sh", true},
+		{"missing program", filepath.Join(root, "workspace"), "/no/such/program", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stream, err := c.Exec(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := &workerv1.RunRequest{Argv: []string{tt.program, "-c", "true"}, Dir: tt.dir, Env: []string{"PATH=/usr/bin:/bin"}}
+			if err := stream.Send(&workerv1.ExecInput{Input: &workerv1.ExecInput_Start{Start: &workerv1.ExecStart{Request: req}}}); err != nil {
+				t.Fatal(err)
+			}
+			_, exit, err := drain(stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exit.GetStartError() == "" || exit.GetStartDir() != tt.atDir || exit.GetStartErrno() == 0 {
+				t.Fatalf("exit %v, want a start error with start_dir %v and its errno", exit, tt.atDir)
+			}
+			if named := strings.Contains(exit.GetStartError(), "working directory "+tt.dir); named != tt.atDir {
+				t.Errorf("start error %q names the directory: %v, want %v", exit.GetStartError(), named, tt.atDir)
+			}
+		})
+	}
+}

@@ -1733,7 +1733,14 @@ type Exit struct {
 	// call's. Lets the supervisor tell the caller's mistake (a working
 	// directory it may not enter: EACCES, ENOTDIR, ELOOP) and the sandbox's
 	// pids limit (EAGAIN) from execfarm's own failure (ENOENT and the rest).
-	StartErrno    int32 `protobuf:"varint,6,opt,name=start_errno,json=startErrno,proto3" json:"start_errno,omitempty"`
+	StartErrno int32 `protobuf:"varint,6,opt,name=start_errno,json=startErrno,proto3" json:"start_errno,omitempty"`
+	// With start_error: the start failed at the working directory (the
+	// child's chdir), not at the program: the program, on the sandbox's
+	// read-only root, was there after the failure. Set by the worker for a
+	// directory that vanished or changed between the supervisor's check and
+	// the start (ENOENT, ENOTDIR, ELOOP) or that the sandbox user may not
+	// enter (EACCES), all the caller's.
+	StartDir      bool `protobuf:"varint,7,opt,name=start_dir,json=startDir,proto3" json:"start_dir,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1808,6 +1815,13 @@ func (x *Exit) GetStartErrno() int32 {
 		return x.StartErrno
 	}
 	return 0
+}
+
+func (x *Exit) GetStartDir() bool {
+	if x != nil {
+		return x.StartDir
+	}
+	return false
 }
 
 type RunEvent struct {
@@ -2409,7 +2423,7 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\rsignals_ready\x18\t \x01(\bR\fsignalsReady\x12\x18\n" +
 	"\aconsole\x18\n" +
 	" \x01(\bR\aconsole\x12\x12\n" +
-	"\x04keep\x18\v \x01(\bR\x04keep\"\xca\x01\n" +
+	"\x04keep\x18\v \x01(\bR\x04keep\"\xe7\x01\n" +
 	"\x04Exit\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x1f\n" +
@@ -2418,7 +2432,8 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x05usage\x18\x04 \x01(\v2\x1a.execfarm.worker.v1.RusageR\x05usage\x12\x19\n" +
 	"\bkept_pid\x18\x05 \x01(\x05R\akeptPid\x12\x1f\n" +
 	"\vstart_errno\x18\x06 \x01(\x05R\n" +
-	"startErrno\"\xec\x01\n" +
+	"startErrno\x12\x1b\n" +
+	"\tstart_dir\x18\a \x01(\bR\bstartDir\"\xec\x01\n" +
 	"\bRunEvent\x12\x18\n" +
 	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x12.\n" +

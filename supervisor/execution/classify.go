@@ -55,7 +55,7 @@ func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.
 		return registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal, Error: msg}
 	}
 	if se := exit.GetStartError(); se != "" {
-		return startFailed(se, syscall.Errno(exit.GetStartErrno()))
+		return startFailed(se, syscall.Errno(exit.GetStartErrno()), exit.GetStartDir())
 	}
 	if sig := syscall.Signal(exit.GetSignal()); sig != 0 {
 		res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonSignal, Signal: int(sig), ExitCode: -1,
@@ -75,21 +75,23 @@ func classify(stop registry.Reason, exit *workerv1.Exit, runErr error, u cgroup.
 }
 
 // startFailed classifies a program that could not be started, by the
-// errno of the failed call (workerv1.Exit.start_errno): EAGAIN from fork
-// is the sandbox's process limit, full of what the caller's earlier execs
-// left running (ReasonPids); EACCES, ENOTDIR and ELOOP come from the
-// caller's working directory (a directory the sandbox user may not
-// enter, such as /proc/1/root), as a shell reports a command it cannot
-// run: exit code 126, ReasonExited. Anything else, ENOENT included (a
-// missing runtime binary; a missing working directory is refused before
-// the start), is execfarm's failure (ReasonInternal).
-func startFailed(msg string, errno syscall.Errno) registry.Result {
+// errno of the failed call (workerv1.Exit.start_errno) and whether it was
+// the chdir to the working directory (start_dir): EAGAIN from fork is the
+// sandbox's process limit, full of what the caller's earlier execs left
+// running (ReasonPids); a working directory the start could not enter
+// (gone or replaced since the supervisor's check, by the sandbox's own
+// processes, or one the sandbox user may not enter, such as /proc/1/root;
+// EACCES, ENOTDIR and ELOOP also without start_dir) is the caller's, as a
+// shell reports a command it cannot run: exit code 126, ReasonExited.
+// Anything else, ENOENT at the program included (a missing runtime
+// binary), is execfarm's failure (ReasonInternal).
+func startFailed(msg string, errno syscall.Errno, atDir bool) registry.Result {
 	res := registry.Result{State: registry.StateFailed, Reason: registry.ReasonInternal, Error: "start program: " + msg}
-	switch errno {
-	case syscall.EAGAIN:
+	switch {
+	case errno == syscall.EAGAIN:
 		res.Reason = registry.ReasonPids
 		res.Error += " (the sandbox's process limit is reached)"
-	case syscall.EACCES, syscall.ENOTDIR, syscall.ELOOP:
+	case atDir, errno == syscall.EACCES, errno == syscall.ENOTDIR, errno == syscall.ELOOP:
 		res.Reason, res.ExitCode = registry.ReasonExited, 126
 	}
 	return res

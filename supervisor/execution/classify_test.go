@@ -57,6 +57,8 @@ func TestClassify(t *testing.T) {
 			errText: "start program: start /bin/sh: resource temporarily unavailable (the sandbox's process limit is reached)"},
 		{name: "start error EACCES is the caller's directory", exit: &workerv1.Exit{StartError: "start /bin/sh: permission denied", StartErrno: int32(syscall.EACCES)},
 			state: registry.StateFailed, reason: registry.ReasonExited, code: 126, errText: "start program: start /bin/sh: permission denied"},
+		{name: "start error ENOENT at the working directory is the caller's", exit: &workerv1.Exit{StartError: "working directory /workspace/d: no such file or directory", StartErrno: int32(syscall.ENOENT), StartDir: true},
+			state: registry.StateFailed, reason: registry.ReasonExited, code: 126, errText: "start program: working directory /workspace/d: no such file or directory"},
 		{name: "signal", exit: exit(-1, int32(syscall.SIGSEGV)), state: registry.StateFailed, reason: registry.ReasonSignal,
 			code: -1, signal: int(syscall.SIGSEGV), errText: "killed by signal SIGSEGV"},
 		{name: "unnamed signal", exit: exit(-1, 40), state: registry.StateFailed, reason: registry.ReasonSignal,

@@ -48,7 +48,8 @@ type ExecParams struct {
 // start's chdir resolves them, in the sandbox's root. A refusal other
 // than "missing", "not a directory" or "too many links" (a directory it
 // may not read, say) is left to the start. A directory removed between
-// the check and the start still fails the start.
+// the check and the start fails the start, which the worker reports as
+// the directory's (execution.startFailed: exited 126).
 func (m *Manager) checkWorkdir(ctx context.Context, owner principal.Principal, id, dir string) error {
 	_, _, _, err := m.ListFiles(ctx, owner, id, dir, 1)
 	var fe *FileError

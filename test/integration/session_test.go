@@ -331,6 +331,49 @@ func TestSessionExecsShareTheSandbox(t *testing.T) {
 	}
 }
 
+// TestSessionWorkdirRemovedBeforeTheStart: an exec whose workdir the
+// sandbox's own processes remove and make again in a loop is refused
+// (INVALID_ARGUMENT, workdir), runs in it, or, gone between the check and
+// the start, fails as the caller's (FAILED exited 126) naming the
+// directory; it never ends FAILED internal (it did in 21 of 80 tries,
+// "start /bin/sh: no such file or directory"; red-team pass).
+func TestSessionWorkdirRemovedBeforeTheStart(t *testing.T) {
+	si := startSessionInstance(t, "sess-workdir", 2)
+	ctx := callCtx(t)
+	id := si.create(t, "alice", &execfarmv1.CreateSandboxRequest{})
+	flap, err := si.sessions["alice"].ExecAsync(ctx, &execfarmv1.ExecRequest{SandboxId: id, Code: "while :; do mkdir flap; rmdir flap; done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused, ran, gone int
+	for i := range 80 {
+		r, err := si.execRequest(t, "alice", &execfarmv1.ExecRequest{SandboxId: id, Code: "pwd", Workdir: "flap"})
+		o := r.result.GetOutcome()
+		switch {
+		case err != nil:
+			if st := status.Convert(err); st.Code() != codes.InvalidArgument || badField(err) != "workdir" {
+				t.Fatalf("exec %d: %v, want INVALID_ARGUMENT naming workdir", i, err)
+			}
+			refused++
+		case r.result.GetSuccess():
+			ran++
+		case r.result.GetState() == sandboxv1.ExecutionState_EXECUTION_STATE_FAILED &&
+			o.GetTerminationReason() == sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && o.GetExitCode() == 126 &&
+			strings.Contains(r.result.GetError(), "working directory /workspace/flap: no such file or directory"):
+			gone++
+		case r.result.GetState() == sandboxv1.ExecutionState_EXECUTION_STATE_FAILED &&
+			o.GetTerminationReason() == sandboxv1.TerminationReason_TERMINATION_REASON_EXITED && o.GetExitCode() != 126:
+			ran++ // started in it, and then pwd found it gone
+		default:
+			t.Fatalf("exec %d in a workdir removed and made in a loop: %v, stdout %q stderr %q", i, r.result, r.stdout, r.stderr)
+		}
+	}
+	t.Logf("80 execs: %d refused, %d ran, %d found it gone at the start", refused, ran, gone)
+	if _, err := si.execs["alice"].CancelExecution(ctx, &sandboxv1.CancelExecutionRequest{ExecutionId: flap.GetExecutionId()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSessionPrincipalsAreIsolated: two principals' sandboxes see neither
 // each other's files nor processes and run under different host uids;
 // principal B cannot see, exec in, read the files or events of, or
