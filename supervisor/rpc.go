@@ -319,12 +319,20 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 		kctx = s.cfg.Kube.Context()
 	}
 	ps, _ := s.runner.PoolStats()
+	reason := ""
+	switch {
+	case closing:
+		reason = ReasonShuttingDown
+	case sandbox.ForkServerCheck() != nil:
+		reason = ReasonForkServer
+	}
 	return &sandboxv1.HealthCheckResponse{
 		WarmPoolSize:      int32(ps.Size),
 		WarmPoolReady:     int32(ps.Ready),
 		WarmPoolStarting:  int32(ps.Starting),
 		WarmPoolInUse:     int32(ps.InUse),
-		Healthy:           !closing && sandbox.ForkServerCheck() == nil,
+		Healthy:           reason == "",
+		UnhealthyReason:   reason,
 		KubernetesContext: kctx,
 		Layers:            s.cfg.Layers,
 		Running:           int32(running),

@@ -32,7 +32,7 @@ const (
 	// server's error says why; the CLI prints it.
 	exitNotStarted = 126
 	// exitUnreachable: no supervisor answered (nothing listens at the
-	// address, or it is shutting down).
+	// address), or health found it not healthy.
 	exitUnreachable = 127
 	// exitSignalBase + N: the program was killed by signal N (not by a
 	// limit or a cancel), as a shell reports it.
@@ -63,7 +63,7 @@ const exitCodesHelp = `Exit status (run, exec, test, status --wait, and where it
            (invalid argument, not found, queue full, not authenticated...);
            or the program could not be started (exec --workdir a directory
            the sandbox user may not enter), its reason on stderr
-  127      no supervisor reachable, or it is shutting down (health)
+  127      no supervisor reachable, or it is not healthy (health)
   130      cancelled (cancel, Ctrl-C)
   137      stopped by a limit: memory (OOM kill), processes, CPU time, output;
            or output truncated: the program exited 0 but a stream passed

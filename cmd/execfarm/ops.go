@@ -198,7 +198,7 @@ func healthCmd(cf *clientFlags) *cobra.Command {
 		Short: "Ask the supervisor whether it is healthy and which isolation layers are active",
 		Long: `Ask the supervisor whether it is healthy, its load, the node's memory budget
 (what live sandboxes hold of it), warm pool and isolation layers. The exit status is 0 when it is healthy, 127 when none answers or it
-is shutting down.`,
+is not healthy (shutting down, or its fork server unavailable), the reason on stderr.`,
 		Args: cobra.NoArgs,
 	}
 	out := addOutputFlag(cmd)
@@ -225,10 +225,20 @@ is shutting down.`,
 				}
 			}
 			if !resp.GetHealthy() {
-				return exitError{code: exitUnreachable, msg: "the supervisor is shutting down"}
+				return exitError{code: exitUnreachable, msg: unhealthyMessage(resp)}
 			}
 			return nil
 		})
 	}
 	return cmd
+}
+
+// unhealthyMessage says why HealthCheck found the supervisor unhealthy,
+// in its own words (unhealthy_reason), which a supervisor before that
+// field does not give.
+func unhealthyMessage(resp *sandboxv1.HealthCheckResponse) string {
+	if r := resp.GetUnhealthyReason(); r != "" {
+		return "the supervisor is not healthy: " + r
+	}
+	return "the supervisor is not healthy"
 }

@@ -24,3 +24,18 @@ func TestMemoryLine(t *testing.T) {
 		}
 	}
 }
+
+// TestUnhealthyMessage: health names the reason the supervisor gives for
+// being unhealthy (it said "shutting down" when its fork server had
+// stopped; red-team pass), and says only "not healthy" without one.
+func TestUnhealthyMessage(t *testing.T) {
+	for reason, want := range map[string]string{
+		"fork server unavailable": "the supervisor is not healthy: fork server unavailable",
+		"shutting down":           "the supervisor is not healthy: shutting down",
+		"":                        "the supervisor is not healthy",
+	} {
+		if got := unhealthyMessage(&sandboxv1.HealthCheckResponse{UnhealthyReason: reason}); got != want {
+			t.Errorf("unhealthyMessage(%q) = %q, want %q", reason, got, want)
+		}
+	}
+}

@@ -2304,8 +2304,11 @@ type HealthCheckResponse struct {
 	// executions that hold it now, bytes.
 	MemoryBudgetBytes int64 `protobuf:"varint,110,opt,name=memory_budget_bytes,json=memoryBudgetBytes,proto3" json:"memory_budget_bytes,omitempty"`
 	MemoryHeldBytes   int64 `protobuf:"varint,111,opt,name=memory_held_bytes,json=memoryHeldBytes,proto3" json:"memory_held_bytes,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Why healthy is false, in the words GET /readyz uses: "shutting down"
+	// or "fork server unavailable"; "" when healthy.
+	UnhealthyReason string `protobuf:"bytes,112,opt,name=unhealthy_reason,json=unhealthyReason,proto3" json:"unhealthy_reason,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *HealthCheckResponse) Reset() {
@@ -2434,6 +2437,13 @@ func (x *HealthCheckResponse) GetMemoryHeldBytes() int64 {
 		return x.MemoryHeldBytes
 	}
 	return 0
+}
+
+func (x *HealthCheckResponse) GetUnhealthyReason() string {
+	if x != nil {
+		return x.UnhealthyReason
+	}
+	return ""
 }
 
 type ListCacheRequest struct {
@@ -2800,7 +2810,7 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tavailable\x18\x02 \x01(\bR\tavailable\x12\x16\n" +
 	"\x06active\x18\x03 \x01(\bR\x06active\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"\xa5\x04\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"\xd0\x04\n" +
 	"\x13HealthCheckResponse\x12\x18\n" +
 	"\ahealthy\x18\x01 \x01(\bR\ahealthy\x12-\n" +
 	"\x12kubernetes_context\x18\x02 \x01(\tR\x11kubernetesContext\x12;\n" +
@@ -2815,7 +2825,8 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x10warm_pool_in_use\x18l \x01(\x05R\rwarmPoolInUse\x12\x12\n" +
 	"\x04node\x18m \x01(\tR\x04node\x12.\n" +
 	"\x13memory_budget_bytes\x18n \x01(\x03R\x11memoryBudgetBytes\x12*\n" +
-	"\x11memory_held_bytes\x18o \x01(\x03R\x0fmemoryHeldBytes\":\n" +
+	"\x11memory_held_bytes\x18o \x01(\x03R\x0fmemoryHeldBytes\x12)\n" +
+	"\x10unhealthy_reason\x18p \x01(\tR\x0funhealthyReason\":\n" +
 	"\x10ListCacheRequest\x12\x1b\n" +
 	"\x06filter\x18\x01 \x01(\tH\x00R\x06filter\x88\x01\x01B\t\n" +
 	"\a_filter\"N\n" +

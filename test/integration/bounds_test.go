@@ -269,8 +269,8 @@ func TestStoppedForkServer(t *testing.T) {
 	if took := time.Since(start); r.GetState() != sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT || took > 5*time.Second {
 		t.Errorf("with the fork server stopped, a 1000 ms execution ended %s after %v: %s", r.GetState(), took, describe(r))
 	}
-	if h, err := in.client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{}); err != nil || h.GetHealthy() {
-		t.Errorf("HealthCheck with the fork server stopped: healthy %v, %v", h.GetHealthy(), err)
+	if h, err := in.client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{}); err != nil || h.GetHealthy() || h.GetUnhealthyReason() != supervisor.ReasonForkServer {
+		t.Errorf("HealthCheck with the fork server stopped: healthy %v, reason %q, %v; want not healthy, %q", h.GetHealthy(), h.GetUnhealthyReason(), err, supervisor.ReasonForkServer)
 	}
 	waitHealth := func(want healthpb.HealthCheckResponse_ServingStatus) {
 		t.Helper()
