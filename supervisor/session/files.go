@@ -24,6 +24,11 @@ func (m *Manager) fileOp(ctx context.Context, owner principal.Principal, id, pat
 	if err != nil {
 		return err
 	}
+	return m.fileOpAt(ctx, owner, id, abs, f)
+}
+
+// fileOpAt is fileOp on abs, a path already resolved.
+func (m *Manager) fileOpAt(ctx context.Context, owner principal.Principal, id, abs string, f func(ctx context.Context, s *Sandbox, path string) error) error {
 	s, err := m.Get(owner, id)
 	if err != nil {
 		return err
@@ -50,13 +55,18 @@ func (m *Manager) fileOp(ctx context.Context, owner principal.Principal, id, pat
 // permission bits, 0 = 0644; parent directories created), all or
 // nothing, and logs a file-written event. It returns the file's absolute
 // path and the bytes written. Errors: ErrNotFound, ErrNotReady,
-// *FieldError (path), a *FileError: syscall.ENOSPC when the file does not
-// fit in the workspace, r's error, the mechanism's.
+// *FieldError (path; also one that names a directory, ResolveFilePath), a
+// *FileError: syscall.ENOSPC when the file does not fit in the workspace,
+// r's error, the mechanism's.
 func (m *Manager) Upload(ctx context.Context, owner principal.Principal, id, path string, mode uint32, r io.Reader) (abs string, n int64, err error) {
 	if mode == 0 {
 		mode = 0o644
 	}
-	err = m.fileOp(ctx, owner, id, path, func(ctx context.Context, s *Sandbox, p string) error {
+	resolved, err := ResolveFilePath("path", path)
+	if err != nil {
+		return "", 0, err
+	}
+	err = m.fileOpAt(ctx, owner, id, resolved, func(ctx context.Context, s *Sandbox, p string) error {
 		abs = p
 		cr := &countingReader{r: r}
 		n, err = s.box.Upload(ctx, p, mode&0o7777, cr)

@@ -46,3 +46,16 @@ func ResolvePath(field, p string) (string, error) {
 	}
 	return "/" + strings.Join(out, "/"), nil
 }
+
+// ResolveFilePath is ResolvePath for a path that must name a file, such
+// as one an upload creates: a path whose last element is empty, "." or
+// ".." (a trailing "/") names a directory, and is a *FieldError rather
+// than a file made under the name without it.
+func ResolveFilePath(field, p string) (string, error) {
+	switch last := p[strings.LastIndexByte(p, '/')+1:]; {
+	case p == "":
+	case last == "" || last == "." || last == "..":
+		return "", &FieldError{Field: field, Reason: fmt.Sprintf("%q names a directory (it ends in %q); a file's path ends in its name", p, "/"+last)}
+	}
+	return ResolvePath(field, p)
+}

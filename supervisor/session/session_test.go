@@ -1055,6 +1055,29 @@ func TestResolvePath(t *testing.T) {
 	}
 }
 
+// TestUploadToADirectoryPath: an upload to a path that names a directory
+// ("d/f/", "d/.", "..") is INVALID_ARGUMENT's *FieldError naming path, and
+// creates nothing; it made the file "d/f" (red-team pass).
+func TestUploadToADirectoryPath(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{})
+	for _, p := range []string{"d/f/", "/workspace/d/f//", "d/f/.", "d/f/..", "./", "/"} {
+		_, _, err := h.m.Upload(context.Background(), alice, s.ID(), p, 0, strings.NewReader("x"))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "path" || !strings.Contains(err.Error(), "names a directory") {
+			t.Errorf("Upload(%q): %v, want a *FieldError naming path", p, err)
+		}
+	}
+	for _, p := range []string{"d/f", "d", "workspace"} {
+		if _, exists, err := h.m.Stat(context.Background(), alice, s.ID(), p); err != nil || exists {
+			t.Errorf("Stat(%q) after the refused uploads: exists %v, %v", p, exists, err)
+		}
+	}
+	if _, _, err := h.m.Upload(context.Background(), alice, s.ID(), "d/f", 0, strings.NewReader("x")); err != nil {
+		t.Errorf("Upload(d/f): %v", err)
+	}
+}
+
 // FuzzResolvePath: whatever a client sends, a resolved path is absolute,
 // clean (no "." or ".." element, no empty element) and free of NULs; or
 // the request is refused with a *FieldError.
