@@ -353,7 +353,7 @@ func (s *server) Remove(_ context.Context, req *workerv1.RemoveRequest) (*worker
 		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			err = unix.Unlinkat(dir, base, 0)
 		case req.GetRecursive():
-			err = removeTree(dir, base, 0)
+			err = removeTree(dir, base)
 		default:
 			err = unix.Unlinkat(dir, base, unix.AT_REMOVEDIR)
 		}

@@ -305,27 +305,46 @@ func tempName(base string) string {
 	return "." + base + ".upload-" + hex.EncodeToString(b[:])
 }
 
-// maxRemoveDepth bounds how deep a recursive remove descends: each level
-// holds one descriptor of the worker, which runs under the sandbox's
-// RLIMIT_NOFILE.
+// maxRemoveDepth bounds how deep a recursive remove descends before it
+// cuts the tree: each level holds one descriptor of the worker, which runs
+// under the sandbox's RLIMIT_NOFILE.
 const maxRemoveDepth = 128
 
-// errTooDeep refuses a tree deeper than maxRemoveDepth.
-var errTooDeep = fmt.Errorf("deeper than %d levels: %w", maxRemoveDepth, unix.EBUSY)
+// maxRemoveCuts bounds the cuts of one remove (treeRemover): a chain of
+// depth D takes D/maxRemoveDepth of them, so any tree a workspace holds
+// goes (a 64 MiB one has 16384 inodes), and a program that deepens the
+// tree as fast as it is cut does not keep the remove going for ever.
+const maxRemoveCuts = 4096
+
+// errTooDeep refuses a tree that needed more than maxRemoveCuts cuts.
+var errTooDeep = fmt.Errorf("deeper than %d levels: %w", maxRemoveDepth*maxRemoveCuts, unix.EBUSY)
 
 // removeTree removes the directory name below parent and everything in
 // it, descending beneath each directory without following a link or
 // crossing into another mount (a mount point inside the tree fails the
 // remove with EXDEV). The top directory itself may be a mount point (the
-// workspace): its content goes, and its rmdir then answers EBUSY.
-func removeTree(parent int, name string, depth int) error {
-	if depth > maxRemoveDepth {
-		return errTooDeep
-	}
+// workspace): its content goes, and its rmdir then answers EBUSY. A tree
+// of any depth goes with at most maxRemoveDepth descriptors held: the
+// directory found at that depth is moved, whole, to a hidden name in the
+// top directory (a cut), whose next pass removes it from there. Before,
+// a tree past 128 levels was refused "device or resource busy".
+func removeTree(parent int, name string) error {
+	return (&treeRemover{}).remove(parent, name, 0)
+}
+
+// treeRemover is one recursive remove: its top directory, once open, and
+// how many cuts it made.
+type treeRemover struct {
+	top  int
+	cuts int
+}
+
+func (r *treeRemover) remove(parent int, name string, depth int) error {
 	var dir int
 	var err error
 	if depth == 0 {
 		dir, err = unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		r.top = dir
 	} else {
 		dir, err = openBeneath(parent, name, unix.O_RDONLY|unix.O_DIRECTORY)
 	}
@@ -334,14 +353,20 @@ func removeTree(parent int, name string, depth int) error {
 	}
 	defer unix.Close(dir)
 	// A program may add entries meanwhile: a few passes, then ENOTEMPTY.
+	// A pass that cut the tree does not count: the top directory holds
+	// what it cut.
 	for pass := 0; pass < 3; pass++ {
+		cuts := r.cuts
 		err := eachName(dir, func(n string) error {
 			err := unix.Unlinkat(dir, n, 0)
 			if err == unix.EISDIR || err == unix.EPERM {
 				// Linux answers EISDIR for a directory; EPERM is POSIX's.
 				var st unix.Stat_t
 				if serr := unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-					return removeTree(dir, n, depth+1)
+					if depth+1 < maxRemoveDepth {
+						return r.remove(dir, n, depth+1)
+					}
+					return r.cut(dir, n)
 				}
 			}
 			if err == unix.ENOENT {
@@ -356,11 +381,30 @@ func removeTree(parent int, name string, depth int) error {
 		if err != unix.ENOTEMPTY {
 			return err
 		}
+		if r.cuts > cuts {
+			pass = -1
+		}
 		if _, err := unix.Seek(dir, 0, 0); err != nil {
 			return err
 		}
 	}
 	return unix.ENOTEMPTY
+}
+
+// cut moves the directory n below dir to a hidden name in the top
+// directory (on the same mount: the walk crosses none).
+func (r *treeRemover) cut(dir int, n string) error {
+	if r.cuts >= maxRemoveCuts {
+		return errTooDeep
+	}
+	r.cuts++
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	err := unix.Renameat2(dir, n, r.top, ".execfarm-remove-"+hex.EncodeToString(b[:]), unix.RENAME_NOREPLACE)
+	if err == unix.ENOENT {
+		return nil // gone meanwhile
+	}
+	return err
 }
 
 // eachName calls fn for each entry of the open directory dir ("." and ".."

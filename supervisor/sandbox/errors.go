@@ -59,7 +59,7 @@ var (
 	// [FAILED_PRECONDITION]
 	ErrNotRegular = errors.New("sandbox: not a regular file")
 	// ErrBusy: a mount point (removing /workspace itself), a tree that
-	// crosses into another mount, is deeper than 128 levels or changes
+	// crosses into another mount, is deeper than 524288 levels or changes
 	// while removed, or a program being executed. [FAILED_PRECONDITION]
 	ErrBusy = errors.New("sandbox: busy, another mount or too deep")
 )

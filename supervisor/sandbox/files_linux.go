@@ -283,7 +283,7 @@ func (s *Sandbox) Stat(ctx context.Context, path string) (fi FileInfo, exists bo
 // never following a link nor crossing into another mount. Errors:
 // ErrNotSession, ErrInvalidPath (also the root), ErrNotExist,
 // ErrNotEmpty, ErrPermission, ErrBusy (a mount point, a tree crossing
-// into another mount or deeper than 128 levels).
+// into another mount or deeper than 524288 levels).
 func (s *Sandbox) Remove(ctx context.Context, path string, recursive bool) error {
 	return s.fileCall(ctx, "remove", path, func() error {
 		_, err := s.worker.Remove(ctx, &workerv1.RemoveRequest{Path: path, Recursive: recursive})
