@@ -316,7 +316,7 @@ const maxRemoveDepth = 128
 // tree as fast as it is cut does not keep the remove going for ever.
 const maxRemoveCuts = 4096
 
-// errTooDeep refuses a tree that needed more than maxRemoveCuts cuts.
+// errTooDeep refuses a tree that needs more cuts than a remove may make.
 var errTooDeep = fmt.Errorf("deeper than %d levels: %w", maxRemoveDepth*maxRemoveCuts, unix.EBUSY)
 
 // removeTree removes the directory name below parent and everything in
@@ -329,14 +329,14 @@ var errTooDeep = fmt.Errorf("deeper than %d levels: %w", maxRemoveDepth*maxRemov
 // top directory (a cut), whose next pass removes it from there. Before,
 // a tree past 128 levels was refused "device or resource busy".
 func removeTree(parent int, name string) error {
-	return (&treeRemover{}).remove(parent, name, 0)
+	return (&treeRemover{maxCuts: maxRemoveCuts}).remove(parent, name, 0)
 }
 
-// treeRemover is one recursive remove: its top directory, once open, and
-// how many cuts it made.
+// treeRemover is one recursive remove: its top directory, once open, how
+// many cuts it made and may make.
 type treeRemover struct {
-	top  int
-	cuts int
+	top           int
+	cuts, maxCuts int
 }
 
 func (r *treeRemover) remove(parent int, name string, depth int) error {
@@ -394,7 +394,7 @@ func (r *treeRemover) remove(parent int, name string, depth int) error {
 // cut moves the directory n below dir to a hidden name in the top
 // directory (on the same mount: the walk crosses none).
 func (r *treeRemover) cut(dir int, n string) error {
-	if r.cuts >= maxRemoveCuts {
+	if r.cuts >= r.maxCuts {
 		return errTooDeep
 	}
 	r.cuts++

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -64,4 +65,58 @@ func TestFileCallsStayOutOfProc(t *testing.T) {
 		t.Fatalf("open etc/hostname: %v", err)
 	}
 	unix.Close(fd)
+}
+
+// TestRemoveTreeCuts: a chain of 300 directories (a file in each) goes
+// with two cuts at 128 levels, leaving nothing behind; allowed one cut, the
+// remove stops with errTooDeep (EBUSY) rather than holding more than
+// maxRemoveDepth descriptors.
+func TestRemoveTreeCuts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: openat2 beneath, as the worker's file thread")
+	}
+	for _, tt := range []struct {
+		maxCuts int
+		want    error
+	}{{2, nil}, {1, errTooDeep}} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "top")
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 300 {
+			if err := unix.Mkdirat(fd, "d", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			next, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			unix.Close(fd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fd = next
+			if f, err := unix.Openat(fd, "f", unix.O_CREAT|unix.O_WRONLY, 0o644); err != nil {
+				t.Fatal(err)
+			} else {
+				unix.Close(f)
+			}
+		}
+		unix.Close(fd)
+		parent, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &treeRemover{maxCuts: tt.maxCuts}
+		err = r.remove(parent, "top", 0)
+		unix.Close(parent)
+		if err != tt.want || (err == nil) != (r.cuts == 2) {
+			t.Fatalf("remove with %d cuts allowed: %v after %d cuts, want %v", tt.maxCuts, err, r.cuts, tt.want)
+		}
+		if _, err := os.Lstat(p); (err == nil) != (tt.want != nil) {
+			t.Errorf("with %d cuts allowed the top is there: %v", tt.maxCuts, err == nil)
+		}
+	}
 }
