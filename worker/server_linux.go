@@ -695,6 +695,7 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 		},
 	}
 	var pid int
+	var forkErr error // ForkExec's own: the child's chdir or exec, or the fork
 	s.forker.do(func() {
 		for i, rl := range req.GetRlimits() {
 			if err = unix.Setrlimit(resources[i], &unix.Rlimit{Cur: rl.GetSoft(), Max: rl.GetHard()}); err != nil {
@@ -730,6 +731,7 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 			}
 		}
 		pid, err = syscall.ForkExec(argv[0], argv, attr)
+		forkErr = err
 		if s.oom != nil {
 			if rerr := s.oom.Restore(); rerr != nil && err == nil {
 				err = rerr // the child is killed below: pid > 0
@@ -749,7 +751,7 @@ func (s *server) start(req *workerv1.RunRequest, o startOpts) (_ *process, err e
 		if pid > 0 {
 			s.killGroup(pid) // held at its gate, or born where it must not run
 		}
-		if atDir(req.GetDir(), argv[0], err) {
+		if err == forkErr && atDir(req.GetDir(), argv[0], err) {
 			return nil, &dirError{dir: req.GetDir(), err: err}
 		}
 		return nil, fmt.Errorf("start %s: %w", req.GetArgv()[0], err)
