@@ -15,7 +15,8 @@ import (
 // whose context ends, gives its place back; another principal is not
 // held back.
 func TestSubscriberBounds(t *testing.T) {
-	h := newHarness(t, Config{})
+	// One principal holds the sandboxes the bound per principal needs.
+	h := newHarness(t, Config{MaxPerPrincipal: 16})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client, err := alice.WithClient(strings.Repeat("k", 32))
