@@ -120,7 +120,7 @@ func stdinFlood(ctx context.Context, t *testing.T, s *server, sandboxes, execs i
 func TestStdinFloodRSS(t *testing.T) {
 	requireRoot(t)
 	started := time.Now()
-	s := startServer(t, 0, "--max-concurrent", "2", "--max-sandboxes", "16")
+	s := startServer(t, 0, "--max-concurrent", "2", "--max-sandboxes", "16", "--max-sandboxes-per-principal", "16")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	refused := stdinFlood(ctx, t, s, 16, 16, 0)
@@ -205,7 +205,7 @@ func TestNoSandboxOOMInMemoryCgroup(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "memory.limit_in_bytes"), strconv.Itoa(1200<<20))
 	procs := filepath.Join(dir, "sup", "cgroup.procs")
 	s := startServerVia(t, 2, []string{"/bin/sh", "-c", `echo $$ > "$1" && shift && exec "$@"`, "sh", procs},
-		"--max-concurrent", "4", "--max-sandboxes", "8", "--cgroup-parent", filepath.Join(limited, "box"))
+		"--max-concurrent", "4", "--max-sandboxes", "8", "--max-sandboxes-per-principal", "8", "--cgroup-parent", filepath.Join(limited, "box"))
 	h, err := s.client.HealthCheck(context.Background(), &sandboxv1.HealthCheckRequest{})
 	if err != nil {
 		t.Fatal(err)
