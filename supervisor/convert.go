@@ -173,6 +173,8 @@ func testResponse(id string, res registry.Result, h heads) *sandboxv1.ExecuteTes
 	switch {
 	case res.AttachmentDropped:
 		resp.Error = ptr("the test results were dropped to keep the supervisor's retention budget")
+	case summary.Forged:
+		resp.Error = ptr("the test results channel was written by the code under test, not the test harness: the run cannot pass")
 	case summary.Error != "":
 		resp.Error = ptr(summary.Error)
 	case res.State != registry.StateCompleted && res.Reason != registry.ReasonExited:

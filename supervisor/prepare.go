@@ -36,6 +36,12 @@ func (s *Server) runtimeName(r sandboxv1.Runtime) (string, error) {
 // promise a repeatable run it cannot give. Its errors are the packages'
 // and *requestError; handlers map them with rpcError.
 func (s *Server) prepare(ctx context.Context, req *sandboxv1.ExecuteRequest, tests bool) (*execution.Job, error) {
+	return s.prepareTests(ctx, req, tests, "")
+}
+
+// prepareTests is prepare; in test mode testsCode is the tests, run after
+// the request's code ("": the code is the tests).
+func (s *Server) prepareTests(ctx context.Context, req *sandboxv1.ExecuteRequest, tests bool, testsCode string) (*execution.Job, error) {
 	rt, err := s.runtimeName(req.GetRuntime())
 	if err != nil {
 		return nil, err
@@ -47,7 +53,7 @@ func (s *Server) prepare(ctx context.Context, req *sandboxv1.ExecuteRequest, tes
 	if err != nil {
 		return nil, err
 	}
-	in := execution.Input{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), Env: req.GetEnv(), Tests: tests, Limits: l,
+	in := execution.Input{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), Env: req.GetEnv(), Tests: tests, TestsCode: testsCode, Limits: l,
 		Deterministic: req.GetDeterministic(), Seed: req.GetSeed()}
 	o := cacheOwner(ctx)
 	in.Account, in.Client = o.Principal, o.Client
@@ -72,7 +78,13 @@ func (s *Server) submit(ctx context.Context, req *sandboxv1.ExecuteRequest) (*re
 // submitMode is submit; tests runs the code in test mode. The execution
 // belongs to the caller's principal.
 func (s *Server) submitMode(ctx context.Context, req *sandboxv1.ExecuteRequest, tests bool) (*registry.Execution, error) {
-	j, err := s.prepare(ctx, req, tests)
+	return s.submitTests(ctx, req, tests, "")
+}
+
+// submitTests is submitMode with the tests apart from the code
+// (prepareTests).
+func (s *Server) submitTests(ctx context.Context, req *sandboxv1.ExecuteRequest, tests bool, testsCode string) (*registry.Execution, error) {
+	j, err := s.prepareTests(ctx, req, tests, testsCode)
 	if err != nil {
 		return nil, err
 	}

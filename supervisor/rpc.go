@@ -345,9 +345,11 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 	}, nil
 }
 
-// ExecuteTest runs code followed by tests in test mode (goja): `test` and
-// `assert` are globals with uvu's API, and per-test results come back on a
-// channel of their own, so no amount of output hides them. Missing tests is
+// ExecuteTest runs code followed by tests in test mode (goja, node): the
+// tests get `test` and `assert` with uvu's API, bound so that the code
+// cannot replace them, and per-test results come back on a channel of
+// their own, so no amount of output hides them and the code cannot forge
+// them (runtime/testresult). Missing tests is
 // INVALID_ARGUMENT; a run that defines no test fails with an error saying
 // so. It goes through the queue like every execution; a caller that goes
 // away cancels it.
@@ -355,18 +357,20 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 	if strings.TrimSpace(req.GetTests()) == "" {
 		return nil, rpcError(badRequest("tests", "tests is empty"))
 	}
-	code := req.GetTests()
-	if req.GetCode() != "" {
-		code = req.GetCode() + "\n" + code
+	// The code and the tests are transformed apart and assembled in the
+	// runtime's harness (program.Build).
+	code, tests := req.GetCode(), req.GetTests()
+	if code == "" {
+		code, tests = tests, ""
 	}
-	e, err := s.submitMode(ctx, &sandboxv1.ExecuteRequest{
+	e, err := s.submitTests(ctx, &sandboxv1.ExecuteRequest{
 		Source:        &sandboxv1.ExecuteRequest_Code{Code: code},
 		TimeoutMs:     req.TimeoutMs,
 		Runtime:       req.GetRuntime(),
 		Limits:        req.GetLimits(),
 		Deterministic: req.GetDeterministic(),
 		Seed:          req.GetSeed(),
-	}, true)
+	}, true, tests)
 	if err != nil {
 		return nil, rpcError(err)
 	}

@@ -17,6 +17,9 @@ import (
 // no test.
 const noTestsError = "no tests defined"
 
+// maxTests bounds the tests one run may register, as node's arrays do.
+const maxTests = 1 << 24
+
 // errNoModule is returned by the vendored-module loader for a name it does
 // not hold.
 var errNoModule = errors.New("goja: no such vendored module")
@@ -50,8 +53,13 @@ var errNoModule = errors.New("goja: no such vendored module")
 // finished; 1 otherwise: a failed test, no test defined, a throw in the top
 // level (then no test runs), a throwing hook, an uncaught exception or
 // process.exit before the tests finished.
-func RunTests(ctx context.Context, program string, stdout, stderr, results io.Writer, opts Options) (exitCode int) {
-	t := &tester{w: testresult.NewWriter(results), running: -1}
+func RunTests(ctx context.Context, payload string, stdout, stderr, results io.Writer, opts Options) (exitCode int) {
+	nonce, program, err := testresult.DecodePayload([]byte(payload))
+	if err != nil {
+		fmt.Fprintln(stderr, "execfarm-goja:", err)
+		return 2
+	}
+	t := &tester{w: testresult.NewNonceWriter(results, nonce), running: -1}
 	code, r := execute(ctx, program, stdout, stderr, opts, t)
 	if t.finished {
 		return t.exitCode
@@ -70,7 +78,8 @@ func RunTests(ctx context.Context, program string, stdout, stderr, results io.Wr
 type phase int
 
 const (
-	phaseTopLevel phase = iota // the program's top level
+	phaseTopLevel phase = iota // the code's top level
+	phaseTestsTop              // the tests' top level
 	phaseBefore                // test.before hooks
 	phaseTests                 // the tests and their each-hooks
 	phaseAfter                 // test.after hooks
@@ -99,7 +108,8 @@ type tester struct {
 	loopEnded bool   // set by RunTests once the event loop has returned
 }
 
-// setup installs test and assert (extension.setup).
+// setup installs the code's test and assert, builds the harness and
+// freezes the intrinsics (extension.setup).
 func (t *tester) setup(r *runner) error {
 	t.r = r
 	vm := r.vm
@@ -108,6 +118,9 @@ func (t *tester) setup(r *runner) error {
 	if err != nil {
 		return fmt.Errorf("install assert: %w", err)
 	}
+	// The diff library is compiled on the first failure, after the
+	// intrinsics and their global bindings are frozen: the code can change
+	// nothing it uses (its require and process are the loader's own).
 	factory, err := vm.RunScript("harness.js", testresult.Harness)
 	if err != nil {
 		return fmt.Errorf("compile test harness: %w", err)
@@ -116,7 +129,11 @@ func (t *tester) setup(r *runner) error {
 	if !ok {
 		return fmt.Errorf("compile test harness: not a function")
 	}
-	h, err := build(gojavm.Undefined(), t.host())
+	require := vm.Get("require")
+	if require == nil {
+		require = gojavm.Undefined()
+	}
+	h, err := build(gojavm.Undefined(), t.host(), assert, require)
 	if err != nil {
 		return fmt.Errorf("install test harness: %w", err)
 	}
@@ -124,19 +141,33 @@ func (t *tester) setup(r *runner) error {
 	if t.start, ok = gojavm.AssertFunction(ho.Get("start")); !ok {
 		return fmt.Errorf("install test harness: no start")
 	}
-	test := ho.Get("test")
-	if err := vm.Set("test", test); err != nil {
-		return fmt.Errorf("install test: %w", err)
+	codeTest := ho.Get("codeTest")
+	if err := t.wrapRequire(codeTest, assert); err != nil {
+		return err
 	}
-	if err := vm.Set("assert", assert); err != nil {
-		return fmt.Errorf("install assert: %w", err)
+	global := vm.GlobalObject()
+	for name, v := range map[string]gojavm.Value{"test": codeTest, "assert": assert} {
+		if err := global.DefineDataProperty(name, v, gojavm.FLAG_FALSE, gojavm.FLAG_FALSE, gojavm.FLAG_FALSE); err != nil {
+			return fmt.Errorf("install %s: %w", name, err)
+		}
 	}
-	return t.wrapRequire(test, assert)
+	lockdown, err := vm.RunScript("lockdown.js", testresult.Lockdown)
+	if err != nil {
+		return fmt.Errorf("compile lockdown: %w", err)
+	}
+	freeze, ok := gojavm.AssertFunction(lockdown)
+	if !ok {
+		return fmt.Errorf("compile lockdown: not a function")
+	}
+	if _, err := freeze(gojavm.Undefined(), assert, ho.Get("test"), codeTest); err != nil {
+		return fmt.Errorf("freeze intrinsics: %w", err)
+	}
+	return nil
 }
 
-// wrapRequire makes require("uvu") and require("uvu/assert") return the
-// harness' test and uvu's assert, and passes other names to the installed
-// require.
+// wrapRequire makes the code's require("uvu") and require("uvu/assert")
+// return the code's test and uvu's assert, and passes other names to the
+// installed require. The tests get the harness' require.
 func (t *tester) wrapRequire(test, assert gojavm.Value) error {
 	vm := t.r.vm
 	orig, ok := gojavm.AssertFunction(vm.Get("require"))
@@ -191,6 +222,7 @@ func firstParagraph(s string) string {
 func (t *tester) host() *gojavm.Object {
 	vm := t.r.vm
 	o := vm.NewObject()
+	_ = o.SetPrototype(nil)
 	index := func(call gojavm.FunctionCall) int {
 		i := int(call.Argument(0).ToInteger())
 		if i < 0 || i >= len(t.names) {
@@ -210,17 +242,24 @@ func (t *tester) host() *gojavm.Object {
 			return gojavm.Undefined()
 		},
 		"plan": func(call gojavm.FunctionCall) gojavm.Value {
-			if err := vm.ExportTo(call.Argument(0), &t.names); err != nil {
-				panic(vm.NewGoError(err))
-			}
-			if err := vm.ExportTo(call.Argument(1), &t.runs); err != nil || len(t.runs) != len(t.names) {
+			n := call.Argument(0).ToInteger()
+			if n < 0 || n > maxTests || t.names != nil {
 				panic(vm.NewTypeError("test harness: bad plan"))
 			}
-			t.sum.Total = len(t.names)
+			t.names, t.runs = make([]string, n), make([]bool, n)
+			t.sum.Total = int(n)
+			return gojavm.Undefined()
+		},
+		"declare": func(call gojavm.FunctionCall) gojavm.Value {
+			i := index(call)
+			t.names[i] = call.Argument(1).String()
+			t.runs[i] = call.Argument(2).ToBoolean()
 			return gojavm.Undefined()
 		},
 		"phase": func(call gojavm.FunctionCall) gojavm.Value {
 			switch call.Argument(0).String() {
+			case "tests":
+				t.phase = phaseTestsTop
 			case "before":
 				t.phase = phaseBefore
 			case "after":
@@ -343,7 +382,9 @@ func (t *tester) stopReason(ctx context.Context, cancelled bool, r *runner) stri
 	}
 	switch {
 	case t.phase == phaseTopLevel:
-		return "the program's top level never finished: " + hang
+		return "the code's top level never finished: " + hang
+	case t.phase == phaseTestsTop:
+		return "the tests' top level never finished: " + hang
 	case t.phase == phaseBefore:
 		return "a test.before hook never finished: " + hang
 	case t.phase == phaseAfter:

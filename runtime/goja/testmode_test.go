@@ -22,11 +22,25 @@ type testModeRun struct {
 	results        []testresult.Result
 }
 
+// testNonce is the nonce of the payloads of these tests.
+const testNonce = "0123456789abcdef0123456789abcdef"
+
+// testPayload is what the worker gives RunTests on fd 3 for code and
+// tests (program.Build assembles the transformed parts the same way).
+func testPayload(code, tests string) string {
+	return string(testresult.EncodePayload(testNonce, testresult.Assemble(code, tests, testresult.ModuleNames(tests))))
+}
+
+// parseResults reads a results channel as the supervisor does.
+func parseResults(res *bytes.Buffer) (testresult.Summary, []testresult.Result, error) {
+	return testresult.Parse(bytes.NewReader(testresult.Authenticate(res.Bytes(), testNonce)))
+}
+
 func runTestMode(t *testing.T, ctx context.Context, program string) testModeRun {
 	t.Helper()
 	var out, errOut, res bytes.Buffer
-	code := RunTests(ctx, program, &out, &errOut, &res, Options{})
-	sum, results, err := testresult.Parse(&res)
+	code := RunTests(ctx, testPayload("", program), &out, &errOut, &res, Options{})
+	sum, results, err := parseResults(&res)
 	if err != nil {
 		t.Fatalf("parse results: %v", err)
 	}
@@ -185,7 +199,7 @@ test("setImmediate", () => new Promise((resolve) => setImmediate(resolve)));`,
 		{
 			name:      "syntax error",
 			program:   `test("a", () => {`,
-			summary:   testresult.Summary{Error: "SyntaxError: main.js: Line 2:6 Unexpected end of input (and 1 more errors)", Complete: true},
+			summary:   testresult.Summary{Error: "SyntaxError: main.js: Line 4:8 Unexpected token ] (and 7 more errors)", Complete: true}, // untransformed: the supervisor never sends one
 			code:      1,
 			stderrSub: "Uncaught SyntaxError",
 		},
@@ -235,7 +249,7 @@ test("setImmediate", () => new Promise((resolve) => setImmediate(resolve)));`,
 		{
 			name:    "top level that never settles",
 			program: `test("a", () => {}); await new Promise(() => {});`,
-			summary: testresult.Summary{Error: "the program's top level never finished: " + hang, Complete: true},
+			summary: testresult.Summary{Error: "the tests' top level never finished: " + hang, Complete: true},
 			code:    1,
 		},
 		{
@@ -374,8 +388,8 @@ test("after the flood", () => assert.equal({ a: [1] }, { a: [2] }));`
 	defer cancel()
 	var out countingWriter
 	var errOut, res bytes.Buffer
-	code := RunTests(ctx, program, &out, &errOut, &res, Options{})
-	sum, results, err := testresult.Parse(&res)
+	code := RunTests(ctx, testPayload("", program), &out, &errOut, &res, Options{})
+	sum, results, err := parseResults(&res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,8 +448,8 @@ func TestRunTestsTimeout(t *testing.T) {
 	defer time.AfterFunc(time.Minute, ctx.pass).Stop() // bounds the test only
 	out := &passOnWrite{ctx: ctx, mark: "spinning\n"}
 	var errOut, res bytes.Buffer
-	code := RunTests(ctx, `test("a", () => {}); test("spins", async () => { await null; console.log("spinning"); for (;;) {} }); test("never", () => {});`, out, &errOut, &res, Options{})
-	sum, results, err := testresult.Parse(&res)
+	code := RunTests(ctx, testPayload("", `test("a", () => {}); test("spins", async () => { await null; console.log("spinning"); for (;;) {} }); test("never", () => {});`), out, &errOut, &res, Options{})
+	sum, results, err := parseResults(&res)
 	if err != nil {
 		t.Fatalf("parse results: %v", err)
 	}
@@ -509,8 +523,8 @@ func TestRunTestsCancelledBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var res bytes.Buffer
-	code := RunTests(ctx, `test("a", () => {})`, io.Discard, io.Discard, &res, Options{})
-	sum, results, err := testresult.Parse(&res)
+	code := RunTests(ctx, testPayload("", `test("a", () => {})`), io.Discard, io.Discard, &res, Options{})
+	sum, results, err := parseResults(&res)
 	if err != nil {
 		t.Fatal(err)
 	}

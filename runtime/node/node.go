@@ -103,6 +103,7 @@ type preludeConfig struct {
 	KubeServer string   `json:"kubeServer,omitempty"`
 	Prometheus string   `json:"prometheusUrl,omitempty"`
 	Harness    string   `json:"harness,omitempty"`
+	Lockdown   string   `json:"lockdown,omitempty"`
 	ConsoleFD  int      `json:"consoleFd,omitempty"`
 	// Deterministic is set for a deterministic run.
 	Deterministic *preludeDeterministic `json:"deterministic,omitempty"`
@@ -152,6 +153,7 @@ func Argv(cfg Config) ([]string, error) {
 	}
 	if cfg.Tests {
 		pc.Harness = testresult.Harness
+		pc.Lockdown = testresult.Lockdown
 	}
 	if cfg.Console {
 		pc.ConsoleFD = jsconsole.FD

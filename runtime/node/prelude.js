@@ -342,22 +342,32 @@
 
   // Test mode (ExecuteTest): the shared harness (testresult.Harness) with a
   // host that writes results as JSON lines to fd 4, apart from the
-  // program's output, following package testresult's rules.
-  let harness = null;
+  // program's output, following package testresult's rules, each line
+  // starting with the run's nonce (the first line of fd 3, which the code
+  // never sees). The tests get the harness' test and assert as bindings of
+  // their own; the code gets a test that refuses and the same frozen
+  // assert; then the intrinsics are frozen (testresult.Lockdown).
+  let harness = null, host = null, lockdown = null;
   if (cfg.harness) {
-    const host = testHost(4);
-    const build = require('node:vm').runInThisContext(cfg.harness, { filename: 'harness.js' });
-    harness = build(host);
+    host = testHost(4);
+    const vm = require('node:vm');
+    const build = vm.runInThisContext(cfg.harness, { filename: 'harness.js' });
+    lockdown = vm.runInThisContext(cfg.lockdown, { filename: 'lockdown.js' });
     const assert = bundleRequire('uvu/assert');
-    Object.defineProperty(globalThis, 'test', { value: harness.test, writable: true, configurable: true, enumerable: false });
-    Object.defineProperty(globalThis, 'assert', { value: assert, writable: true, configurable: true, enumerable: false });
+    harness = build(host, assert, sandboxRequire);
+    const codeTest = harness.codeTest;
+    Object.defineProperty(globalThis, 'test', { value: codeTest, writable: false, configurable: false, enumerable: false });
+    Object.defineProperty(globalThis, 'assert', { value: assert, writable: false, configurable: false, enumerable: false });
     const inner = sandboxRequire;
+    const uvu = Object.freeze({ test: codeTest });
     sandboxRequire = function (name) {
-      if (name === 'uvu') return { test: harness.test };
+      if (name === 'uvu') return uvu;
       if (name === 'uvu/assert') return assert;
       return inner(name);
     };
-    process.on('exit', (code) => host.exiting(code));
+    const exiting = host.exiting;
+    process.on('exit', (code) => exiting(code));
+    lockdown = lockdown.bind(null, assert, harness.test, codeTest);
   }
 
   // Ways back to the real require, native code or files. node -e also
@@ -390,6 +400,18 @@
   } catch (e) {
     process.stderr.write(`execfarm: no program on fd 3: ${e.message}\n`);
     process.exit(70);
+  }
+  if (harness) {
+    // The payload: the nonce's line, then the program (testresult).
+    const nl = program.indexOf('\n');
+    const nonce = nl === 32 ? program.slice(0, nl) : '';
+    if (!/^[0-9a-f]{32}$/.test(nonce)) {
+      process.stderr.write('execfarm: test-mode program without its nonce line\n');
+      process.exit(70);
+    }
+    host.sign(nonce);
+    program = program.slice(nl + 1);
+    lockdown();
   }
 
   const userModule = { id: '.', filename: mainFile, loaded: false, exports: {} };
@@ -425,34 +447,47 @@
     }
   });
 
-  // testHost reports the harness' events as JSON lines on fd, with the
-  // error rule of package testresult: an uvu Assertion's message plus its
-  // details when they are at most 2048 bytes, an Error's "name: message",
-  // a string itself, anything else inspected.
+  // testHost reports the harness' events as JSON lines on fd, each
+  // starting with the nonce given to sign, with the error rule of package
+  // testresult: an uvu Assertion's message plus its details when they are
+  // at most 2048 bytes, an Error's "name: message", a string itself,
+  // anything else inspected. What it calls is captured here, before the
+  // code runs; its records have no prototype, so nothing inherited
+  // (toJSON) takes part in their encoding.
   function testHost(fd) {
-    const util = require('node:util');
+    const inspect = require('node:util').inspect;
+    const writeSync = fs.writeSync, stringify = JSON.stringify, now = Date.now;
+    const byteLength = Buffer.byteLength;
     const detailsMax = 2048;
-    let names = [], runs = [], next = 0, running = -1, began = 0, finished = false;
-    const sum = { total: 0, passed: 0, failed: 0, skipped: 0 };
-    const write = (o) => { try { fs.writeSync(fd, JSON.stringify(o) + '\n'); } catch {} };
+    let prefix = null;
+    let names = [], runs = [], next = 0, running = -1, began = 0, finished = false, planned = false;
+    const sum = { __proto__: null, total: 0, passed: 0, failed: 0, skipped: 0 };
+    const write = (o) => {
+      if (prefix === null) return;
+      try { writeSync(fd, prefix + stringify(o) + '\n'); } catch {}
+    };
+    const str = (v) => (typeof v === 'string' ? v : '');
     const errorText = (v) => {
       try {
         if (v === undefined) return 'undefined';
         if (typeof v === 'string') return v;
         if (!(v instanceof Error) && !(v && typeof v === 'object' && typeof v.message === 'string' && typeof v.name === 'string')) {
-          return util.inspect(v);
+          return inspect(v);
         }
-        if (v.name === 'Assertion') {
-          const details = typeof v.details === 'string' ? v.details.replace(/\n+$/, '') : '';
-          return details && Buffer.byteLength(details) <= detailsMax ? v.message + '\n' + details : v.message;
+        const name = str(v.name), message = str(v.message);
+        if (name === 'Assertion') {
+          const d = v.details;
+          const details = typeof d === 'string' ? d.replace(/\n+$/, '') : '';
+          return details && byteLength(details) <= detailsMax ? message + '\n' + details : message;
         }
-        if (!v.message) return v.name;
-        if (!v.name) return v.message;
-        return v.name + ': ' + v.message;
+        if (!message) return name;
+        if (!name) return message;
+        return name + ': ' + message;
       } catch {
         return '(a value whose description threw)';
       }
     };
+    const record = (fields) => Object.assign(Object.create(null), fields);
     const report = (i, r) => {
       if (finished || i < next) return;
       r.name = names[i];
@@ -466,32 +501,48 @@
     const summary = (error) => {
       if (finished) return;
       finished = true;
-      write({ summary: { ...sum }, error: error || undefined });
+      const line = record({ summary: record({ total: sum.total, passed: sum.passed, failed: sum.failed, skipped: sum.skipped }) });
+      if (error) line.error = error;
+      write(line);
       process.exitCode = !error && sum.failed === 0 ? 0 : 1;
     };
     const abort = (reason) => {
       if (finished) return;
       for (let i = next; i < names.length; i++) {
-        if (!runs[i]) report(i, { skipped: true });
-        else if (i === running) report(i, { error: reason, duration_ms: Date.now() - began });
-        else report(i, { error: 'not run: ' + reason });
+        if (!runs[i]) report(i, record({ skipped: true }));
+        else if (i === running) report(i, record({ error: reason, duration_ms: now() - began }));
+        else report(i, record({ error: 'not run: ' + reason }));
       }
       summary(reason);
     };
+    const index = (i) => {
+      if (!Number.isInteger(i) || i < 0 || i >= names.length) throw new TypeError('test harness: bad test index');
+      return i;
+    };
     return {
+      __proto__: null,
+      sign(nonce) { if (prefix === null) prefix = nonce + ' '; },
       topLevelFailed(e) { abort(errorText(e)); },
       none() { summary('no tests defined'); },
-      plan(n, r) { names = n; runs = r; sum.total = n.length; },
+      plan(n) {
+        if (planned) throw new TypeError('test harness: bad plan');
+        planned = true;
+        names = new Array(n).fill('');
+        runs = new Array(n).fill(false);
+        sum.total = n;
+      },
+      declare(i, name, r) { i = index(i); names[i] = String(name); runs[i] = r === true; },
       phase() {},
-      start(i) { running = i; began = Date.now(); },
-      pass(i) { report(i, { passed: true, duration_ms: Date.now() - began }); },
-      fail(i, e) { report(i, { error: errorText(e), duration_ms: Date.now() - began }); },
-      skip(i) { report(i, { skipped: true }); },
+      start(i) { running = index(i); began = now(); },
+      pass(i) { report(index(i), record({ passed: true, duration_ms: now() - began })); },
+      fail(i, e) { report(index(i), record({ error: errorText(e), duration_ms: now() - began })); },
+      skip(i) { report(index(i), record({ skipped: true })); },
       hookFailed(p, e) { abort(p + ' hook failed: ' + errorText(e)); },
       done() { summary(''); },
       crashed(e) { abort('test harness failed: ' + errorText(e)); },
       exiting(code) {
-        if (!finished) abort(`process exited (code ${code}) before the tests finished`);
+        if (finished) return;
+        abort(`process exited (code ${code}) before the tests finished`);
       },
     };
   }

@@ -3,11 +3,13 @@ package node
 import (
 	"encoding/base64"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/evanw/esbuild/pkg/api"
 
+	"github.com/execfarm/execfarm/runtime/testresult"
 	"github.com/execfarm/execfarm/runtime/transform"
 )
 
@@ -16,7 +18,6 @@ import (
 // the user's module and the modules it imports.
 const (
 	sourceFile  = "main.ts"
-	nsEntry     = "execfarm-entry"
 	nsMain      = "execfarm-main"
 	nsModule    = "execfarm-module"
 	entryImport = "execfarm:main"
@@ -69,6 +70,9 @@ func Transform(code string) (string, error) {
 		Charset:        api.CharsetUTF8,
 		LogLevel:       api.LogLevelSilent,
 		Plugins:        []api.Plugin{sandboxPlugin(code)},
+		// Every declaration of the code stays: in test mode the tests
+		// reach them by name (testresult.Assemble).
+		TreeShaking: api.TreeShakingFalse,
 	})
 	if len(res.Errors) > 0 {
 		return "", syntaxError(res.Errors)
@@ -85,7 +89,31 @@ func Transform(code string) (string, error) {
 	if js == nil {
 		return "", ErrNoOutput
 	}
-	return wrap(string(js), sm), nil
+	return wrap(dropExports(string(js)), sm), nil
+}
+
+// exportsRe is the export statement esbuild ends an ES module bundle with
+// when its entry point exports something: `export {\n  a,\n  b as c\n};`,
+// or, for an entry esbuild wraps as CommonJS (direct eval, module.exports),
+// `export default require_main();`.
+var exportsRe = regexp.MustCompile(`\nexport (\{[^{}]*\}|default (require_[A-Za-z0-9_$]*\(\)));\n(//# sourceMappingURL=[^\n]*\n?)?$`)
+
+// dropExports cuts that statement (keeping the call of a CommonJS entry)
+// and keeps the source-map comment after it: a program is one function
+// body, which cannot export.
+func dropExports(js string) string {
+	m := exportsRe.FindStringSubmatchIndex(js)
+	if m == nil {
+		return js
+	}
+	call, tail := "", ""
+	if m[4] >= 0 {
+		call = js[m[4]:m[5]] + ";\n"
+	}
+	if m[6] >= 0 {
+		tail = js[m[6]:m[7]]
+	}
+	return js[:m[0]] + "\n" + call + tail
 }
 
 // sandboxPlugin resolves the entry stub to the user's code and every other
@@ -99,18 +127,15 @@ func sandboxPlugin(code string) api.Plugin {
 			b.OnResolve(api.OnResolveOptions{Filter: ".*"}, func(args api.OnResolveArgs) (api.OnResolveResult, error) {
 				switch {
 				case args.Kind == api.ResolveEntryPoint:
-					return api.OnResolveResult{Path: "entry", Namespace: nsEntry}, nil
-				case args.Namespace == nsEntry:
+					// The user's module is the entry point, so that every
+					// declaration stays (tree shaking off keeps the entry's
+					// only); its export statement is cut (dropExports).
 					return api.OnResolveResult{Path: sourceFile, Namespace: nsMain}, nil
 				case args.Namespace == nsModule:
 					return api.OnResolveResult{Path: args.Path, External: true}, nil
 				default:
 					return api.OnResolveResult{Path: args.Path, Namespace: nsModule}, nil
 				}
-			})
-			b.OnLoad(api.OnLoadOptions{Filter: ".*", Namespace: nsEntry}, func(api.OnLoadArgs) (api.OnLoadResult, error) {
-				s := `import "` + entryImport + `";`
-				return api.OnLoadResult{Contents: &s, Loader: api.LoaderJS}, nil
 			})
 			b.OnLoad(api.OnLoadOptions{Filter: ".*", Namespace: nsMain}, func(api.OnLoadArgs) (api.OnLoadResult, error) {
 				return api.OnLoadResult{Contents: &code, Loader: api.LoaderTS}, nil
@@ -187,4 +212,34 @@ func syntaxError(msgs []api.Message) *transform.SyntaxError {
 		e.Column = utf8.RuneCountInString(loc.LineText[:col]) + 1
 	}
 	return e
+}
+
+// AssembleTests joins Transform's outputs for the code under test and the
+// tests into the program of test mode (testresult.Assemble inside one
+// Prefix and suffix; code may be ""), with the code's source map. It
+// returns ErrNoOutput when a part is not Transform's output.
+func AssembleTests(code, tests string, names []string) (string, error) {
+	body := func(js string) (string, string, bool) {
+		if js == "" {
+			return "", "", true
+		}
+		if !strings.HasPrefix(js, Prefix+"\n") {
+			return "", "", false
+		}
+		js = js[len(Prefix)+1:]
+		sm := ""
+		if i := strings.LastIndex(js, "//# sourceMappingURL="); i >= 0 {
+			js, sm = js[:i], js[i:]
+		}
+		if !strings.HasSuffix(js, suffix) {
+			return "", "", false
+		}
+		return js[:len(js)-len(suffix)], sm, true
+	}
+	c, sm, ok1 := body(code)
+	t, _, ok2 := body(tests)
+	if !ok1 || !ok2 {
+		return "", ErrNoOutput
+	}
+	return Prefix + "\n" + testresult.Assemble(c, t, names) + suffix + sm, nil
 }

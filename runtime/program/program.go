@@ -56,9 +56,15 @@ type Input struct {
 	// Node configures the node runtime; nil means this server has no node
 	// runtime bundle (the node runtime is then unavailable).
 	Node *node.Config
-	// Tests runs the code in test mode (goja): `test` and `assert` are
-	// globals and results go to a channel of their own (RunRequest.results).
+	// Tests runs the code in test mode (goja, node): TestsCode runs after
+	// Code, with the harness' `test` and `assert`, and results go to a
+	// channel of their own (RunRequest.results), each line starting with
+	// a nonce the program gets on fd 3 (package testresult). Code may be
+	// empty then.
 	Tests bool
+	// TestsCode is the tests (TypeScript or JavaScript) in test mode; ""
+	// means Code is the tests, with no code under test.
+	TestsCode string
 }
 
 // ErrNoTestMode is returned for test mode on a runtime without one.
@@ -192,7 +198,7 @@ func (e *SizeError) Error() string {
 // *SizeError; env for a goja or node program (their process.env is
 // always empty), or env holding NUL, as ErrBadEnv.
 func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
-	if in.Code == "" {
+	if in.Code == "" && (!in.Tests || in.TestsCode == "") {
 		return nil, transform.ErrEmptyCode
 	}
 	env, err := environ(in.Env)
@@ -210,7 +216,7 @@ func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
 	}
 	switch in.Runtime {
 	case Goja:
-		js, err := transformer.Transform(ctx, transformer.Goja, in.Code)
+		js, err := transformJS(ctx, transformer.Goja, in)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +244,7 @@ func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
 		if err := Available(Node, in.Node); err != nil {
 			return nil, err
 		}
-		js, err := transformer.Transform(ctx, transformer.Node, in.Code)
+		js, err := transformJS(ctx, transformer.Node, in)
 		if err != nil {
 			return nil, err
 		}
@@ -268,6 +274,63 @@ func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
 		return nil, &SizeError{Bytes: n, Limit: MaxRequestBytes}
 	}
 	return req, nil
+}
+
+// transformJS transforms a goja or node program. In test mode the code and
+// the tests are transformed apart and assembled for the harness
+// (testresult.Assemble), and the program is the payload of a fresh nonce
+// (testresult.EncodePayload).
+func transformJS(ctx context.Context, mode transformer.Kind, in Input) (string, error) {
+	if !in.Tests {
+		return transformer.Transform(ctx, mode, in.Code)
+	}
+	code, testsCode := in.Code, in.TestsCode
+	if testsCode == "" {
+		// Tests alone.
+		code, testsCode = "", in.Code
+	}
+	if code != "" {
+		var err error
+		if code, err = transformer.Transform(ctx, mode, code); err != nil {
+			return "", err
+		}
+	}
+	tests, err := transformer.Transform(ctx, mode, testsCode)
+	if err != nil {
+		return "", err
+	}
+	names := testresult.ModuleNames(testsCode)
+	var prog string
+	if mode == transformer.Node {
+		prog, err = node.AssembleTests(code, tests, names)
+	} else {
+		prog = gojaTests(code, tests, names)
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(testresult.EncodePayload(testresult.NewNonce(), prog)), nil
+}
+
+// gojaTests assembles the goja transforms of code and tests: an IIFE
+// (the transform of code with import or export statements) returns the
+// assembly from inside, where the code's declarations are; the code's
+// source map goes last, where the runtime looks for it.
+func gojaTests(code, tests string, names []string) string {
+	code, codeMap := transform.SplitSourceMap(code)
+	tests, _ = transform.SplitSourceMap(tests)
+	const iifeStart, iifeEnd = "(() => {\n", "})();\n"
+	var prog string
+	if strings.HasPrefix(code, iifeStart) && strings.HasSuffix(code, iifeEnd) {
+		inner := code[len(iifeStart) : len(code)-len(iifeEnd)]
+		prog = "return (() => {\n" + testresult.Assemble(inner, tests, names) + "})();\n"
+	} else {
+		prog = testresult.Assemble(code, tests, names)
+	}
+	if codeMap != "" {
+		prog += codeMap
+	}
+	return prog
 }
 
 // checkExecve refuses a request whose argv or environment execve would

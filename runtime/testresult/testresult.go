@@ -61,13 +61,17 @@ type Summary struct {
 	Error string
 	// Complete is true when the runtime wrote its summary line; false means
 	// it stopped early (killed, timed out) and the counts were made from
-	// the result lines read.
+	// the result lines read. A summary line whose counts disagree with
+	// the result lines before it is not taken.
 	Complete bool
+	// Forged is true when something other than the runtime's harness
+	// wrote on the results channel (Authenticate); the run cannot pass.
+	Forged bool
 }
 
 // OK reports whether the run succeeded: complete, no error, no failed test.
 func (s Summary) OK() bool {
-	return s.Complete && s.Error == "" && s.Failed == 0
+	return s.Complete && !s.Forged && s.Error == "" && s.Failed == 0
 }
 
 // Counts is the "summary" object of a summary line.
@@ -89,6 +93,7 @@ type Line struct {
 	Error      string  `json:"error,omitempty"`       // Result.Error, or Summary.Error on the summary line
 	DurationMs int64   `json:"duration_ms,omitempty"` // as Result.DurationMs, milliseconds
 	Summary    *Counts `json:"summary,omitempty"`     // nil on a result line
+	Forged     bool    `json:"forged,omitempty"`      // Authenticate's mark
 }
 
 // resultLine is the written form of a result line: name, passed and
@@ -112,11 +117,18 @@ type keys struct {
 type Writer struct {
 	w       io.Writer
 	results int
+	prefix  []byte // the nonce and a space, or nothing
 }
 
 // NewWriter returns a Writer that writes one line per call to w, each in a
 // single Write so that a reader sees whole lines.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// NewNonceWriter is NewWriter whose lines start with nonce and a space
+// (EncodePayload, Authenticate).
+func NewNonceWriter(w io.Writer, nonce string) *Writer {
+	return &Writer{w: w, prefix: []byte(nonce + " ")}
+}
 
 // Result writes the line of one test; past MaxResults lines it writes
 // nothing. It returns the error of the underlying writer.
@@ -147,7 +159,7 @@ func (w *Writer) line(l any) error {
 	if err != nil {
 		return fmt.Errorf("encode test result: %w", err)
 	}
-	b = append(b, '\n')
+	b = append(append(w.prefix[:len(w.prefix):len(w.prefix)], b...), '\n')
 	if _, err := w.w.Write(b); err != nil {
 		return fmt.Errorf("write test result: %w", err)
 	}
@@ -197,7 +209,7 @@ func Parse(r io.Reader) (Summary, []Result, error) {
 		case longLine:
 			// The tail of a line longer than the buffer.
 			longLine = false
-		case len(chunk) > 0 && !sum.Complete:
+		case len(chunk) > 0 && !sum.Complete && !sum.Forged:
 			parseLine(chunk, &sum, &results, &counted)
 		}
 		if err != nil {
@@ -225,9 +237,18 @@ func parseLine(b []byte, sum *Summary, results *[]Result, counted *Counts) {
 	if err := json.Unmarshal(b, &l); err != nil {
 		return
 	}
+	if l.Forged {
+		sum.Forged = true
+		return
+	}
 	if l.Summary != nil {
 		c := *l.Summary
 		if c.Total < 0 || c.Passed < 0 || c.Failed < 0 || c.Skipped < 0 {
+			return
+		}
+		// The summary counts the tests the harness reported, each once:
+		// any other count is not the harness' summary.
+		if c.Total != c.Passed+c.Failed+c.Skipped || (counted.Total < MaxResults && *counted != c) || c.Total < counted.Total {
 			return
 		}
 		sum.Total, sum.Passed, sum.Failed, sum.Skipped = c.Total, c.Passed, c.Failed, c.Skipped

@@ -82,8 +82,9 @@ func TestParse(t *testing.T) {
 		},
 		{
 			name:    "lines after summary ignored",
-			input:   `{"summary":{"total":1,"passed":1,"failed":0,"skipped":0}}` + "\n" + `{"name":"forged","passed":true}` + "\n" + `{"summary":{"total":9,"passed":9,"failed":0,"skipped":0}}`,
+			input:   `{"name":"a","passed":true}` + "\n" + `{"summary":{"total":1,"passed":1,"failed":0,"skipped":0}}` + "\n" + `{"name":"forged","passed":true}` + "\n" + `{"summary":{"total":9,"passed":9,"failed":0,"skipped":0}}`,
 			summary: Summary{Total: 1, Passed: 1, Complete: true},
+			results: []Result{{Name: "a", Passed: true}},
 		},
 		{
 			name:    "negative counts rejected, negative duration clamped",

@@ -100,6 +100,9 @@ func esbuild(code string, loader api.Loader, sourceFile string) (string, error) 
 // with a *SyntaxError that says so, before a sandbox is spent.
 func module(code string, opts api.TransformOptions, keyword string) (string, error) {
 	opts.Format = api.FormatIIFE
+	// An IIFE would drop the declarations nothing in it uses; in test mode
+	// the tests reach them by name (testresult.Assemble).
+	opts.TreeShaking = api.TreeShakingFalse
 	res := api.Transform(code, opts)
 	if len(res.Errors) == 0 {
 		return string(res.Code), nil
@@ -158,4 +161,11 @@ func newSyntaxError(msgs []api.Message) *SyntaxError {
 		e.Column = utf8.RuneCountInString(loc.LineText[:col]) + 1
 	}
 	return e
+}
+
+// SplitSourceMap cuts the inline source-map comment that ends out, an
+// output of TypeScript or JavaScript, from it: body and the comment's line
+// ("" when there is none).
+func SplitSourceMap(out string) (body, comment string) {
+	return splitSourceMapComment(out)
 }

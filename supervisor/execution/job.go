@@ -18,6 +18,10 @@ type Job struct {
 	Request *workerv1.RunRequest
 	// Limits are the execution's resolved limits.
 	Limits limits.Set
+	// ResultsNonce is the nonce of a test run's program
+	// (testresult.EncodePayload): only the results lines that carry it
+	// are the harness' (testresult.Authenticate); "" outside test mode.
+	ResultsNonce string
 	// Code is the source as submitted (for the preview and the cache).
 	Code string
 	// Account and Client are Input's: whose script cache

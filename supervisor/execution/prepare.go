@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/execfarm/execfarm/runtime/program"
+	"github.com/execfarm/execfarm/runtime/testresult"
 	"github.com/execfarm/execfarm/runtime/transformer"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/limits"
@@ -27,6 +28,8 @@ type Input struct {
 	// Tests runs the code in test mode (results on a channel of their
 	// own, kept as registry.Result.Attachment).
 	Tests bool
+	// TestsCode is the tests in test mode, run after Code (program.Input).
+	TestsCode string
 	// Limits are the execution's limits.
 	Limits limits.Set
 	// Account is the unscoped principal's key
@@ -66,15 +69,19 @@ func (r *Runner) Prepare(ctx context.Context, in Input) (*Job, error) {
 			return nil, err
 		}
 	}
-	req, err := program.Build(transformer.WithOwner(ctx, in.Account), program.Input{Runtime: in.Runtime, Code: code, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, Node: r.cfg.Node,
+	req, err := program.Build(transformer.WithOwner(ctx, in.Account), program.Input{Runtime: in.Runtime, Code: code, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, TestsCode: in.TestsCode, Node: r.cfg.Node,
 		Deterministic: in.Deterministic, Seed: in.Seed})
 	if err != nil {
 		r.logTransformFailure(in, len(code), err)
 		return nil, err
 	}
 	req.Rlimits = in.Limits.Rlimits()
+	nonce := ""
+	if in.Tests {
+		nonce = testresult.PayloadNonce(req.GetProgram())
+	}
 	deterministic := in.Deterministic && (in.Runtime == program.Goja || in.Runtime == program.Node)
-	return &Job{Runtime: in.Runtime, Request: req, Limits: in.Limits, Code: code, CachedName: cachedName,
+	return &Job{Runtime: in.Runtime, Request: req, Limits: in.Limits, ResultsNonce: nonce, Code: code, CachedName: cachedName,
 		Deterministic: deterministic, Seed: in.Seed, Account: in.Account, Client: in.Client,
 		Cacheable: !in.Tests && cachedName == "" && r.cfg.Cache != nil && (in.Runtime == program.Goja || in.Runtime == program.Node)}, nil
 }

@@ -39,6 +39,10 @@ type step struct {
 	env     map[string]string
 	expect  expectations
 	file    *fileOp // a file operation instead of a program (session cases)
+	// test: the step runs through ExecuteTest, code the code under test
+	// (before the `// --- tests ---` line) and tests the rest.
+	test  bool
+	tests string
 }
 
 // fileOp is a file step: op on path (placeholders not yet substituted);
@@ -73,6 +77,10 @@ type expectations struct {
 	file                                string // expect-file: ok or a code
 	contentContains, contentNotContains []string
 	exists                              *bool
+	// Test steps (mode: test).
+	testSuccess       *bool
+	testSummary       *sandboxv1.TestSummary
+	testErrorContains []string
 }
 
 // expectsOutput reports whether the step expects text in the program's
@@ -117,6 +125,8 @@ var (
 var (
 	directiveRe   = regexp.MustCompile(`^([a-z][a-z0-9-]*):\s*(.*)$`)
 	separatorRe   = regexp.MustCompile(`^\s*(#|//)\s*-{3,}\s*then\s*-{3,}\s*$`)
+	testsRe       = regexp.MustCompile(`^\s*//\s*-{3,}\s*tests\s*-{3,}\s*$`)
+	summaryRe     = regexp.MustCompile(`^total=(\d+) passed=(\d+) failed=(\d+) skipped=(\d+)$`)
 	placeholderRe = regexp.MustCompile(`\{\{([A-Za-z0-9_]+)\}\}`)
 )
 
@@ -248,6 +258,23 @@ func parseStep(c *caseFile, lines []string, first int, fail func(int, string, ..
 		return nil, fail(first, "the step has a header but no program")
 	}
 	st.code = strings.Join(lines, "\n") + "\n"
+	if st.test {
+		i := slices.IndexFunc(lines, testsRe.MatchString)
+		switch {
+		case c.session:
+			return nil, fail(first, "`mode: test` is not for session cases")
+		case st.runtime != "goja" && st.runtime != "node":
+			return nil, fail(first, "`mode: test` needs runtime goja or node")
+		case i < 0:
+			return nil, fail(first, "`mode: test` needs a `// --- tests ---` line between the code and the tests")
+		case st.expect.testSuccess == nil:
+			return nil, fail(first, "`mode: test` needs `expect-test-success:`")
+		}
+		st.code = strings.Join(lines[:i], "\n") + "\n"
+		st.tests = strings.Join(lines[i+1:], "\n") + "\n"
+	} else if len(st.expect.testErrorContains) > 0 || st.expect.testSuccess != nil || st.expect.testSummary != nil {
+		return nil, fail(first, "`expect-test-*` directives need `mode: test`")
+	}
 	if err := checkPlaceholders(c, st); err != nil {
 		return nil, fail(first, "%v", err)
 	}
@@ -296,6 +323,29 @@ func (st *step) apply(c *caseFile, isFirst bool, key, val string) error {
 			}
 		}
 		st.file = &fileOp{op: op, path: path, arg: arg}
+	case "mode":
+		if val != "test" {
+			return fmt.Errorf("unknown mode %q (known: test)", val)
+		}
+		st.test = true
+	case "expect-test-success":
+		return setBool(&e.testSuccess, val)
+	case "expect-test-summary":
+		m := summaryRe.FindStringSubmatch(val)
+		if m == nil {
+			return fmt.Errorf("%q: want total=N passed=N failed=N skipped=N", val)
+		}
+		n := make([]int32, 4)
+		for i := range n {
+			v, err := strconv.ParseInt(m[i+1], 10, 32)
+			if err != nil {
+				return err
+			}
+			n[i] = int32(v)
+		}
+		e.testSummary = &sandboxv1.TestSummary{Total: n[0], Passed: n[1], Failed: n[2], Skipped: n[3]}
+	case "expect-test-error-contains":
+		e.testErrorContains = append(e.testErrorContains, val)
 	case "expect-file":
 		if !slices.Contains(fileCodes, val) {
 			return fmt.Errorf("unknown outcome %q (%s)", val, strings.Join(fileCodes, ", "))
@@ -429,6 +479,55 @@ func substitute(s string, vars map[string]string) string {
 		}
 		return m
 	})
+}
+
+// testRequest builds a test step's ExecuteTestRequest with vars
+// substituted (limits and env as request's).
+func (st *step) testRequest(vars map[string]string) *sandboxv1.ExecuteTestRequest {
+	req := st.request(vars)
+	return &sandboxv1.ExecuteTestRequest{
+		Code: ptr(req.GetCode()), Tests: substitute(st.tests, vars), Runtime: req.GetRuntime(),
+		Limits: req.GetLimits(), TimeoutMs: req.TimeoutMs, RawOutput: true,
+	}
+}
+
+// testResponse is a test step's response as an ExecuteResponse, for
+// check: its state is COMPLETED for exit code 0, TIMEOUT or CANCELLED for
+// those reasons, else FAILED.
+func testResponse(r *sandboxv1.ExecuteTestResponse) *sandboxv1.ExecuteResponse {
+	o := r.GetOutcome()
+	state := sandboxv1.ExecutionState_EXECUTION_STATE_FAILED
+	switch o.GetTerminationReason() {
+	case sandboxv1.TerminationReason_TERMINATION_REASON_TIMEOUT:
+		state = sandboxv1.ExecutionState_EXECUTION_STATE_TIMEOUT
+	case sandboxv1.TerminationReason_TERMINATION_REASON_CANCELLED:
+		state = sandboxv1.ExecutionState_EXECUTION_STATE_CANCELLED
+	case sandboxv1.TerminationReason_TERMINATION_REASON_EXITED:
+		if o.GetExitCode() == 0 {
+			state = sandboxv1.ExecutionState_EXECUTION_STATE_COMPLETED
+		}
+	}
+	return &sandboxv1.ExecuteResponse{State: state, Outcome: o, Output: r.GetOutput(), ErrorOutput: r.GetErrorOutput()}
+}
+
+// checkTests returns every way a test step's response misses the step's
+// test expectations.
+func (st *step) checkTests(r *sandboxv1.ExecuteTestResponse) []string {
+	var bad []string
+	e := st.expect
+	if e.testSuccess != nil && r.GetSuccess() != *e.testSuccess {
+		bad = append(bad, fmt.Sprintf("success %v, want %v", r.GetSuccess(), *e.testSuccess))
+	}
+	if w, g := e.testSummary, r.GetSummary(); w != nil &&
+		(g.GetTotal() != w.Total || g.GetPassed() != w.Passed || g.GetFailed() != w.Failed || g.GetSkipped() != w.Skipped) {
+		bad = append(bad, fmt.Sprintf("summary %v, want %v", g, w))
+	}
+	for _, w := range e.testErrorContains {
+		if !strings.Contains(r.GetError(), w) {
+			bad = append(bad, fmt.Sprintf("error %q does not contain %q", r.GetError(), w))
+		}
+	}
+	return bad
 }
 
 // request builds the step's ExecuteRequest with vars substituted.
@@ -601,3 +700,5 @@ func shorten(s string) string {
 	}
 	return s
 }
+
+func ptr[T any](v T) *T { return &v }

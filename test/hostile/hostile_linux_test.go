@@ -132,12 +132,27 @@ func (s *suite) runCase(t *testing.T, c *caseFile) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), testbin.Scaled(3*time.Minute))
 		began := time.Now()
-		resp, err := client.Execute(ctx, st.request(vars))
+		var (
+			resp *sandboxv1.ExecuteResponse
+			bad  []string
+			err  error
+		)
+		if st.test {
+			var tr *sandboxv1.ExecuteTestResponse
+			if tr, err = client.ExecuteTest(ctx, st.testRequest(vars)); err == nil {
+				resp, bad = testResponse(tr), st.checkTests(tr)
+				if len(bad) > 0 {
+					bad = append(bad, fmt.Sprintf("tests %v, error %q", tr.GetTests(), tr.GetError()))
+				}
+			}
+		} else {
+			resp, err = client.Execute(ctx, st.request(vars))
+		}
 		cancel()
 		if err != nil {
 			t.Fatalf("%s: Execute: %v%s", label, err, s.logTail())
 		}
-		bad := st.check(resp, vars)
+		bad = append(bad, st.check(resp, vars)...)
 		for _, sec := range secrets {
 			if strings.Contains(resp.GetOutput(), sec) || strings.Contains(resp.GetErrorOutput(), sec) {
 				bad = append(bad, "the output holds the host marker file's content")
