@@ -532,3 +532,98 @@ func TestRunTestsCancelledBeforeStart(t *testing.T) {
 		t.Errorf("code %d, summary %+v, results %+v", code, sum, results)
 	}
 }
+
+// runCodeTests runs code and tests (JavaScript goja runs as is) in test
+// mode.
+func runCodeTests(t *testing.T, code, tests string) testModeRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut, res bytes.Buffer
+	exit := RunTests(ctx, testPayload(code, tests), &out, &errOut, &res, Options{})
+	sum, results, err := parseResults(&res)
+	if err != nil {
+		t.Fatalf("parse results: %v", err)
+	}
+	return testModeRun{out.String(), errOut.String(), exit, sum, results}
+}
+
+// TestRunTestsCodeCannotForge: what the code under test does before the
+// tests cannot make a failing test pass, nor the run.
+func TestRunTestsCodeCannotForge(t *testing.T) {
+	const failing = `test("one", () => { assert.is(add(1, 2), 3); });
+test("two", () => { assert.equal({ a: add(1, 1) }, { a: 2 }); });
+test("three", () => { assert.match(String(add(1, 1)), "2"); });`
+	for _, tc := range []struct{ name, code string }{
+		{"assert replaced", `try { assert.is = () => {}; } catch {}
+try { assert.equal = () => {}; } catch {}
+try { Object.defineProperty(assert, "match", { value: () => {} }); } catch {}
+try { require("uvu/assert").is = () => {}; } catch {}`},
+		{"globals replaced", `const real = globalThis.test;
+try { globalThis.test = (n) => real(n, () => {}); } catch {}
+try { globalThis.assert = { is() {}, equal() {}, match() {} }; } catch {}`},
+		{"globals shadowed", `const real = globalThis.test;
+function test(n, fn) { real(n, () => {}); }
+const assert = { is() {}, equal() {}, match() {} };
+const require = () => ({ test: real });`},
+		{"intrinsics patched", `for (const f of [
+  () => Object.defineProperty(Object.prototype, "constructor", { get() { return RegExp; }, configurable: true }),
+  () => { String.prototype.includes = () => true; },
+  () => { Object.keys = () => []; },
+  () => { Function.prototype.call = function () { return true; }; },
+  () => { Promise.prototype.then = function (ok) { return ok(); }; },
+  () => { globalThis.Promise = function () {}; },
+]) { try { f(); } catch {} }`},
+		{"tests registered by the code", `for (const f of [() => test("extra", () => {}), () => test.only("extra", () => {}), () => require("uvu").test("x", () => {})]) { try { f(); } catch {} }`},
+		{"exit before the tests", `process.exit(0);`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runCodeTests(t, tc.code+"\nfunction add(a, b) { return a - b; }\n", failing)
+			if got.sum.OK() || got.sum.Passed > 0 || got.code == 0 {
+				t.Errorf("summary %+v, results %+v, exit %d; stderr %q", got.sum, got.results, got.code, got.stderr)
+			}
+			if got.sum.Total != 3 && !(got.sum.Total == 0 && got.sum.Error != "") {
+				t.Errorf("total %d, want the 3 tests the tests declare", got.sum.Total)
+			}
+		})
+	}
+}
+
+// TestRunTestsCodeScope: the tests see the code's declarations, may
+// declare the same names, and a relative require is the code.
+func TestRunTestsCodeScope(t *testing.T) {
+	got := runCodeTests(t, `function add(a, b) { return a + b; }
+const helper = 1;
+class Box { constructor(v) { this.v = v; } }
+class MyError extends Error { constructor(m) { super(m); this.name = "MyError"; } }
+function Old() {}
+Old.prototype.toString = function () { return "old"; };`, `const { test } = require("uvu");
+const assert = require("uvu/assert");
+const m = require("./add");
+const helper = 2;
+test("scope", () => {
+  assert.is(add(1, 2), 3);
+  assert.is(m.add(2, 2), 4);
+  assert.is(new m.Box(5).v, 5);
+  assert.is(helper, 2);
+  assert.is(m.helper, 1);
+});
+test("assignments that shadow frozen built-ins work", () => {
+  assert.is(new MyError("x").name, "MyError");
+  assert.is(String(new Old()), "old");
+  const o = {};
+  o.toString = () => "own";
+  assert.is(String(o), "own");
+});
+test("built-ins are frozen", () => {
+  // Sloppy code (goja runs the transform as a script) fails silently.
+  try { Array.prototype.extra = 1; } catch {}
+  try { Date = null; } catch {}
+  assert.is([].extra, undefined);
+  assert.type(Date, "function");
+  assert.throws(() => { "use strict"; Object.prototype.x = 1; }, TypeError);
+});`)
+	if !got.sum.OK() || got.sum.Passed != 3 {
+		t.Errorf("summary %+v, results %+v, stderr %q", got.sum, got.results, got.stderr)
+	}
+}
