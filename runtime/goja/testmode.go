@@ -24,15 +24,20 @@ const maxTests = 1 << 24
 // not hold.
 var errNoModule = errors.New("goja: no such vendored module")
 
-// RunTests runs program in test mode (ExecuteTest): like Run, but the
-// globals test and assert are installed first, with uvu 0.5.6's API: test
+// RunTests runs the test-mode payload (testresult.EncodePayload of
+// testresult.Assemble's program: the code under test, then the tests) in
+// test mode (ExecuteTest): like Run, but the harness and assert are built
+// first, the intrinsics frozen (testresult.Lockdown), the code's global
+// test refuses to register and the tests get the harness' test and assert
+// as bindings of their own, with uvu 0.5.6's API: test
 // (name, fn), test.only, test.skip, test.before, test.after,
 // test.before.each, test.after.each and a no-op test.run; assert is
 // uvu/assert itself, vendored (ok, is, is.not, equal, type, instance,
 // match, snapshot, fixture, throws, unreachable, not and the not.* forms).
-// require("uvu") and require("uvu/assert") return the same objects.
+// require("uvu") and require("uvu/assert") return the same objects, and
+// in the tests a require of a relative path returns the code's module.
 //
-// The program registers tests at its top level; once the top level has
+// The tests register tests at their top level; once it has
 // finished (top-level await included) the tests run in registration order,
 // each awaited, with uvu's rules: when a test.only exists only those run;
 // before hooks run once first, after hooks once last, before.each and
@@ -44,7 +49,8 @@ var errNoModule = errors.New("goja: no such vendored module")
 // compute in goja in reasonable time; the message itself is always uvu's.
 //
 // Results go to results as JSON Lines in the format of package testresult,
-// one line per test as it ends and a summary line last; stdout and stderr
+// each starting with the payload's nonce, one line per test as it ends and
+// a summary line last; stdout and stderr
 // carry the program's output as in Run. Writing to results is never
 // buffered behind user output.
 //

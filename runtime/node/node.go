@@ -75,9 +75,11 @@ type Config struct {
 	// (e.g. "http://127.0.0.1:8001") that kc points at, with no user
 	// credentials. Empty means none. With neither, kc is an empty KubeConfig.
 	KubeServer string
-	// Tests runs the program in test mode: `test` and `assert` (uvu's own)
-	// are globals and results go to fd 4 as JSON lines (package
-	// testresult), with the harness shared with the goja runtime.
+	// Tests runs the program in test mode: the program on fd 3 is a
+	// test-mode payload (testresult.EncodePayload of AssembleTests), the
+	// tests get uvu's test and assert, and results go to fd 4 as JSON
+	// lines with the payload's nonce (package testresult), with the
+	// harness and the frozen intrinsics shared with the goja runtime.
 	Tests bool
 	// PrometheusURL is the credential-free Prometheus endpoint (e.g.
 	// "http://127.0.0.1:9090"), given to the program as the global

@@ -5,6 +5,14 @@
 // dependency on any JavaScript engine so that the worker and the supervisor
 // can import it cheaply.
 //
+// In test mode the runtime reads its program on fd 3 as a payload
+// (EncodePayload): a per-run nonce on the first line, then the code under
+// test and the tests assembled for the harness (Assemble); the runtime
+// builds the harness (Harness) and freezes the intrinsics (Lockdown)
+// before the code runs. Every line it writes starts with the nonce and a
+// space; the reader keeps only such lines (Authenticate), so that the code
+// under test, which can write on the channel too, cannot forge one.
+//
 // A runtime writes one line per test, in registration order, as each test
 // ends:
 //

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/execfarm/execfarm/proto/sandboxv1"
 )
 
 // casesDir holds one file per case.
@@ -98,6 +100,12 @@ func TestParseCaseRejectsMalformed(t *testing.T) {
 		{"unknown file outcome", "# description: d\n# session: true\n# file: stat x\n# expect-file: NOPE\n", "unknown outcome"},
 		{"session in a then step", ok + "# --- then ---\n# session: true\n# runtime: shell\n# expect-state: COMPLETED\ntrue\n", "first step"},
 		{"session exec of node", "# description: d\n# session: true\n// runtime: node\n// expect-state: COMPLETED\nconsole.log(1)\n", "runtime"},
+		{"test mode without the tests line", "// description: d\n// runtime: goja\n// mode: test\n// expect-state: COMPLETED\n// expect-test-success: true\nf()\n", "--- tests ---"},
+		{"test mode of shell", "# description: d\n# runtime: shell\n# mode: test\n# expect-state: COMPLETED\n# expect-test-success: true\ntrue\n// --- tests ---\n", "goja or node"},
+		{"test mode without expect-test-success", "// description: d\n// runtime: goja\n// mode: test\n// expect-state: COMPLETED\nf()\n// --- tests ---\ntest()\n", "expect-test-success"},
+		{"unknown mode", "// description: d\n// runtime: goja\n// mode: exam\n// expect-state: COMPLETED\nf()\n", "unknown mode"},
+		{"bad test summary", "// description: d\n// runtime: goja\n// mode: test\n// expect-state: COMPLETED\n// expect-test-success: true\n// expect-test-summary: total=1\nf()\n// --- tests ---\n", "total=N"},
+		{"test expectation outside test mode", "// description: d\n// runtime: goja\n// expect-state: COMPLETED\n// expect-test-success: true\nf()\n", "mode: test"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +117,23 @@ func TestParseCaseRejectsMalformed(t *testing.T) {
 				t.Fatalf("parseCase: %v; want the message to mention %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseCaseTestMode checks the parts of a test-mode case.
+func TestParseCaseTestMode(t *testing.T) {
+	c, err := parseCase("t.ts", []byte("// description: d\n// runtime: node\n// mode: test\n// expect-state: FAILED\n// expect-test-success: false\n// expect-test-summary: total=3 passed=1 failed=1 skipped=1\n// expect-test-error-contains: x\nconst a = 1;\n// --- tests ---\ntest('t', () => {});\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.steps[0]
+	req := st.testRequest(nil)
+	if !st.test || !strings.HasSuffix(req.GetCode(), "const a = 1;\n") || req.GetTests() != "test('t', () => {});\n" || req.GetRuntime() != sandboxv1.Runtime_RUNTIME_NODE {
+		t.Errorf("request %v", req)
+	}
+	e := st.expect
+	if *e.testSuccess || e.testSummary.GetTotal() != 3 || e.testSummary.GetSkipped() != 1 || len(e.testErrorContains) != 1 {
+		t.Errorf("expectations %+v", e)
 	}
 }
 
