@@ -22,13 +22,8 @@
 	const extra = arguments;
 	const { freeze, getOwnPropertyDescriptor, getPrototypeOf, defineProperty, isFrozen, preventExtensions } = Object;
 	const ownKeys = Reflect.ownKeys;
-	const SetCtor = Set, MapCtor = Map;
-	const has = Function.prototype.call.bind(Set.prototype.has);
-	const add = Function.prototype.call.bind(Set.prototype.add);
-	const mapGet = Function.prototype.call.bind(Map.prototype.get);
-	const mapSet = Function.prototype.call.bind(Map.prototype.set);
-	const push = Function.prototype.call.bind(Array.prototype.push);
-	const pop = Function.prototype.call.bind(Array.prototype.pop);
+	// It runs before the code under test: the built-ins are still the
+	// engine's own and are called as they are.
 	const g = globalThis;
 
 	const names = [
@@ -44,7 +39,7 @@
 	];
 	const roots = [];
 	for (let i = 0; i < names.length; i++) {
-		if (names[i] !== 'globalThis' && names[i] in g) push(roots, g[names[i]]);
+		if (names[i] !== 'globalThis' && names[i] in g) roots.push(g[names[i]]);
 	}
 	// Intrinsics with no global name.
 	const hidden = [
@@ -62,18 +57,18 @@
 	for (let i = 0; i < hidden.length; i++) {
 		try {
 			const v = hidden[i]();
-			if (v) push(roots, v);
+			if (v) roots.push(v);
 		} catch {
 			// An engine without it.
 		}
 	}
-	for (let i = 0; i < extra.length; i++) push(roots, extra[i]);
+	for (let i = 0; i < extra.length; i++) roots.push(extra[i]);
 
 	// Properties made assignable on inheritors (SES's moderate list): '*'
 	// every data property of that prototype, else the names listed.
 	const errorNames = ['constructor', 'message', 'name', 'toString'];
-	const taming = new MapCtor();
-	const tame = (obj, keys) => { if (obj) mapSet(taming, obj, keys); };
+	const taming = new Map();
+	const tame = (obj, keys) => { if (obj) taming.set(obj, keys); };
 	tame(Object.prototype, '*');
 	tame(Function.prototype, ['constructor', 'bind', 'toString', 'call', 'apply']);
 	tame(Array.prototype, ['constructor', 'toString', 'push', 'concat', 'join', Symbol.iterator]);
@@ -86,7 +81,7 @@
 	}
 	tame(getPrototypeOf(Int8Array).prototype, '*');
 
-	const keep = new SetCtor(['stackTraceLimit', 'prepareStackTrace']);
+	const keep = new Set(['stackTraceLimit', 'prepareStackTrace']);
 	const assignable = (obj, key, value, desc) => {
 		defineProperty(obj, key, {
 			get() { return value; },
@@ -98,30 +93,28 @@
 			configurable: false,
 		});
 	};
-	const seen = new SetCtor();
-	const todo = [];
-	for (let i = 0; i < roots.length; i++) push(todo, roots[i]);
+	const seen = new Set();
+	const todo = roots.slice();
 	while (todo.length > 0) {
-		const obj = pop(todo);
-		if ((typeof obj !== 'object' && typeof obj !== 'function') || obj === null || has(seen, obj)) continue;
-		add(seen, obj);
+		const obj = todo.pop();
+		if ((typeof obj !== 'object' && typeof obj !== 'function') || obj === null || seen.has(obj)) continue;
+		seen.add(obj);
 		const proto = getPrototypeOf(obj);
-		if (proto) push(todo, proto);
-		const tamed = mapGet(taming, obj);
+		if (proto) todo.push(proto);
+		const tamed = taming.get(obj);
 		const keys = ownKeys(obj);
 		for (let i = 0; i < keys.length; i++) {
 			const key = keys[i];
 			const desc = getOwnPropertyDescriptor(obj, key);
 			if (!desc) continue;
 			if ('value' in desc) {
-				push(todo, desc.value);
-				if (obj === Error && has(keep, key)) continue;
+				todo.push(desc.value);
+				if (obj === Error && keep.has(key)) continue;
 				if (desc.writable && desc.configurable && tamed && (tamed === '*' || tamed.includes(key))) {
 					assignable(obj, key, desc.value, desc);
 				}
 			} else {
-				push(todo, desc.get);
-				push(todo, desc.set);
+				todo.push(desc.get, desc.set);
 			}
 		}
 		if (obj === Error) {
@@ -129,7 +122,7 @@
 			if (!('prepareStackTrace' in obj)) defineProperty(obj, 'prepareStackTrace', { value: undefined, writable: true, configurable: false });
 			for (let i = 0; i < keys.length; i++) {
 				const key = keys[i];
-				if (has(keep, key)) {
+				if (keep.has(key)) {
 					defineProperty(obj, key, { configurable: false });
 					continue;
 				}
