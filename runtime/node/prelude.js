@@ -490,9 +490,14 @@
       }
     };
     const record = (fields) => Object.assign(Object.create(null), fields);
+    // Lines stay far below the reader's 64 KiB (testresult.MaxLineBytes):
+    // names and errors are cut to their caps in UTF-16 units, which the
+    // reader cuts again to bytes.
+    const cap = (s, n) => (s.length > n ? s.slice(0, n) : s);
     const report = (i, r) => {
       if (finished || i < next) return;
-      r.name = names[i];
+      r.name = cap(names[i], 1024);
+      if (typeof r.error === 'string') r.error = cap(r.error, 8192);
       if (r.skipped) sum.skipped++;
       else if (r.passed) sum.passed++;
       else sum.failed++;
@@ -504,7 +509,7 @@
       if (finished) return;
       finished = true;
       const line = record({ summary: record({ total: sum.total, passed: sum.passed, failed: sum.failed, skipped: sum.skipped }) });
-      if (error) line.error = error;
+      if (error) line.error = cap(error, 8192);
       write(line);
       process.exitCode = !error && sum.failed === 0 ? 0 : 1;
     };

@@ -157,3 +157,19 @@ test.run();`)
 		t.Errorf("summary %+v, results %+v, exit %d; stderr %q", sum, results, r.exit, r.stderr)
 	}
 }
+
+// TestTestModeLongNamesAndErrors: a name or an error far over the caps
+// keeps its line under the reader's bound, so the summary still counts.
+func TestTestModeLongNamesAndErrors(t *testing.T) {
+	sum, results, r := runNodeTests(t, "", `test("n".repeat(200000), () => {});
+test("e", () => { throw new Error("x".repeat(200000)); });`)
+	if !sum.Complete || sum.Total != 2 || sum.Passed != 1 || sum.Failed != 1 || len(results) != 2 {
+		t.Fatalf("summary %+v, exit %d; stderr %q", sum, r.exit, r.stderr)
+	}
+	if n := len(results[0].Name); n > testresult.MaxNameBytes || n < 1000 {
+		t.Errorf("name of %d bytes", n)
+	}
+	if n := len(results[1].Error); n > testresult.MaxErrorBytes || n < 8000 {
+		t.Errorf("error of %d bytes", n)
+	}
+}
