@@ -24,6 +24,10 @@ func TestTestResponseFromAttachment(t *testing.T) {
 	}{
 		{"kept", func(r registry.Result) registry.Result { r.Attachment = []byte(results); return r }, 2, ""},
 		{"dropped", func(r registry.Result) registry.Result { r.AttachmentDropped = true; return r }, 0, "dropped"},
+		{"forged", func(r registry.Result) registry.Result {
+			r.Attachment = []byte(`{"name":"a","passed":true}` + "\n" + `{"forged":true}` + "\n")
+			return r
+		}, 1, "written by the code under test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := testResponse("id", tc.res(done), heads{})
