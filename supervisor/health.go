@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/net/netutil"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/execfarm/execfarm/internal/probe"
 	"github.com/execfarm/execfarm/isolation"
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/execfarmv1"
@@ -304,21 +304,21 @@ const (
 func (s *Server) ProbeHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+LivenessPath, func(w http.ResponseWriter, r *http.Request) {
-		writeProbe(w, http.StatusOK, map[string]any{"live": true})
+		probe.Write(w, http.StatusOK, map[string]any{"live": true})
 	})
 	mux.HandleFunc("GET "+ReadinessPath, func(w http.ResponseWriter, r *http.Request) {
 		if reason := s.Readiness(); reason != "" {
-			writeProbe(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": reason})
+			probe.Write(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": reason})
 			return
 		}
-		writeProbe(w, http.StatusOK, map[string]any{"ready": true})
+		probe.Write(w, http.StatusOK, map[string]any{"ready": true})
 	})
 	mux.HandleFunc("GET "+StartupPath, func(w http.ResponseWriter, r *http.Request) {
 		if !s.started() {
-			writeProbe(w, http.StatusServiceUnavailable, map[string]any{"started": false, "reason": ReasonStarting})
+			probe.Write(w, http.StatusServiceUnavailable, map[string]any{"started": false, "reason": ReasonStarting})
 			return
 		}
-		writeProbe(w, http.StatusOK, map[string]any{"started": true})
+		probe.Write(w, http.StatusOK, map[string]any{"started": true})
 	})
 	return mux
 }
@@ -328,14 +328,6 @@ func (s *Server) started() bool {
 	s.probes.mu.Lock()
 	defer s.probes.mu.Unlock()
 	return s.probes.started
-}
-
-func writeProbe(w http.ResponseWriter, code int, body map[string]any) {
-	b, _ := json.Marshal(body) // maps of strings and booleans always marshal
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
 }
 
 // ServeProbes serves ProbeHandler over plain HTTP on lis, for the

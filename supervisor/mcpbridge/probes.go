@@ -2,11 +2,11 @@ package mcpbridge
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/execfarm/execfarm/internal/probe"
 	"github.com/hashicorp/go-hclog"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
@@ -100,21 +100,13 @@ func withProbes(next http.Handler, health healthpb.HealthClient, log hclog.Logge
 			return
 		}
 		if req.URL.Path == LivenessPath {
-			writeProbe(w, http.StatusOK, map[string]any{"live": true})
+			probe.Write(w, http.StatusOK, map[string]any{"live": true})
 			return
 		}
 		if reason := r.check(req.Context()); reason != "" {
-			writeProbe(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": reason})
+			probe.Write(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reason": reason})
 			return
 		}
-		writeProbe(w, http.StatusOK, map[string]any{"ready": true})
+		probe.Write(w, http.StatusOK, map[string]any{"ready": true})
 	})
-}
-
-func writeProbe(w http.ResponseWriter, code int, body map[string]any) {
-	b, _ := json.Marshal(body) // maps of strings and booleans always marshal
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
 }

@@ -381,17 +381,11 @@ func (e *Execution) finishLocked(r Result) bool {
 	return true
 }
 
-// shrink cuts the kept output of stream of a terminal execution down to
+// shrinkLocked cuts the kept output of stream of a terminal execution down to
 // at most keep bytes (head and tail kept) for the retention budget, and
-// marks the stream truncated in the result; it returns the bytes freed.
+// marks the stream truncated in the result; it returns the bytes freed;
+// e.mu is held.
 // Success is not changed: the execution ran as it did.
-func (e *Execution) shrink(stream Stream, keep int64) int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.shrinkLocked(stream, keep)
-}
-
-// shrinkLocked is shrink with e.mu held.
 func (e *Execution) shrinkLocked(stream Stream, keep int64) int64 {
 	if !e.state.Terminal() {
 		return 0

@@ -123,7 +123,7 @@ func FuzzShrink(f *testing.F) {
 		e.Finish(completed())
 		before := e.Output(Stdout)
 		k := int64(keep)
-		freed := e.shrink(Stdout, k)
+		freed := e.cut(partStdout, k)
 		after := e.Output(Stdout)
 		if after.KeptBytes != before.KeptBytes-freed || (freed > 0 && after.KeptBytes > max(k, 2)) {
 			t.Fatalf("kept %d -> %d, freed %d, keep %d", before.KeptBytes, after.KeptBytes, freed, k)

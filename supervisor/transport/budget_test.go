@@ -17,10 +17,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -194,22 +191,8 @@ func TestFramedConnBudget(t *testing.T) {
 // client's Config and the server's receive budget.
 func serveBudget(t *testing.T, c Config, srv sandboxv1.SandboxServiceServer) (Config, *recvBudget) {
 	t.Helper()
-	c.SocketPath = shortSocket(t)
-	lis, opts, err := c.ListenServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sec, err := c.ServerSecurity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer(append(opts, sec.Options...)...)
-	healthpb.RegisterHealthServer(g, health.NewServer())
-	sandboxv1.RegisterSandboxServiceServer(g, srv)
-	done := make(chan struct{})
-	go func() { _ = g.Serve(lis); close(done) }()
-	t.Cleanup(func() { g.Stop(); <-done; sec.Close() })
-	return Config{SocketPath: c.SocketPath}, lis.(*guardListener).g.recv
+	cc, g := serveWithGuard(t, c, srv)
+	return cc, g.recv
 }
 
 // rawConn is an HTTP/2 connection to a gRPC server that sends request

@@ -47,6 +47,13 @@ func (s *sizes) Execute(_ context.Context, r *sandboxv1.ExecuteRequest) (*sandbo
 // the client's Config (without c's token).
 func serveFull(t *testing.T, c Config, srv sandboxv1.SandboxServiceServer) Config {
 	t.Helper()
+	cc, _ := serveWithGuard(t, c, srv)
+	return cc
+}
+
+// serveWithGuard is serveFull, also returning the listener's guard.
+func serveWithGuard(t *testing.T, c Config, srv sandboxv1.SandboxServiceServer) (Config, *guard) {
+	t.Helper()
 	c.SocketPath = shortSocket(t)
 	lis, opts, err := c.ListenServer()
 	if err != nil {
@@ -62,7 +69,7 @@ func serveFull(t *testing.T, c Config, srv sandboxv1.SandboxServiceServer) Confi
 	done := make(chan struct{})
 	go func() { _ = g.Serve(lis); close(done) }()
 	t.Cleanup(func() { g.Stop(); <-done; sec.Close() })
-	return Config{SocketPath: c.SocketPath}
+	return Config{SocketPath: c.SocketPath}, lis.(*guardListener).g
 }
 
 // TestTokenCheckedBeforeBody: with a token, a call without it is refused

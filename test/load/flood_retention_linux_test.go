@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
-	"github.com/execfarm/execfarm/test/testbin"
 )
 
 // stdinFlood fills sandboxes × execs session execs with standard input:
@@ -262,53 +260,4 @@ func doneFloods(wg *sync.WaitGroup) <-chan struct{} {
 	c := make(chan struct{})
 	go func() { wg.Wait(); close(c) }()
 	return c
-}
-
-// startServerVia is startServer with the serve command run by prefix
-// (prefix, then the execfarm binary and its arguments).
-func startServerVia(t *testing.T, slot int, prefix []string, flags ...string) *server {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "efl-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "execfarm.sock")
-	args := append(append(prefix[1:], filepath.Join(binDir, "execfarm"), "serve",
-		"--socket", sock, "--state-dir", dir, "--cgroup-parent", cgParent,
-		"--uid-base", strconv.FormatUint(uint64(uidBase)+uint64(slot*serverSlots*rangeSize), 10),
-		"--scripts-cache-dir", filepath.Join(dir, "scripts"), "--grace", "2s",
-		"--max-sandboxes", "2"), flags...)
-	s := &server{dir: dir}
-	if s.proc, err = testbin.StartServe(prefix[0], args...); err != nil {
-		t.Fatalf("start execfarm serve: %v", err)
-	}
-	t.Cleanup(func() {
-		if s.conn != nil {
-			s.conn.Close()
-		}
-		if err := s.proc.Stop(30 * time.Second); err != nil {
-			t.Errorf("stop execfarm serve: %v\n%s", err, s.logText())
-		}
-	})
-	if s.conn, err = clientConfig(sock, flags).Dial(); err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	s.client = sandboxv1.NewSandboxServiceClient(s.conn)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	go func() {
-		select {
-		case <-s.proc.Exited():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if _, err := s.client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{}, grpc.WaitForReady(true)); err != nil {
-		t.Fatalf("execfarm serve never answered: %v\n%s", err, s.logText())
-	}
-	return s
 }

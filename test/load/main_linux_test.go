@@ -134,6 +134,14 @@ type server struct {
 // and stops it (SIGTERM, then checks its exit) when the test ends.
 func startServer(t *testing.T, slot int, flags ...string) *server {
 	t.Helper()
+	return startServerVia(t, slot, nil, flags...)
+}
+
+// startServerVia is startServer with the serve command run by prefix
+// (prefix, then the execfarm binary and its arguments; nil: the binary
+// itself).
+func startServerVia(t *testing.T, slot int, prefix []string, flags ...string) *server {
+	t.Helper()
 	// Short: sandbox plugin sockets live below it, and a unix socket path
 	// has at most 107 bytes.
 	dir, err := os.MkdirTemp("", "efl-")
@@ -145,6 +153,7 @@ func startServer(t *testing.T, slot int, flags ...string) *server {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "execfarm.sock")
+	bin := filepath.Join(binDir, "execfarm")
 	args := append([]string{"serve",
 		"--socket", sock, "--state-dir", dir, "--cgroup-parent", cgParent,
 		"--uid-base", strconv.FormatUint(uint64(uidBase)+uint64(slot*serverSlots*rangeSize), 10),
@@ -154,8 +163,11 @@ func startServer(t *testing.T, slot int, flags ...string) *server {
 		// a test asks for more (a later flag wins).
 		"--max-sandboxes", "2",
 	}, flags...)
+	if len(prefix) > 0 {
+		bin, args = prefix[0], append(append(append([]string(nil), prefix[1:]...), bin), args...)
+	}
 	s := &server{dir: dir}
-	if s.proc, err = testbin.StartServe(filepath.Join(binDir, "execfarm"), args...); err != nil {
+	if s.proc, err = testbin.StartServe(bin, args...); err != nil {
 		t.Fatalf("start execfarm serve: %v", err)
 	}
 	stop := func() error {
