@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -29,19 +30,48 @@ type clientFlags struct {
 	host   string
 	port   int
 	token  string // file
+	flags  *pflag.FlagSet
 }
 
 func (c *clientFlags) register(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
+	c.flags = f
 	f.StringVar(&c.socket, "socket", "", "supervisor unix socket (env SANDBOX_SOCKET_PATH; default "+transport.DefaultSocketPath+")")
-	f.BoolVar(&c.tcp, "tcp", false, "use TCP instead of the unix socket (env SANDBOX_USE_TCP)")
+	f.BoolVar(&c.tcp, "tcp", false, "use TCP instead of the unix socket (env SANDBOX_USE_TCP; default: TCP when a host or a port is given, by flag or environment)")
 	f.StringVar(&c.host, "host", "", "TCP host (env SANDBOX_TCP_HOST)")
 	f.IntVar(&c.port, "port", 0, "TCP port (env SANDBOX_TCP_PORT; default 50051)")
 	f.StringVar(&c.token, "token-file", "", "send the bearer token in this file (env EXECFARM_TOKEN_FILE, or the token itself in EXECFARM_TOKEN)")
 }
 
 func (c *clientFlags) transport() (transport.Config, error) {
-	return transport.FromEnv(transport.Config{SocketPath: c.socket, UseTCP: c.tcp, TCPHost: c.host, TCPPort: c.port, TokenPath: c.token}, os.Getenv)
+	tc := transport.Config{SocketPath: c.socket, UseTCP: c.tcp, TCPHost: c.host, TCPPort: c.port, TokenPath: c.token}
+	if c.flags != nil {
+		flagsChooseTransport(c.flags, &tc)
+	}
+	return transport.FromEnv(tc, os.Getenv)
+}
+
+// flagsChooseTransport lets the flags choose between the unix socket and
+// TCP before the environment may (README, "Flags first"): --tcp given
+// (--tcp=false too) decides; else --host or --port means TCP; else
+// --socket means the socket. With none of them, transport.FromEnv infers
+// it from SANDBOX_USE_TCP, SANDBOX_TCP_HOST and SANDBOX_TCP_PORT, as
+// ProDisco does.
+func flagsChooseTransport(f *pflag.FlagSet, tc *transport.Config) {
+	// Flag.Changed, not FlagSet.Changed: a persistent flag is parsed by
+	// the subcommand's set, which shares the Flag but not the record.
+	changed := func(name string) bool {
+		fl := f.Lookup(name)
+		return fl != nil && fl.Changed
+	}
+	switch {
+	case changed("tcp"):
+		tc.UseTCPSet = true
+	case changed("host") || changed("port"):
+		tc.UseTCP, tc.UseTCPSet = true, true
+	case changed("socket"):
+		tc.UseTCP, tc.UseTCPSet = false, true
+	}
 }
 
 // connect dials the configured supervisor. The client's calls that find

@@ -107,6 +107,7 @@ func serveCmd() *cobra.Command {
 			if cfg.MemoryBudgetBytes > 0 && cfg.MaxMemoryBytes > cfg.MemoryBudgetBytes {
 				return fmt.Errorf("--max-memory %s: want at most --memory-budget %s (no sandbox over the budget can ever start)", maxMemory.String(), memoryBudget.String())
 			}
+			flagsChooseTransport(cmd.Flags(), &tc)
 			if tc, err = transport.FromEnv(tc, os.Getenv); err != nil {
 				return err
 			}
@@ -288,7 +289,7 @@ func serveCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&tc.SocketPath, "socket", "", "unix socket path (env SANDBOX_SOCKET_PATH; default "+transport.DefaultSocketPath+")")
-	f.BoolVar(&tc.UseTCP, "tcp", false, "listen on TCP instead of the unix socket (env SANDBOX_USE_TCP)")
+	f.BoolVar(&tc.UseTCP, "tcp", false, "listen on TCP instead of the unix socket (env SANDBOX_USE_TCP; default: TCP when a host or a port is given, by flag or environment)")
 	f.StringVar(&tc.TCPHost, "host", "", "TCP host to bind (env SANDBOX_TCP_HOST; default 127.0.0.1)")
 	f.IntVar(&tc.TCPPort, "port", 0, "TCP port (env SANDBOX_TCP_PORT; default 50051)")
 	f.BoolVar(&tc.AllowInsecureRemote, "allow-insecure-tcp", false, "allow insecure TCP on a non-loopback address")

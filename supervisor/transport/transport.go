@@ -44,8 +44,12 @@ var ErrInsecureRemote = errors.New("transport: insecure TCP on a non-loopback ad
 type Config struct {
 	// SocketPath is the unix socket; "" = DefaultSocketPath.
 	SocketPath string
-	// UseTCP selects TCP instead of the unix socket.
+	// UseTCP selects TCP instead of the unix socket. FromEnv infers it,
+	// as ProDisco's server and client do, unless UseTCPSet.
 	UseTCP bool
+	// UseTCPSet says UseTCP was given (a flag, --tcp=false included):
+	// FromEnv then leaves it as it is.
+	UseTCPSet bool
 	// TCPHost is the host to bind (server, "" = 127.0.0.1) or to connect
 	// to (client, "" = localhost).
 	TCPHost string
@@ -88,13 +92,14 @@ type Config struct {
 }
 
 // FromEnv reads the reference server's variables through getenv (os.Getenv
-// in production). Values already set in c (from flags) win.
+// in production). Values already set in c (from flags) win. Whether to use
+// TCP is decided as ProDisco's server and client decide it: UseTCP when
+// true or UseTCPSet; else SANDBOX_USE_TCP when set ("true" or "1" for
+// TCP, anything else for the unix socket); else TCP when a host or a port
+// is given, by c or by SANDBOX_TCP_HOST or SANDBOX_TCP_PORT.
 func FromEnv(c Config, getenv func(string) string) (Config, error) {
 	if c.SocketPath == "" {
 		c.SocketPath = getenv("SANDBOX_SOCKET_PATH")
-	}
-	if v := getenv("SANDBOX_USE_TCP"); v != "" && !c.UseTCP {
-		c.UseTCP = v == "1" || strings.EqualFold(v, "true")
 	}
 	if c.TCPHost == "" {
 		c.TCPHost = getenv("SANDBOX_TCP_HOST")
@@ -105,6 +110,13 @@ func FromEnv(c Config, getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("transport: SANDBOX_TCP_PORT %q is not a port number", v)
 		}
 		c.TCPPort = p
+	}
+	if !c.UseTCP && !c.UseTCPSet {
+		if v := getenv("SANDBOX_USE_TCP"); v != "" {
+			c.UseTCP = v == "1" || strings.EqualFold(v, "true")
+		} else {
+			c.UseTCP = c.TCPHost != "" || c.TCPPort != 0
+		}
 	}
 	set := func(dst *string, key string) {
 		if *dst == "" {

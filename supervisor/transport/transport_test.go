@@ -27,6 +27,18 @@ func TestFromEnv(t *testing.T) {
 		{name: "tcp true", env: map[string]string{"SANDBOX_USE_TCP": "true", "SANDBOX_TCP_HOST": "h", "SANDBOX_TCP_PORT": "1234"}, want: Config{UseTCP: true, TCPHost: "h", TCPPort: 1234}},
 		{name: "tcp 1", env: map[string]string{"SANDBOX_USE_TCP": "1"}, want: Config{UseTCP: true}},
 		{name: "tcp false", env: map[string]string{"SANDBOX_USE_TCP": "false"}, want: Config{}},
+		// A flag beats the environment: --tcp=false keeps the unix socket.
+		{name: "tcp flag false beats env", flags: Config{UseTCPSet: true}, env: map[string]string{"SANDBOX_USE_TCP": "true", "SANDBOX_TCP_PORT": "1234"},
+			want: Config{UseTCPSet: true, TCPPort: 1234}},
+		{name: "tcp flag true beats env", flags: Config{UseTCP: true, UseTCPSet: true}, env: map[string]string{"SANDBOX_USE_TCP": "false"},
+			want: Config{UseTCP: true, UseTCPSet: true}},
+		// A host or a port alone means TCP, as in ProDisco, unless
+		// SANDBOX_USE_TCP says otherwise.
+		{name: "host env implies tcp", env: map[string]string{"SANDBOX_TCP_HOST": "127.0.0.1"}, want: Config{UseTCP: true, TCPHost: "127.0.0.1"}},
+		{name: "port env implies tcp", env: map[string]string{"SANDBOX_TCP_PORT": "1234"}, want: Config{UseTCP: true, TCPPort: 1234}},
+		{name: "host flag implies tcp", flags: Config{TCPHost: "h"}, want: Config{UseTCP: true, TCPHost: "h"}},
+		{name: "port flag implies tcp", flags: Config{TCPPort: 7}, want: Config{UseTCP: true, TCPPort: 7}},
+		{name: "use tcp false beats host", env: map[string]string{"SANDBOX_USE_TCP": "false", "SANDBOX_TCP_HOST": "h"}, want: Config{TCPHost: "h"}},
 		{name: "bad port", env: map[string]string{"SANDBOX_TCP_PORT": "99999"}, wantErr: true},
 		{name: "bad port text", env: map[string]string{"SANDBOX_TCP_PORT": "x"}, wantErr: true},
 		{name: "bad mode", env: map[string]string{"SANDBOX_TRANSPORT_MODE": "plain"}, wantErr: true},

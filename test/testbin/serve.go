@@ -30,8 +30,15 @@ type Serve struct {
 // flags) and a parent-death signal, so that a test killed with it leaves
 // no supervisor behind.
 func StartServe(bin string, args ...string) (*Serve, error) {
+	return StartServeEnv(bin, nil, args...)
+}
+
+// StartServeEnv is StartServe with the environment env (nil: this
+// process's).
+func StartServeEnv(bin string, env []string, args ...string) (*Serve, error) {
 	s := &Serve{exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, args...)
+	s.cmd.Env = env
 	s.cmd.Stdout, s.cmd.Stderr = s, s
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
