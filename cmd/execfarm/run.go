@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -222,7 +223,7 @@ func source(code string, args []string) (string, error) {
 	case code != "" && len(args) > 0:
 		return "", errors.New("give either -e CODE or a file, not both")
 	case code != "":
-		return code, nil
+		return code, checkText("-e CODE", []byte(code))
 	case len(args) == 0:
 		return "", errors.New("nothing to run: give a FILE, -e CODE, - for stdin, or --cached NAME")
 	}
@@ -268,7 +269,25 @@ func readCode(name string, r io.Reader) ([]byte, error) {
 	if len(b) > maxCode {
 		return nil, fmt.Errorf("%s is over %d bytes (4 MiB less 64 KiB), the most code one request carries", name, maxCode)
 	}
-	return b, nil
+	return b, checkText(name, b)
+}
+
+// checkText refuses code that is not valid UTF-8, naming the offset of
+// the first invalid byte: the API carries code as text (a proto3 string),
+// and gRPC would refuse the request only while sending it, as INTERNAL.
+func checkText(name string, b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	off := 0
+	for off < len(b) {
+		r, size := utf8.DecodeRune(b[off:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		off += size
+	}
+	return fmt.Errorf("%s is not valid UTF-8: byte 0x%02x at offset %d; the API carries code as text (UTF-8), so convert it (iconv -t UTF-8) or write the byte as an escape in the program", name, b[off], off)
 }
 
 // checkRequestBytes refuses a request whose parts (named by what gives
