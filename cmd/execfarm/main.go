@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,18 @@ func main() {
 	// handler, not SIG_IGN: ignored signals are inherited across exec, and
 	// sandboxed programs must get the default SIGPIPE.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	root := rootCmd()
+	if err := root.Execute(); err != nil {
+		var ee exitError
+		if !errors.As(err, &ee) || ee.msg != "" {
+			fmt.Fprintln(os.Stderr, "execfarm:", describe(err))
+		}
+		os.Exit(exitForError(err))
+	}
+}
+
+// rootCmd is the command tree.
+func rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "execfarm",
 		Short:         "Process-isolated code execution: every program in a fresh Linux sandbox",
@@ -37,11 +50,42 @@ func main() {
 	cf.register(root)
 	root.AddCommand(serveCmd(), doctorCmd(), runCmd(&cf), statusCmd(&cf), cancelCmd(&cf), psCmd(&cf), healthCmd(&cf), mcpCmd(&cf), testCmd(&cf), cacheCmd(&cf),
 		sandboxCmd(&cf), execCmd(&cf), cpCmd(&cf), lsCmd(&cf), eventsCmd(&cf), versionCmd(&cf))
-	if err := root.Execute(); err != nil {
-		var ee exitError
-		if !errors.As(err, &ee) || ee.msg != "" {
-			fmt.Fprintln(os.Stderr, "execfarm:", describe(err))
+	refuseUnknownSubcommands(root)
+	return root
+}
+
+// refuseUnknownSubcommands makes every command group below root (a
+// command with subcommands) refuse a command it lacks, naming it, and
+// refuse being called without one (exit 126, exitRefused): cobra would
+// print the group's help and exit 0, so that a script calling a command
+// this version lacks would believe it succeeded. The root refuses
+// unknown commands itself.
+func refuseUnknownSubcommands(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
 		}
-		os.Exit(exitForError(err))
+		if c == root || !c.HasSubCommands() {
+			return
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(c *cobra.Command, args []string) error {
+			var names []string
+			for _, sub := range c.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			if len(args) == 0 {
+				return fmt.Errorf("%s needs a command: %s (see %s --help)", c.CommandPath(), strings.Join(names, ", "), c.CommandPath())
+			}
+			msg := fmt.Sprintf("unknown command %q for %q (commands: %s)", args[0], c.CommandPath(), strings.Join(names, ", "))
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return errors.New(msg)
+		}
 	}
+	walk(root)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -126,13 +125,6 @@ func cacheCmd(cf *clientFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cache (list [FILTER] | clear)",
 		Short: "List or clear the supervisor's script cache",
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("unknown cache command %q (list, clear)", args[0])
-			}
-			return errors.New("cache needs a command: list or clear")
-		},
 	}
 	list := &cobra.Command{
 		Use:   "list [FILTER]",
