@@ -19,6 +19,7 @@ import (
 
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
+	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/transport"
 )
 
@@ -142,8 +143,13 @@ func (c *clientFlags) dialOrEmbed(ctx context.Context, verbose bool) (*grpc.Clie
 	if err != nil {
 		return nil, nil, failure{fmt.Errorf("start embedded supervisor: %w", err)}
 	}
-	// Its lifecycle is this command's: only warnings are news.
-	cfg := supervisor.Config{Version: version, Logger: hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: hclog.Warn})}
+	// Its lifecycle is this command's: only warnings are news, unless
+	// EXECFARM_LOG_LEVEL asks for more (debug: its start too).
+	level := hclog.LevelFromString(os.Getenv("EXECFARM_LOG_LEVEL"))
+	if level == hclog.NoLevel {
+		level = hclog.Warn
+	}
+	cfg := supervisor.Config{Version: version, Logger: hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: level})}
 	cfg.Sandbox.WorkerBinary = worker
 	cfg.Sandbox.GojaBinary = os.Getenv("EXECFARM_GOJA")
 	if _, err := supervisor.NodeRuntime(&cfg, "", os.Getenv); err != nil {
@@ -155,6 +161,9 @@ func (c *clientFlags) dialOrEmbed(ctx context.Context, verbose bool) (*grpc.Clie
 	}
 	if verbose {
 		fmt.Fprintln(os.Stderr, "execfarm: no supervisor configured; started an embedded one at", etc.Address())
+		for _, n := range supervisor.HostCeilingNotes(limits.DefaultCeilings()) {
+			fmt.Fprintln(os.Stderr, "execfarm:", n)
+		}
 	}
 	conn, err := etc.Dial()
 	if err != nil {

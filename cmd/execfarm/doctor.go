@@ -15,6 +15,7 @@ import (
 	"github.com/execfarm/execfarm/isolation/probe"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/host"
+	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/sandbox"
 	"github.com/execfarm/execfarm/supervisor/session"
 )
@@ -46,6 +47,10 @@ func doctorCmd() *cobra.Command {
 				return err
 			}
 			report := probe.Run(pc)
+			// Said here and at serve's start, not on every embedded run.
+			for _, n := range supervisor.HostCeilingNotes(limits.DefaultCeilings()) {
+				report.Warnings = append(report.Warnings, n.String())
+			}
 			var verdict, binaries bytes.Buffer
 			ok := printDoctor(&verdict, report, allowDegraded)
 			if !printBinaries(&binaries, worker) {
