@@ -62,6 +62,11 @@ type Config struct {
 	SandboxReuse int
 	// DefaultRuntime runs requests that name none; "" = goja.
 	DefaultRuntime string
+	// ErrorStyle is how the ProDisco service answers the requests where
+	// seed 000's error table and ProDisco's own server differ:
+	// ErrorStyleExecfarm ("" too), the table's statuses, or
+	// ErrorStyleProDisco, ProDisco's server's answers (prodisco_style.go).
+	ErrorStyle string
 	// Defaults and Ceilings bound requests' ResourceLimits; zero values =
 	// limits.Default() and limits.DefaultCeilings(). A memory ceiling
 	// above MemoryBudgetBytes is lowered to it.

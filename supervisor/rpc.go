@@ -15,6 +15,7 @@ import (
 	"github.com/execfarm/execfarm/internal/utf8text"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/runtime/jsconsole"
+	"github.com/execfarm/execfarm/runtime/transform"
 	"github.com/execfarm/execfarm/supervisor/cache"
 	"github.com/execfarm/execfarm/supervisor/nodeid"
 	"github.com/execfarm/execfarm/supervisor/principal"
@@ -27,8 +28,12 @@ import (
 // goes away cancels the execution. output is ProDisco's for goja and node
 // (proDiscoView), stdout otherwise; error_output is always stderr.
 func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*sandboxv1.ExecuteResponse, error) {
+	req = s.proDiscoRequest(req)
 	e, err := s.submit(ctx, req)
 	if err != nil {
+		if msg, ok := s.proDiscoRefusal(req, err); ok {
+			return &sandboxv1.ExecuteResponse{Success: false, Error: &msg, State: sandboxv1.ExecutionState_EXECUTION_STATE_FAILED}, nil
+		}
 		return nil, rpcError(err)
 	}
 	res, err := e.Wait(ctx)
@@ -62,8 +67,12 @@ func (s *Server) Execute(ctx context.Context, req *sandboxv1.ExecuteRequest) (*s
 // (proDiscoView), else the raw output with offsets.
 func (s *Server) ExecuteStream(req *sandboxv1.ExecuteRequest, stream sandboxv1.SandboxService_ExecuteStreamServer) error {
 	ctx := stream.Context()
+	req = s.proDiscoRequest(req)
 	e, err := s.submit(ctx, req)
 	if err != nil {
+		if msg, ok := s.proDiscoRefusal(req, err); ok {
+			return proDiscoStreamRefusal(stream, msg)
+		}
 		return rpcError(err)
 	}
 	if proDiscoView(e, req.GetRawOutput()) {
@@ -122,9 +131,10 @@ func streamOutput(ctx context.Context, e *registry.Execution, stream sandboxv1.S
 
 // ExecuteAsync starts the execution and answers at once with its id.
 func (s *Server) ExecuteAsync(ctx context.Context, req *sandboxv1.ExecuteRequest) (*sandboxv1.ExecuteAsyncResponse, error) {
+	req = s.proDiscoRequest(req)
 	e, err := s.submit(ctx, req)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, rpcError(s.proDiscoAsyncRefusal(req, err))
 	}
 	return &sandboxv1.ExecuteAsyncResponse{
 		ExecutionId:   e.ID(),
@@ -253,6 +263,9 @@ func (s *Server) CancelExecution(ctx context.Context, req *sandboxv1.CancelExecu
 		return nil, rpcError(err)
 	}
 	if _, err := e.Cancel(); err != nil {
+		if resp, ok := s.proDiscoCancelFinished(e, err); ok {
+			return resp, nil
+		}
 		if errors.Is(err, registry.ErrTerminal) {
 			err = describe(err, "execution %s already ended (%s)", e.ID(), e.State())
 		}
@@ -355,6 +368,9 @@ func (s *Server) HealthCheck(ctx context.Context, _ *sandboxv1.HealthCheckReques
 // away cancels it.
 func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequest) (*sandboxv1.ExecuteTestResponse, error) {
 	if strings.TrimSpace(req.GetTests()) == "" {
+		if s.proDiscoStyle() {
+			return s.proDiscoTestRefusal(noTestsMessage), nil
+		}
 		return nil, rpcError(badRequest("tests", "tests is empty"))
 	}
 	// The code and the tests are transformed apart and assembled in the
@@ -372,6 +388,10 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 		Seed:          req.GetSeed(),
 	}, true, tests)
 	if err != nil {
+		var syn *transform.SyntaxError
+		if s.proDiscoStyle() && errors.As(err, &syn) {
+			return s.proDiscoTestRefusal(syn.Error()), nil
+		}
 		return nil, rpcError(err)
 	}
 	res, err := e.Wait(ctx)

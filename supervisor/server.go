@@ -83,6 +83,11 @@ func (c *Config) complete() error {
 	default:
 		return fmt.Errorf("supervisor: unknown default runtime %q (goja, node, shell, python)", c.DefaultRuntime)
 	}
+	switch c.ErrorStyle {
+	case "", ErrorStyleExecfarm, ErrorStyleProDisco:
+	default:
+		return fmt.Errorf("supervisor: unknown error style %q (%s, %s)", c.ErrorStyle, ErrorStyleExecfarm, ErrorStyleProDisco)
+	}
 	switch {
 	case c.QueueSize == 0:
 		c.QueueSize = 1000

@@ -91,6 +91,9 @@ func serveCmd() *cobra.Command {
 					return fmt.Errorf("%s %s: want %s", bad.flag, v, bad.want)
 				}
 			}
+			if cfg.ErrorStyle != supervisor.ErrorStyleExecfarm && cfg.ErrorStyle != supervisor.ErrorStyleProDisco {
+				return fmt.Errorf("--error-style %q: want %s or %s", cfg.ErrorStyle, supervisor.ErrorStyleExecfarm, supervisor.ErrorStyleProDisco)
+			}
 			// The Go runtime's soft memory limit, unless GOMEMLIMIT sets
 			// one: freed output buffers go back to the kernel instead of
 			// waiting for the heap to double (supervisor.DefaultMemoryLimit).
@@ -265,7 +268,7 @@ func serveCmd() *cobra.Command {
 			log.Info("starting", "version", version, "node", s.IDs().Node(), "transport", tc.Address(), "state_dir", cfg.Sandbox.StateDir,
 				"cgroup_parent", cgroupParent, "uid_base", uidBase, "uid_ranges", uidSlots(liveSandboxes),
 				"max_concurrent", cfg.MaxConcurrent, "queue_size", cfg.QueueSize, "warm_pool", cfg.WarmPool, "sandbox_reuse", cfg.SandboxReuse,
-				"max_sandboxes", cfg.Sessions.MaxSandboxes, "default_runtime", cfg.DefaultRuntime, "node_runtime", cfg.Node != nil,
+				"max_sandboxes", cfg.Sessions.MaxSandboxes, "default_runtime", cfg.DefaultRuntime, "error_style", cfg.ErrorStyle, "node_runtime", cfg.Node != nil,
 				"default_limits", s.DefaultLimits(), "scripts_cache_dir", cacheDir, "retention", retention.String(), "grace", grace.String(),
 				"kubernetes", cfg.Kube != nil, "prometheus", cfg.Prometheus != nil, "metrics_address", metricsAddr,
 				"degraded", allowed, "log_level", level.String(), "log_format", format)
@@ -299,6 +302,7 @@ func serveCmd() *cobra.Command {
 	f.IntVar(&cfg.QueueSize, "queue-size", 1000, "executions that may wait for a slot and its memory; 0: none (an execution that cannot run at once is refused RESOURCE_EXHAUSTED)")
 	f.IntVar(&cfg.WarmPool, "warm-pool", 0, "sandboxes kept started ahead of demand (default limits only; single-use unless --sandbox-reuse)")
 	f.StringVar(&cfg.DefaultRuntime, "default-runtime", "goja", "runtime of requests that name none: goja, node, shell, python")
+	f.StringVar(&cfg.ErrorStyle, "error-style", supervisor.ErrorStyleExecfarm, "how the ProDisco service answers where seed 000's error table and ProDisco's server differ: execfarm (the table's gRPC statuses) or prodisco (ProDisco's success: false answers; docs/COMPATIBILITY.md)")
 	f.StringVar(&worker, "worker", "", "execfarm-worker binary (env EXECFARM_WORKER; default: next to execfarm, then $PATH)")
 	f.IntVar(&cfg.SandboxReuse, "sandbox-reuse", 1, "executions one warm sandbox may serve, reset in between (README: Sandbox reuse); 1 = single-use; needs --warm-pool")
 	f.StringVar(&logFormat, "log-format", "", "text or json: one JSON object per line (env EXECFARM_LOG_FORMAT; default text)")

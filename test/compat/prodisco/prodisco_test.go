@@ -48,6 +48,12 @@ type server struct {
 // startServers builds execfarm and starts one serve per default runtime.
 func startServers(t *testing.T, runtimes ...string) map[string]*server {
 	t.Helper()
+	return startServersWith(t, nil, runtimes...)
+}
+
+// startServersWith is startServers, each serve with the flags too.
+func startServersWith(t *testing.T, flags []string, runtimes ...string) map[string]*server {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the supervisor creates namespaces and cgroups")
 	}
@@ -78,12 +84,13 @@ func startServers(t *testing.T, runtimes ...string) map[string]*server {
 			t.Fatal(err)
 		}
 		sock := filepath.Join(dir, "s.sock")
-		proc, err := testbin.StartServe(filepath.Join(bin, "execfarm"), "serve",
+		args := append([]string{"serve",
 			"--socket", sock, "--state-dir", filepath.Join(dir, "state"),
 			"--cgroup-parent", fmt.Sprintf("/execfarm-prodisco-%d-%d", os.Getpid(), i),
 			"--uid-base", strconv.FormatUint(uint64(uidBase(i)), 10), "--max-concurrent", "2", "--max-sandboxes", "2",
 			"--scripts-cache-dir", filepath.Join(dir, "scripts"), "--node-bundle", bundle,
-			"--default-runtime", rt, "--grace", "2s", "--log-level", "warn")
+			"--default-runtime", rt, "--grace", "2s", "--log-level", "warn"}, flags...)
+		proc, err := testbin.StartServe(filepath.Join(bin, "execfarm"), args...)
 		if err != nil {
 			t.Fatal(err)
 		}
