@@ -131,8 +131,18 @@ func infoToProto(in registry.Info, queuePos int) *sandboxv1.ExecutionInfo {
 	return info
 }
 
+// proDiscoHashLen is the length of ProDisco's content_hash: the first 12
+// hex digits of the code's SHA-256 (its cache-manager.ts).
+const proDiscoHashLen = 12
+
 func cacheEntryToProto(e cache.Entry) *sandboxv1.CacheEntry {
-	return &sandboxv1.CacheEntry{Name: e.Name, Description: e.Description, CreatedAtMs: e.CreatedAt.UnixMilli(), ContentHash: e.ContentHash}
+	// content_hash in ProDisco's shape, 12 hex digits; the whole hash in
+	// execfarm's content_sha256.
+	short := e.ContentHash
+	if len(short) > proDiscoHashLen {
+		short = short[:proDiscoHashLen]
+	}
+	return &sandboxv1.CacheEntry{Name: e.Name, Description: e.Description, CreatedAtMs: e.CreatedAt.UnixMilli(), ContentHash: short, ContentSha256: e.ContentHash}
 }
 
 // cachedToProto is ProDisco's `cached`: the entry a run created, or nil.

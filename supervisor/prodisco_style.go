@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -132,4 +134,15 @@ func (s *Server) proDiscoCancelFinished(e *registry.Execution, err error) (*sand
 // style (ok).
 func (s *Server) proDiscoTestRefusal(msg string) *sandboxv1.ExecuteTestResponse {
 	return &sandboxv1.ExecuteTestResponse{Success: false, Error: &msg, Summary: &sandboxv1.TestSummary{}}
+}
+
+// proDiscoCacheFilter keeps the entries whose name holds filter, without
+// regard to case, as ProDisco's ListCache filters ('*' is a character
+// like the others); "" keeps all.
+func proDiscoCacheFilter(entries []cache.Entry, filter string) []cache.Entry {
+	if filter == "" {
+		return entries
+	}
+	lower := strings.ToLower(filter)
+	return slices.DeleteFunc(entries, func(e cache.Entry) bool { return !strings.Contains(strings.ToLower(e.Name), lower) })
 }

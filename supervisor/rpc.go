@@ -411,8 +411,9 @@ func (s *Server) ExecuteTest(ctx context.Context, req *sandboxv1.ExecuteTestRequ
 }
 
 // ListCache lists the caller's cached scripts newest first, filtered by a
-// substring or a glob (`list-*`) matched against names and descriptions.
-// With the cache disabled the list is empty.
+// substring or a glob (`list-*`) matched against names and descriptions
+// (in the prodisco error style, ProDisco's filter: a substring of the
+// name). With the cache disabled the list is empty.
 func (s *Server) ListCache(ctx context.Context, req *sandboxv1.ListCacheRequest) (*sandboxv1.ListCacheResponse, error) {
 	resp := &sandboxv1.ListCacheResponse{}
 	if s.cfg.Cache == nil {
@@ -425,9 +426,16 @@ func (s *Server) ListCache(ctx context.Context, req *sandboxv1.ListCacheRequest)
 	if c == nil {
 		return resp, nil // the caller never cached a script
 	}
-	entries, err := c.List(req.GetFilter())
+	filter := req.GetFilter()
+	if s.proDiscoStyle() {
+		filter = "" // ProDisco's filter, below
+	}
+	entries, err := c.List(filter)
 	if err != nil {
 		return nil, rpcError(err)
+	}
+	if s.proDiscoStyle() {
+		entries = proDiscoCacheFilter(entries, req.GetFilter())
 	}
 	for _, e := range entries {
 		resp.Entries = append(resp.Entries, cacheEntryToProto(e))

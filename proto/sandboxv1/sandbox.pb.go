@@ -910,11 +910,13 @@ func (x *ExecuteResponse) GetErrorOutputPartial() bool {
 }
 
 type CacheEntry struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`               // e.g., "script-2024-01-15T10-30-00-abc123def456.ts"
-	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"` // Extracted from code comments
-	CreatedAtMs   int64                  `protobuf:"varint,3,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
-	ContentHash   string                 `protobuf:"bytes,4,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"` // For deduplication
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`               // e.g., "script-2024-01-15T10-30-00-abc123def456.ts"
+	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"` // Extracted from code comments
+	CreatedAtMs int64                  `protobuf:"varint,3,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	ContentHash string                 `protobuf:"bytes,4,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"` // For deduplication: the first 12 hex digits of the code's SHA-256, as ProDisco's
+	// execfarm extension (field numbers 100+; a ProDisco client ignores it).
+	ContentSha256 string `protobuf:"bytes,100,opt,name=content_sha256,json=contentSha256,proto3" json:"content_sha256,omitempty"` // The code's whole SHA-256, 64 lower-case hex digits
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -973,6 +975,13 @@ func (x *CacheEntry) GetCreatedAtMs() int64 {
 func (x *CacheEntry) GetContentHash() string {
 	if x != nil {
 		return x.ContentHash
+	}
+	return ""
+}
+
+func (x *CacheEntry) GetContentSha256() string {
+	if x != nil {
+		return x.ContentSha256
 	}
 	return ""
 }
@@ -2685,13 +2694,14 @@ const file_prodisco_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x0eoutput_partial\x18g \x01(\bR\routputPartial\x120\n" +
 	"\x14error_output_partial\x18h \x01(\bR\x12errorOutputPartialB\b\n" +
 	"\x06_errorB\t\n" +
-	"\a_cached\"\x89\x01\n" +
+	"\a_cached\"\xb0\x01\n" +
 	"\n" +
 	"CacheEntry\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\"\n" +
 	"\rcreated_at_ms\x18\x03 \x01(\x03R\vcreatedAtMs\x12!\n" +
-	"\fcontent_hash\x18\x04 \x01(\tR\vcontentHash\"\xff\x01\n" +
+	"\fcontent_hash\x18\x04 \x01(\tR\vcontentHash\x12%\n" +
+	"\x0econtent_sha256\x18d \x01(\tR\rcontentSha256\"\xff\x01\n" +
 	"\fExecuteChunk\x12!\n" +
 	"\fexecution_id\x18\x01 \x01(\tR\vexecutionId\x12\x18\n" +
 	"\x06output\x18\x02 \x01(\tH\x00R\x06output\x12#\n" +

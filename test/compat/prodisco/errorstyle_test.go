@@ -81,6 +81,31 @@ func TestProDiscoErrorStyle(t *testing.T) {
 			if tr, err := c.ExecuteTest(ctx, &pb.ExecuteTestRequest{Tests: "test('broken', () => {\n  const x = {\n});"}); err != nil || tr.GetSuccess() || tr.GetError() == "" {
 				t.Errorf("ExecuteTest with a syntax error: %v, %v; want OK, success false, the error", tr, err)
 			}
+			// The cache in ProDisco's shapes: content_hash is 12 hex digits
+			// (the name's), and the filter matches names only.
+			saved, err := c.Execute(ctx, codeReq("// describes pods\nconsole.log(1)"))
+			if err != nil || saved.GetCached() == nil {
+				t.Fatalf("Execute to cache: %v, %v", saved, err)
+			}
+			if h := saved.GetCached().GetContentHash(); len(h) != 12 || !strings.Contains(saved.GetCached().GetName(), "-"+h+".ts") {
+				t.Errorf("content_hash %q of %q: want the 12 hex digits of the name", h, saved.GetCached().GetName())
+			}
+			for filter, listed := range map[string]bool{"pods": false, "SCRIPT-": true, saved.GetCached().GetContentHash(): true, "script-*": false} {
+				lc, err := c.ListCache(ctx, &pb.ListCacheRequest{Filter: &filter})
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := false
+				for _, e := range lc.GetEntries() {
+					found = found || e.GetName() == saved.GetCached().GetName()
+					if len(e.GetContentHash()) != 12 {
+						t.Errorf("ListCache(%q): content_hash %q, want 12 hex digits", filter, e.GetContentHash())
+					}
+				}
+				if found != listed {
+					t.Errorf("ListCache(%q): %v; want %s listed %v (names only, no globs)", filter, lc, saved.GetCached().GetName(), listed)
+				}
+			}
 		})
 	}
 }
