@@ -494,7 +494,10 @@ func notHeld(kind, id string, err error) error {
 	case errors.Is(err, nodeid.ErrMalformed):
 		return describe(err, "%s %s not found: not an id this service makes (NODE_RUN_RANDOM)", kind, quote.Q(id))
 	}
-	return describe(err, "%s %s not found on node %q (never made, or it ended longer than the retention time ago)", kind, quote.Q(id), nodeOf(id))
+	if node := nodeOf(id); node != "" {
+		return describe(err, "%s %s not found on node %q (never made, or it ended longer than the retention time ago)", kind, quote.Q(id), node)
+	}
+	return describe(err, "%s %s not found (never made, or it ended longer than the retention time ago)", kind, quote.Q(id)) // a UUID (prodisco style)
 }
 
 // nodeOf is the node an id names ("" for a malformed one).

@@ -222,6 +222,10 @@ func build(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
 	cfg.Registry.IDs = ids
+	if cfg.ErrorStyle == ErrorStyleProDisco {
+		// Execution ids as ProDisco's: UUIDs.
+		cfg.Registry.IDs = ids.UUIDs()
+	}
 	// Counted first: the count is what a scrape right after the result sees.
 	cfg.Registry.OnResult = countFinished(cfg.Metrics, cfg.Registry.OnResult)
 	cfg.Registry.OnFinish = logFinished(cfg.Logger, cfg.Registry.OnFinish)

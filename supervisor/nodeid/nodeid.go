@@ -49,6 +49,7 @@ func Parse(s string) (ID, error) {
 type Issuer struct {
 	node string
 	run  string
+	uuid bool // UUIDs
 }
 
 // NewIssuer returns the Issuer of a new run of the supervisor on node
@@ -64,10 +65,42 @@ func NewIssuer(node string) (*Issuer, error) {
 // Node returns the node's name.
 func (i *Issuer) Node() string { return i.node }
 
+// UUIDs returns an Issuer of i's node and run whose New makes random
+// UUIDs (version 4, lower case) instead, for clients that expect
+// ProDisco's ids: such an id names no node or run, so that Check takes
+// any UUID for one it could have made (a store that does not hold it
+// says not found, without saying which node made it or that the
+// supervisor restarted). Check still tells i's other ids apart.
+func (i *Issuer) UUIDs() *Issuer {
+	return &Issuer{node: i.node, run: i.run, uuid: true}
+}
+
 // New returns a new id: this node's, this run's, with 128 fresh random
-// bits.
+// bits (a UUID with 122 of them, for an Issuer of UUIDs).
 func (i *Issuer) New() string {
+	if i.uuid {
+		return newUUID()
+	}
 	return ID{Node: i.node, Run: i.run, Random: randomHex(randomLen)}.String()
+}
+
+// newUUID returns a random UUID (RFC 9562 version 4), lower case.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // variant 10
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// isUUID reports whether s has a UUID's shape: 8-4-4-4-12 lower-case hex
+// digits.
+func isUUID(s string) bool {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return false
+	}
+	return isHex(s[:8]+s[9:13]+s[14:18]+s[19:23]+s[24:], 32)
 }
 
 // Check says whether this run of this node's supervisor could have made
@@ -76,6 +109,9 @@ func (i *Issuer) New() string {
 // *EarlierRunError (this node made it before a restart) or an error
 // wrapping ErrMalformed (no supervisor made it).
 func (i *Issuer) Check(id string) error {
+	if i.uuid && isUUID(id) {
+		return nil
+	}
 	p, err := Parse(id)
 	switch {
 	case err != nil:

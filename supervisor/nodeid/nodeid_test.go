@@ -100,3 +100,41 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestUUIDs: an Issuer of UUIDs makes random version 4 UUIDs, takes any
+// UUID for one it could have made, and still tells ids of other nodes
+// and of earlier runs apart.
+func TestUUIDs(t *testing.T) {
+	i, err := NewIssuer("node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := i.UUIDs()
+	seen := map[string]bool{}
+	for range 100 {
+		id := u.New()
+		if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(id) || seen[id] {
+			t.Fatalf("New = %q: want a fresh version 4 UUID", id)
+		}
+		seen[id] = true
+		if err := u.Check(id); err != nil {
+			t.Fatalf("Check(%q) = %v", id, err)
+		}
+		if err := i.Check(id); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("an Issuer of node ids: Check(%q) = %v, want ErrMalformed", id, err)
+		}
+	}
+	other, _ := NewIssuer("node-b")
+	var oe *OtherNodeError
+	if err := u.Check(other.New()); !errors.As(err, &oe) {
+		t.Errorf("Check of another node's id = %v, want *OtherNodeError", err)
+	}
+	if err := u.Check(i.New()); err != nil {
+		t.Errorf("Check of this run's node id = %v", err)
+	}
+	for _, bad := range []string{"0000000-0000-4000-8000-0000000000000", "ABCDEF01-0000-4000-8000-000000000000", "invalid-id"} {
+		if err := u.Check(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Check(%q) = %v, want ErrMalformed", bad, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package prodisco
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -60,6 +61,13 @@ func TestProDiscoErrorStyle(t *testing.T) {
 			a, err := c.ExecuteAsync(ctx, codeReq(`console.log("quick")`))
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Execution ids are UUIDs, as ProDisco's.
+			if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(a.GetExecutionId()) {
+				t.Errorf("execution id %q: want a UUID", a.GetExecutionId())
+			}
+			if _, err := c.GetExecution(ctx, &pb.GetExecutionRequest{ExecutionId: "00000000-0000-4000-8000-000000000000"}); status.Code(err) != codes.NotFound {
+				t.Errorf("GetExecution of an unknown UUID: %v; want NOT_FOUND", err)
 			}
 			if st, err := c.GetExecution(ctx, &pb.GetExecutionRequest{ExecutionId: a.GetExecutionId(), Wait: true}); err != nil || st.GetState() != pb.ExecutionState_EXECUTION_STATE_COMPLETED {
 				t.Fatalf("GetExecution(wait): %v, %v", st, err)
