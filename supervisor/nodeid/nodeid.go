@@ -87,7 +87,7 @@ func (i *Issuer) New() string {
 // newUUID returns a random UUID (RFC 9562 version 4), lower case.
 func newUUID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	_, _ = rand.Read(b[:])  // never fails (crypto/rand, Go 1.24+)
 	b[6] = b[6]&0x0f | 0x40 // version 4
 	b[8] = b[8]&0x3f | 0x80 // variant 10
 	h := hex.EncodeToString(b[:])
