@@ -20,6 +20,7 @@ func TestServeRefusesNegativeCountsAndDurations(t *testing.T) {
 		{"--retention", "-1s"},
 		{"--retention", "0s"},
 		{"--retention", "500us"}, // under the registry's unit: it read 0 as its default
+		{"--error-style", "ProDisco"},
 	} {
 		cmd := serveCmd()
 		cmd.SetArgs(args)
