@@ -53,9 +53,14 @@ const (
 	// prefix and gives it back once its last byte has gone to gRPC, or
 	// its stream or connection ends. A message that does not fit is
 	// refused RESOURCE_EXHAUSTED, retryable, and its bytes dropped as
-	// they come; the connection's reader never waits for room.
+	// they come; the connection's reader never waits for room. A
+	// connection's share is MaxStreamsPerConnection messages of 260 KiB
+	// (an upload chunk of the CLI and the MCP bridge, 256 KiB of data,
+	// with a path of up to 4 KiB), so that a client whose messages are
+	// no larger is never refused for its own share, whatever it sends at
+	// once.
 	DefaultReceiveBudget              = 64 << 20
-	DefaultReceiveBudgetPerConnection = 16 << 20
+	DefaultReceiveBudgetPerConnection = MaxStreamsPerConnection * (260 << 10)
 )
 
 // errorDomain is the google.rpc.ErrorInfo domain of execfarm's errors

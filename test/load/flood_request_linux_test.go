@@ -292,7 +292,7 @@ func grpcStatusOf(resp *http.Response) error {
 // TestFloodSlowRequests: 8 connections with the token open 64 Execute
 // calls each, every one declaring a request of 4 MiB less 64 KiB and
 // sending 3 MiB of it before it stalls. The server's receive budget
-// (64 MiB, 16 MiB a connection) takes the first 16 and refuses the rest
+// (64 MiB, 32.5 MiB a connection) takes the first 16 and refuses the rest
 // RESOURCE_EXHAUSTED as their prefixes arrive, and the supervisor's
 // VmHWM stays under rssBound (gRPC would otherwise hold every stalled
 // request as it arrives: 1.5 GiB).
