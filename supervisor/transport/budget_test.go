@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/execfarm/execfarm/internal/h2c"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 )
 
@@ -198,16 +198,12 @@ func serveBudget(t *testing.T, c Config, srv sandboxv1.SandboxServiceServer) (Co
 // rawConn is an HTTP/2 connection to a gRPC server that sends request
 // messages as slowly as its caller wants.
 type rawConn struct {
-	cc *http2.ClientConn
+	cc *http.ClientConn
 }
 
 func dialRaw(t *testing.T, sock string) *rawConn {
 	t.Helper()
-	nc, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := (&http2.Transport{AllowHTTP: true}).NewClientConn(nc)
+	cc, err := h2c.DialUnix(context.Background(), sock)
 	if err != nil {
 		t.Fatal(err)
 	}

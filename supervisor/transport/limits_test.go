@@ -15,7 +15,6 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -304,15 +303,4 @@ func TestPeerReserve(t *testing.T) {
 	if ok, _ := watch(t, Config{SocketPath: c.SocketPath}); !ok {
 		t.Fatal("a tokenless Watch once the peer's bound was reached")
 	}
-}
-
-// dialInsecure opens a tokenless connection to c.
-func dialInsecure(t *testing.T, c Config) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpc.NewClient(c.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -25,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/execfarm/execfarm/internal/h2c"
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor/transport"
@@ -242,7 +241,7 @@ type slowCall struct {
 
 // startSlow opens a call of method on cc with token and sends part bytes
 // of msg (a gRPC message with its prefix).
-func startSlow(ctx context.Context, cc *http2.ClientConn, method, token string, msg []byte, part int) *slowCall {
+func startSlow(ctx context.Context, cc *http.ClientConn, method, token string, msg []byte, part int) *slowCall {
 	pr, pw := io.Pipe()
 	call := &slowCall{sent: make(chan struct{}), done: make(chan error, 1)}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://execfarm"+method, pr)
@@ -306,7 +305,7 @@ func TestFloodSlowRequests(t *testing.T) {
 	msg = append(msg, body...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var ccs []*http2.ClientConn
+	var ccs []*http.ClientConn
 	defer func() {
 		for _, cc := range ccs {
 			cc.Close()
@@ -314,11 +313,7 @@ func TestFloodSlowRequests(t *testing.T) {
 	}()
 	var calls []*slowCall
 	for range conns {
-		nc, err := net.Dial("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cc, err := (&http2.Transport{AllowHTTP: true}).NewClientConn(nc)
+		cc, err := h2c.DialUnix(ctx, sock)
 		if err != nil {
 			t.Fatal(err)
 		}
