@@ -9,10 +9,14 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
 STATICCHECK_VERSION        := v0.8.2
 PRODISCO_PROTO := prodisco_sandbox.proto
 PRODISCO_PB    := github.com/execfarm/execfarm/test/compat/prodiscopb
+# The Python SDK's generated modules: messages from protoc itself, service
+# stubs from Debian's protobuf-compiler-grpc (grpc_python_plugin 1.51, the
+# version of Debian's python3-grpcio), imports rewritten into the package.
+PY_PB          := sdk/python/src/execfarm/_pb
 # protoc itself comes from Debian's protobuf-compiler (3.21.12 on bookworm);
 # its version is written into the generated files, so drift shows up too.
 
-.PHONY: all build demo test test-cgroup2 deps bundle bench proto proto-check lint clean
+.PHONY: all build demo test test-go test-python test-cgroup2 deps bundle bench proto proto-check lint clean
 
 all: build
 
@@ -29,9 +33,18 @@ demo: build
 # the supervisor and worker packages. A package's tests may take up to
 # 30 minutes (go test's default is 10): the compatibility suite takes
 # about 2 minutes on a quiet 2-core machine and 10 at a load of 20.
-test: deps
+test: test-go test-python
+
+test-go: deps
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -timeout 30m -race ./supervisor/... ./worker/... ./runtime/...
+
+# The Python SDK (sdk/python): built into a wheel, installed from it into a
+# fresh venv of Debian's /usr/bin/python3 (its python3-grpcio and
+# python3-protobuf, no PyPI), its tests run there against a real
+# `execfarm serve`, and the README's snippet run from the installed wheel.
+test-python: build
+	sdk/python/test.sh
 
 # The cgroup package's tests, the integration suite and the hostile suite
 # on a real, pure cgroup v2 kernel: Debian's kernel booted in qemu (TCG),
@@ -81,10 +94,18 @@ proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 		--go_out=. --go_opt=module=github.com/execfarm/execfarm --go_opt=M$(PRODISCO_PROTO)=$(PRODISCO_PB) \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/execfarm/execfarm --go-grpc_opt=M$(PRODISCO_PROTO)=$(PRODISCO_PB) \
 		test/compat/$(PRODISCO_PROTO)
+	@command -v grpc_python_plugin >/dev/null || { echo "grpc_python_plugin is required (apt-get install protobuf-compiler-grpc)"; exit 1; }
+	rm -rf $(PY_PB)/prodisco $(PY_PB)/execfarm
+	protoc -I proto --python_out=$(PY_PB) --pyi_out=$(PY_PB) \
+		--grpc_out=$(PY_PB) --plugin=protoc-gen-grpc=$$(command -v grpc_python_plugin) \
+		proto/prodisco/sandbox/v1/sandbox.proto proto/execfarm/v1/session.proto
+	sed -i -E 's/^from (prodisco|execfarm)\./from execfarm._pb.\1./' $$(find $(PY_PB) -name '*.py' -o -name '*.pyi')
+	find $(PY_PB) -type d -exec touch {}/__init__.py \;
 
 # Fails when the checked-in generated code differs from a fresh `make proto`.
 proto-check: proto
-	git diff --exit-code -- proto/ test/compat/prodiscopb/
+	git diff --exit-code -- proto/ test/compat/prodiscopb/ $(PY_PB)/
+	@untracked=$$(git ls-files --others --exclude-standard -- $(PY_PB)); [ -z "$$untracked" ] || { echo "generated but not checked in:"; echo "$$untracked"; exit 1; }
 
 lint: $(TOOLS)/staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
