@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -162,7 +163,6 @@ type callLimit struct {
 	method   string
 	limit    uint32
 	declared atomic.Uint32 // the size declared past the limit; 0 = none
-	ended    atomic.Bool   // the call's handler has returned
 	// acct is the connection's share of the receive budget (nil: none);
 	// held is what the message being received holds of it; done is set
 	// once the call's stream has ended (its context).
@@ -237,19 +237,14 @@ func callLimitOf(ctx context.Context) *callLimit {
 }
 
 // limitOptions refuse the calls whose message was over its limit (the
-// handler then got an empty message, which it never sees) and mark the
-// call ended for framedConn.
+// handler then got an empty message, which it never sees).
 func limitOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
 		grpc.InitialWindowSize(WindowBytes),
 		grpc.InitialConnWindowSize(ConnWindowBytes),
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			l := callLimitOf(ctx)
-			if l != nil {
-				defer l.ended.Store(true)
-			}
-			if err := l.err(); err != nil {
+			if err := callLimitOf(ctx).err(); err != nil {
 				return nil, err
 			}
 			return h(ctx, req)
@@ -259,7 +254,6 @@ func limitOptions() []grpc.ServerOption {
 			if l == nil {
 				return h(srv, ss)
 			}
-			defer l.ended.Store(true)
 			return h(srv, limitedStream{ss, l})
 		}),
 	}
@@ -339,8 +333,10 @@ const (
 // stream's DATA goes there too. A prefix cut by the end of a frame is
 // held (at most 4 bytes) and sent with the next frame of its stream.
 // A message holds its declared size of the budget from its prefix to its
-// last byte, or until its stream ends (END_STREAM, RST_STREAM, eviction,
-// the call's context) or the connection closes.
+// last byte, or until its stream ends (END_STREAM, RST_STREAM, the
+// call's context) or the connection closes. A stream is tracked from its
+// header block until its END_STREAM or RST_STREAM, or its call has ended
+// and room is needed (startStream).
 //
 // Read is called by gRPC's reader alone, and pending is set on that
 // goroutine (the tap), so the fields need no lock.
@@ -350,9 +346,11 @@ type framedConn struct {
 	prefaceLeft int
 	// block is the stream whose header block ended the bytes last
 	// handed out (0 = none); pending is what the tap made of it.
-	block   uint32
-	pending *callLimit
-	streams map[uint32]*framedStream
+	// blockEnds: that block's HEADERS frame ended its stream.
+	block     uint32
+	blockEnds bool
+	pending   *callLimit
+	streams   map[uint32]*framedStream
 	// raw: a frame over maxFrameLen came, which gRPC answers by closing
 	// the connection; what follows is handed on as is.
 	raw bool
@@ -379,8 +377,14 @@ var chunkPool = sync.Pool{New: func() any { b := make([]byte, readChunk); return
 func (f *framedConn) Read(p []byte) (int, error) {
 	for len(f.out) == 0 {
 		if f.block != 0 {
-			f.startStream(f.block, f.pending)
-			f.block, f.pending = 0, nil
+			id, l := f.block, f.pending
+			if f.blockEnds {
+				l = nil // nothing of its request is to come
+			}
+			f.block, f.pending, f.blockEnds = 0, nil, false
+			if err := f.startStream(id, l); err != nil {
+				return 0, err
+			}
 		}
 		if f.process() {
 			continue
@@ -454,8 +458,11 @@ func (f *framedConn) process() bool {
 		case frameRSTStream:
 			f.drop(id)
 		case frameHeaders, frameContinue:
-			if typ == frameHeaders && flags&flagEndStream != 0 {
-				f.drop(id) // trailers, or a call without a body
+			if typ == frameHeaders {
+				f.blockEnds = flags&flagEndStream != 0
+				if f.blockEnds {
+					f.drop(id) // trailers, or a call without a body
+				}
 			}
 			f.out = append(f.out, frame...)
 			if flags&flagEndHeaders != 0 {
@@ -493,30 +500,33 @@ func (f *framedConn) drop(id uint32) {
 	delete(f.streams, id)
 }
 
-// startStream gives stream id the limit the tap made for it.
-func (f *framedConn) startStream(id uint32, l *callLimit) {
+// errTooManyStreams fails a connection whose maxTrackedStream tracked
+// streams are all live: gRPC allows MaxStreamsPerConnection at once, so
+// it never happens but for calls whose context gRPC has not cancelled
+// yet; forgetting a live one would let its DATA pass unparsed.
+var errTooManyStreams = errors.New("transport: too many streams in flight on the connection")
+
+// startStream gives stream id the limit the tap made for it. When
+// maxTrackedStream are tracked, those whose call has ended (its context:
+// unknown methods, deadlines, refusals by an interceptor end a call
+// whose client never ended its stream) are forgotten through drop; a
+// live one never is.
+func (f *framedConn) startStream(id uint32, l *callLimit) error {
 	if l == nil {
-		return
+		return nil
 	}
 	if len(f.streams) >= maxTrackedStream {
 		for sid, st := range f.streams {
-			if st.l.ended.Load() {
-				st.l.release()
-				delete(f.streams, sid)
+			if st.l.done.Load() {
+				f.drop(sid)
 			}
 		}
-		// Streams whose call never ended nor got END_STREAM: the
-		// lowest go (gRPC's own limit then bounds them).
-		for len(f.streams) >= maxTrackedStream {
-			low := ^uint32(0)
-			for sid := range f.streams {
-				low = min(low, sid)
-			}
-			f.streams[low].l.release()
-			delete(f.streams, low)
+		if len(f.streams) >= maxTrackedStream {
+			return errTooManyStreams
 		}
 	}
 	f.streams[id] = &framedStream{l: l}
+	return nil
 }
 
 // data hands on a DATA frame of a limited stream.
