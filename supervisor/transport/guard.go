@@ -152,6 +152,7 @@ type guard struct {
 	token                              bool          // tokens != nil
 	health                             chan struct{} // slots for unauthenticated health calls
 	recv                               *recvBudget   // request bytes being received (limits.go)
+	unauth                             *recvBudget   // those of unauthenticated health calls
 
 	mu       sync.Mutex
 	conns    int
@@ -316,7 +317,8 @@ func newGuard(maxConns, perPeer, reserve, peerReserve int, tokens *TokenSet, rec
 	reserve = min(reserve, maxConns/2)
 	peerReserve = min(peerReserve, perPeer/2)
 	return &guard{max: maxConns, perPeer: perPeer, reserve: reserve, peerReserve: peerReserve, tokens: tokens, token: tokens != nil,
-		health: make(chan struct{}, MaxUnauthenticatedStreams), recv: recv, byPeer: map[string]int{}, unproven: list.New(), unprovenByPeer: map[string]int{}}
+		health: make(chan struct{}, MaxUnauthenticatedStreams), recv: recv,
+		unauth: &recvBudget{max: UnauthenticatedReceiveBudget, perConn: UnauthenticatedReceiveBudgetPerConnection}, byPeer: map[string]int{}, unproven: list.New(), unprovenByPeer: map[string]int{}}
 }
 
 // trackedConn is an accepted connection; its RemoteAddr carries it into
@@ -368,7 +370,7 @@ func (c *trackedConn) Close() error {
 		g.creditLocked(c, c.unsent.Load())
 		g.mu.Unlock()
 		if f := c.frames.Load(); f != nil {
-			f.acct.close()
+			f.closeAccounts()
 		}
 	})
 	return c.Conn.Close()
@@ -443,10 +445,15 @@ func connOf(ctx context.Context) *trackedConn {
 // authenticated reports whether ctx's call comes over a connection that
 // has made an authenticated call (always true without a token).
 func (g *guard) authenticated(ctx context.Context) bool {
+	return g.proven(connOf(ctx))
+}
+
+// proven reports whether c (nil: not tracked) has made an authenticated
+// call (always true without a token).
+func (g *guard) proven(c *trackedConn) bool {
 	if !g.token {
 		return true
 	}
-	c := connOf(ctx)
 	if c == nil {
 		return false
 	}
@@ -485,10 +492,13 @@ func (g *guard) healthSlot(ctx context.Context, method string) (release func(), 
 // that no request of a caller without the token is ever held; a call
 // with one marks its connection authenticated. Every call gets its
 // callLimit (limits.go): its method's request limit and its hold on the
-// receive budget, given back when its stream ends.
+// receive budget, given back when its stream ends. A health call of a
+// connection that has not authenticated takes requests of at most
+// MaxUnauthenticatedRequestBytes, from the unauthenticated calls' budget.
 func (g *guard) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
 	c := connOf(ctx)
-	if g.tokens != nil && !strings.HasPrefix(info.FullMethodName, healthService) {
+	health := strings.HasPrefix(info.FullMethodName, healthService)
+	if g.tokens != nil && !health {
 		if _, err := checkBearer(ctx, g.tokens); err != nil {
 			return nil, err
 		}
@@ -501,6 +511,9 @@ func (g *guard) tap(ctx context.Context, info *tap.Info) (context.Context, error
 	}
 	if f := c.frames.Load(); f != nil {
 		l := &callLimit{method: info.FullMethodName, limit: uint32(requestLimit(info.FullMethodName)), acct: f.acct}
+		if health && !g.proven(c) {
+			l.limit, l.acct = MaxUnauthenticatedRequestBytes, f.unauth
+		}
 		// gRPC cancels ctx when the stream ends, however it ends.
 		context.AfterFunc(ctx, l.finish)
 		f.pending = l

@@ -62,6 +62,18 @@ const (
 	// once.
 	DefaultReceiveBudget              = 64 << 20
 	DefaultReceiveBudgetPerConnection = MaxStreamsPerConnection * (260 << 10)
+	// With a token, a health call of a connection that has not
+	// authenticated (it needs no token) takes requests of at most
+	// MaxUnauthenticatedRequestBytes (a HealthCheckRequest names a
+	// service), and they take their size from a budget of their own,
+	// UnauthenticatedReceiveBudget for the server and
+	// UnauthenticatedReceiveBudgetPerConnection for one connection,
+	// never from the receive budget: callers without the token can then
+	// only ever exhaust what callers without the token use, and never
+	// refuse a caller with it.
+	MaxUnauthenticatedRequestBytes            = 1 << 10
+	UnauthenticatedReceiveBudget              = 1 << 20
+	UnauthenticatedReceiveBudgetPerConnection = 8 << 10
 )
 
 // errorDomain is the google.rpc.ErrorInfo domain of execfarm's errors
@@ -289,7 +301,7 @@ func (c framingCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthI
 	if !ok {
 		return conn, info, nil
 	}
-	f := &framedConn{Conn: conn, prefaceLeft: len(http2Preface), streams: map[uint32]*framedStream{}, acct: tc.g.recv.account()}
+	f := &framedConn{Conn: conn, prefaceLeft: len(http2Preface), streams: map[uint32]*framedStream{}, acct: tc.g.recv.account(), unauth: tc.g.unauth.account()}
 	tc.frames.Store(f)
 	return f, info, nil
 }
@@ -354,14 +366,22 @@ type framedConn struct {
 	// raw: a frame over maxFrameLen came, which gRPC answers by closing
 	// the connection; what follows is handed on as is.
 	raw bool
-	// acct is the connection's share of the receive budget.
-	acct *recvAccount
+	// acct is the connection's share of the receive budget, unauth of
+	// the unauthenticated calls' budget (nil in tests).
+	acct, unauth *recvAccount
 }
 
-// Close gives back the connection's share of the receive budget.
+// Close gives back the connection's shares of the receive budgets.
 func (f *framedConn) Close() error {
-	f.acct.close()
+	f.closeAccounts()
 	return f.Conn.Close()
+}
+
+func (f *framedConn) closeAccounts() {
+	f.acct.close()
+	if f.unauth != nil {
+		f.unauth.close()
+	}
 }
 
 // framedStream is a limited stream's place in its messages.
