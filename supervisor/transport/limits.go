@@ -342,7 +342,9 @@ const (
 // the rest of the stream's DATA goes to a
 // stream gRPC does not know (deadStreamID), so that flow control still
 // counts every byte and nothing holds them. Padding of a limited
-// stream's DATA goes there too. A prefix cut by the end of a frame is
+// stream's DATA goes to its stream, in a padded frame of its own, so
+// that the stream's window for it comes back (once the stream is
+// refused, to deadStreamID like the rest). A prefix cut by the end of a frame is
 // held (at most 4 bytes) and sent with the next frame of its stream.
 // A message holds its declared size of the budget from its prefix to its
 // last byte, or until its stream ends (END_STREAM, RST_STREAM, the
@@ -560,7 +562,16 @@ func (f *framedConn) data(id uint32, st *framedStream, flags byte, payload []byt
 			return
 		}
 		data = payload[1 : len(payload)-int(payload[0])]
-		f.writeFrame(frameData, 0, deadStreamID, payload[:len(payload)-len(data)])
+		pad := append([]byte{payload[0]}, payload[1+len(data):]...)
+		if st.over {
+			f.writeFrame(frameData, 0, deadStreamID, pad)
+		} else {
+			// A frame of its own, padding alone, on the stream: gRPC
+			// gives back the stream's window for it at once. (Kept
+			// apart so that the rewritten frame, which a held prefix
+			// lengthens, needs no room for it.)
+			f.writeFrame(frameData, flagPadded, id, pad)
+		}
 	}
 	if end {
 		// Nothing more of the stream comes: a message cut short gives

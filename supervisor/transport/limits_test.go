@@ -166,7 +166,8 @@ func TestSmallRequestLimit(t *testing.T) {
 // that cut a prefix across frames, pad, and declare more than the limit:
 // the limited stream gets its messages whole, the one over its limit an
 // empty message that ends it, and every byte the client sent still
-// reaches flow control.
+// reaches flow control, on its stream while the stream is within its
+// limit (padding too).
 func TestFramedConnMessages(t *testing.T) {
 	var in bytes.Buffer
 	in.WriteString(http2Preface)
@@ -186,8 +187,10 @@ func TestFramedConnMessages(t *testing.T) {
 		return append(b, body...)
 	}
 	sent := 0
+	sentOn := map[uint32]int{}
 	data := func(id uint32, end bool, b []byte) {
 		sent += len(b)
+		sentOn[id] += len(b)
 		if err := fr.WriteData(id, end, b); err != nil {
 			t.Fatal(err)
 		}
@@ -203,6 +206,7 @@ func TestFramedConnMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent += len(w) + 8
+	sentOn[1] += len(w) + 8
 	data(1, true, nil)
 	// Stream 3 (limit 16): 100 bytes declared, cut 4+rest, then more.
 	headers(3)
@@ -222,7 +226,7 @@ func TestFramedConnMessages(t *testing.T) {
 	got := map[uint32][]byte{}
 	ended := map[uint32]bool{}
 	limits := map[uint32]*callLimit{}
-	flow := 0
+	flow, flowOn := 0, map[uint32]int{}
 	rd := http2.NewFramer(nil, f)
 	for {
 		frame, err := rd.ReadFrame()
@@ -241,6 +245,7 @@ func TestFramedConnMessages(t *testing.T) {
 			}
 		case *http2.DataFrame:
 			flow += int(fr.Length)
+			flowOn[fr.StreamID] += int(fr.Length)
 			if ended[fr.StreamID] && fr.StreamID != deadStreamID {
 				t.Fatalf("DATA on stream %d after its end", fr.StreamID)
 			}
@@ -262,6 +267,13 @@ func TestFramedConnMessages(t *testing.T) {
 	}
 	if flow != sent {
 		t.Errorf("DATA frames handed on hold %d bytes, the client sent %d", flow, sent)
+	}
+	// A stream within its limit gets every byte sent on it, padding too
+	// (its window for them comes back).
+	for _, id := range []uint32{1, 5} {
+		if flowOn[id] != sentOn[id] {
+			t.Errorf("DATA frames of stream %d hold %d bytes, the client sent %d on it", id, flowOn[id], sentOn[id])
+		}
 	}
 }
 
