@@ -26,6 +26,23 @@ import (
 // cfg.Sandbox.NoSeccomp. stop shuts it down and removes everything it
 // created.
 func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc transport.Config, stop func() error, err error) {
+	return EmbeddedWith(ctx, cfg, EmbeddedOptions{AllowDegraded: allowDegraded})
+}
+
+// EmbeddedOptions are an embedded supervisor's choices beyond its Config.
+type EmbeddedOptions struct {
+	// AllowDegraded is Embedded's allowDegraded.
+	AllowDegraded []string
+	// Token, when set, is the one bearer token the supervisor accepts
+	// (transport.Config.Token, principal "token:default"); the returned
+	// transport.Config carries it, so that its Dial sends it. ""
+	// accepts every caller that can open the socket.
+	Token string
+}
+
+// EmbeddedWith is Embedded with opts.
+func EmbeddedWith(ctx context.Context, cfg Config, opts EmbeddedOptions) (tc transport.Config, stop func() error, err error) {
+	allowDegraded := opts.AllowDegraded
 	host.RemoveStaleEmbedded(cfg.Sandbox.Cgroup)
 	dir, err := embeddedDir()
 	if err != nil {
@@ -38,7 +55,7 @@ func Embedded(ctx context.Context, cfg Config, allowDegraded []string) (tc trans
 	if err == nil {
 		var s *Server
 		if s, err = New(cfg); err == nil {
-			tc, serveStop, err = serveEmbedded(ctx, s, dir)
+			tc, serveStop, err = serveEmbedded(ctx, s, dir, opts.Token)
 		}
 		if err != nil {
 			unlock()
@@ -121,10 +138,11 @@ func embeddedConfig(cfg Config, dir string, allowDegraded []string) (_ Config, u
 }
 
 // serveEmbedded serves s on a unix socket in dir, in the background, and
-// returns once it accepts calls. stop shuts s down and removes its cgroup
-// parent and dir; on an error the caller removes dir.
-func serveEmbedded(ctx context.Context, s *Server, dir string) (tc transport.Config, stop func() error, err error) {
-	tc = transport.Config{SocketPath: filepath.Join(dir, "execfarm.sock")}
+// returns once it accepts calls; with token, only to callers that send it.
+// stop shuts s down and removes its cgroup parent and dir; on an error the
+// caller removes dir.
+func serveEmbedded(ctx context.Context, s *Server, dir, token string) (tc transport.Config, stop func() error, err error) {
+	tc = transport.Config{SocketPath: filepath.Join(dir, "execfarm.sock"), Token: token}
 	sctx, cancel := context.WithCancel(ctx)
 	readyc := make(chan struct{})
 	done := make(chan error, 1)
