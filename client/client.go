@@ -119,7 +119,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Mode == Server || (opts.Mode == Auto && (tc.Configured() || defaultSocketAnswers())) {
+	if opts.Mode == Server || (opts.Mode == Auto && (tc.Configured() || DefaultSocketAnswers())) {
 		return dial(tc)
 	}
 	return embed(ctx, opts.Embed)
@@ -133,9 +133,9 @@ func dial(tc transport.Config) (*Client, error) {
 	return &Client{conn: conn, tc: tc, exec: sandboxv1.NewSandboxServiceClient(conn), sess: execfarmv1.NewSessionServiceClient(conn)}, nil
 }
 
-// defaultSocketAnswers reports whether a supervisor listens at the
-// default socket (within 200 ms).
-func defaultSocketAnswers() bool {
+// DefaultSocketAnswers reports whether a supervisor listens at
+// transport.DefaultSocketPath (within 200 ms): Auto mode's test.
+func DefaultSocketAnswers() bool {
 	conn, err := net.DialTimeout("unix", transport.DefaultSocketPath, 200*time.Millisecond)
 	if err != nil {
 		return false

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"google.golang.org/genproto/googleapis/rpc/code"
@@ -17,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/execfarm/execfarm/client"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 	"github.com/execfarm/execfarm/supervisor"
 	"github.com/execfarm/execfarm/supervisor/limits"
@@ -44,12 +42,19 @@ func (c *clientFlags) register(cmd *cobra.Command) {
 	f.StringVar(&c.token, "token-file", "", "send the bearer token in this file (env EXECFARM_TOKEN_FILE, or the token itself in EXECFARM_TOKEN)")
 }
 
-func (c *clientFlags) transport() (transport.Config, error) {
+// options are the client package's options for the flags: the flags'
+// values, the environment filling in the rest (client.Config,
+// transport.FromEnv).
+func (c *clientFlags) options(mode client.Mode) client.Options {
 	tc := transport.Config{SocketPath: c.socket, UseTCP: c.tcp, TCPHost: c.host, TCPPort: c.port, TokenPath: c.token}
 	if c.flags != nil {
 		flagsChooseTransport(c.flags, &tc)
 	}
-	return transport.FromEnv(tc, os.Getenv)
+	return client.Options{Transport: tc, Mode: mode, Embed: client.EmbedOptions{Version: version}}
+}
+
+func (c *clientFlags) transport() (transport.Config, error) {
+	return client.Config(c.options(client.Server))
 }
 
 // flagsChooseTransport lets the flags choose between the unix socket and
@@ -75,19 +80,34 @@ func flagsChooseTransport(f *pflag.FlagSet, tc *transport.Config) {
 	}
 }
 
-// connect dials the configured supervisor. The client's calls that find
-// no supervisor answer UNAVAILABLE; the commands pass their errors
-// through c.reach.
+// open connects to the supervisor as mode says (client.Connect). An
+// embedded supervisor that cannot start is execfarm's failure (exit 125);
+// a connection that cannot be set up goes through reach.
+func (c *clientFlags) open(ctx context.Context, mode client.Mode) (*client.Client, error) {
+	opts := c.options(mode)
+	cl, err := client.Connect(ctx, opts)
+	if err != nil {
+		var ee *client.EmbedError
+		if errors.As(err, &ee) {
+			return nil, failure{err}
+		}
+		if tc, terr := client.Config(opts); terr == nil {
+			return nil, reach(tc, err)
+		}
+		return nil, err
+	}
+	return cl, nil
+}
+
+// connect dials the configured supervisor (the default socket when
+// nothing is configured). The client's calls that find no supervisor
+// answer UNAVAILABLE; the commands pass their errors through c.reach.
 func (c *clientFlags) connect() (sandboxv1.SandboxServiceClient, func(), error) {
-	tc, err := c.transport()
+	cl, err := c.open(context.Background(), client.Server)
 	if err != nil {
 		return nil, nil, err
 	}
-	conn, err := tc.Dial()
-	if err != nil {
-		return nil, nil, reach(tc, err)
-	}
-	return sandboxv1.NewSandboxServiceClient(conn), func() { conn.Close() }, nil
+	return cl.Executions(), func() { cl.Close() }, nil
 }
 
 // call runs f with a client of the configured supervisor, then closes
@@ -126,54 +146,19 @@ func (c *clientFlags) connectOrEmbed(ctx context.Context, verbose bool) (sandbox
 }
 
 // dialOrEmbed is connectOrEmbed's connection, for clients of several
-// services.
+// services: client.Connect in client.Auto mode.
 func (c *clientFlags) dialOrEmbed(ctx context.Context, verbose bool) (*grpc.ClientConn, func(), error) {
-	tc, err := c.transport()
+	cl, err := c.open(ctx, client.Auto)
 	if err != nil {
 		return nil, nil, err
 	}
-	if tc.Configured() || defaultSocketAnswers() {
-		conn, err := tc.Dial()
-		if err != nil {
-			return nil, nil, reach(tc, err)
-		}
-		return conn, func() { conn.Close() }, nil
-	}
-	worker, err := supervisor.FindWorker("")
-	if err != nil {
-		return nil, nil, failure{fmt.Errorf("start embedded supervisor: %w", err)}
-	}
-	// Its lifecycle is this command's: only warnings are news, unless
-	// EXECFARM_LOG_LEVEL asks for more (debug: its start too).
-	level := hclog.LevelFromString(os.Getenv("EXECFARM_LOG_LEVEL"))
-	if level == hclog.NoLevel {
-		level = hclog.Warn
-	}
-	cfg := supervisor.Config{Version: version, Logger: hclog.New(&hclog.LoggerOptions{Name: "execfarm", Level: level})}
-	cfg.Sandbox.WorkerBinary = worker
-	cfg.Sandbox.GojaBinary = os.Getenv("EXECFARM_GOJA")
-	if _, err := supervisor.NodeRuntime(&cfg, "", os.Getenv); err != nil {
-		return nil, nil, failure{fmt.Errorf("start embedded supervisor: %w", err)}
-	}
-	etc, stopEmbedded, err := supervisor.Embedded(ctx, cfg, nil)
-	if err != nil {
-		return nil, nil, failure{fmt.Errorf("start embedded supervisor: %w", err)}
-	}
-	if verbose {
-		fmt.Fprintln(os.Stderr, "execfarm: no supervisor configured; started an embedded one at", etc.Address())
+	if verbose && cl.Embedded() {
+		fmt.Fprintln(os.Stderr, "execfarm: no supervisor configured; started an embedded one at", cl.Address())
 		for _, n := range supervisor.HostCeilingNotes(limits.DefaultCeilings()) {
 			fmt.Fprintln(os.Stderr, "execfarm:", n)
 		}
 	}
-	conn, err := etc.Dial()
-	if err != nil {
-		_ = stopEmbedded()
-		return nil, nil, failure{err}
-	}
-	return conn, func() {
-		conn.Close()
-		_ = stopEmbedded()
-	}, nil
+	return cl.Conn(), func() { _ = cl.Close() }, nil
 }
 
 // connectNoEmbed dials the configured supervisor, or the one at the
@@ -184,19 +169,10 @@ func (c *clientFlags) connectNoEmbed(why string) (sandboxv1.SandboxServiceClient
 	if err != nil {
 		return nil, nil, err
 	}
-	if !tc.Configured() && !defaultSocketAnswers() {
+	if !tc.Configured() && !client.DefaultSocketAnswers() {
 		return nil, nil, &unreachableError{addr: tc.Address(), err: errors.New(why)}
 	}
 	return c.connect()
-}
-
-func defaultSocketAnswers() bool {
-	conn, err := net.DialTimeout("unix", transport.DefaultSocketPath, 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
 }
 
 // reach returns err, or, when it says no supervisor answered at tc

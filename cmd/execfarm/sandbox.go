@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/execfarm/execfarm/client"
 	"github.com/execfarm/execfarm/proto/execfarmv1"
 	"github.com/execfarm/execfarm/proto/sandboxv1"
 )
@@ -30,17 +32,13 @@ type sessionClients struct {
 // supervisor at the address is an *unreachableError, which says how to
 // start one or point at one.
 func (c *clientFlags) sessionCall(f func(sessionClients) error) error {
-	tc, err := c.transport()
+	cl, err := c.open(context.Background(), client.Server)
 	if err != nil {
 		return err
 	}
-	conn, err := tc.Dial()
-	if err != nil {
-		return reach(tc, err)
-	}
-	defer conn.Close()
-	if err := f(sessionClients{execfarmv1.NewSessionServiceClient(conn), sandboxv1.NewSandboxServiceClient(conn)}); err != nil {
-		return reach(tc, err)
+	defer cl.Close()
+	if err := f(sessionClients{cl.Sessions(), cl.Executions()}); err != nil {
+		return reach(cl.Transport(), err)
 	}
 	return nil
 }
