@@ -160,6 +160,8 @@ func faultOf(err error) fault {
 		return fault{code: codes.InvalidArgument, reason: "NUL_IN_ARGUMENT", field: nul.Field}
 	case errors.As(err, &utf8Err):
 		return fault{code: codes.InvalidArgument, reason: "INVALID_UTF8", field: utf8Err.field}
+	case errors.Is(err, program.ErrArgv):
+		return fault{code: codes.InvalidArgument, reason: "INVALID_FIELD", field: "argv"}
 	case errors.Is(err, program.ErrUnknownRuntime):
 		return fault{code: codes.InvalidArgument, reason: "UNKNOWN_RUNTIME", field: "runtime"}
 	case errors.Is(err, program.ErrNoTestMode):

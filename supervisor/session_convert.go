@@ -83,6 +83,8 @@ func eventToProto(sandboxID string, en eventlog.Entry[*session.Event]) *execfarm
 		out.Event = &execfarmv1.SandboxEvent_FileRemoved{FileRemoved: &execfarmv1.FileRemovedEvent{Path: e.Path}}
 	case session.EventDirectoryMade:
 		out.Event = &execfarmv1.SandboxEvent_DirectoryMade{DirectoryMade: &execfarmv1.DirectoryMadeEvent{Path: e.Path}}
+	case session.EventFileMoved:
+		out.Event = &execfarmv1.SandboxEvent_FileMoved{FileMoved: &execfarmv1.FileMovedEvent{Source: e.Path, Destination: e.Destination}}
 	case session.EventExpiring:
 		out.Event = &execfarmv1.SandboxEvent_Expiring{Expiring: &execfarmv1.SandboxExpiringEvent{Reason: execfarmv1.EndReason(e.Reason)}}
 	case session.EventEnded:

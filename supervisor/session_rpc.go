@@ -188,6 +188,19 @@ func (ss sessions) DeleteSandbox(ctx context.Context, req *execfarmv1.DeleteSand
 	return &execfarmv1.DeleteSandboxResponse{CancelledExecs: int32(n)}, nil
 }
 
+// ExtendSandbox sets the time left before a sandbox the caller oversees
+// expires, within the lifetime ceiling, and answers with its status.
+func (ss sessions) ExtendSandbox(ctx context.Context, req *execfarmv1.ExtendSandboxRequest) (*execfarmv1.Sandbox, error) {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return nil, rpcError(err)
+	}
+	sb, err := ss.s.sessions.Extend(caller(ctx), req.GetSandboxId(), req.GetTtlSeconds())
+	if err != nil {
+		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
+	}
+	return sandboxToProto(sb.Info()), nil
+}
+
 // exec starts the exec of req for the caller.
 func (ss sessions) exec(ctx context.Context, req *execfarmv1.ExecRequest) (*registry.Execution, error) {
 	if err := sandboxID(req.GetSandboxId()); err != nil {
@@ -197,7 +210,7 @@ func (ss sessions) exec(ctx context.Context, req *execfarmv1.ExecRequest) (*regi
 	if err != nil {
 		return nil, err
 	}
-	p := session.ExecParams{Runtime: rt, Code: req.GetCode(), Stdin: req.GetStdin(), StdinOpen: req.GetKeepStdinOpen(),
+	p := session.ExecParams{Runtime: rt, Code: req.GetCode(), Argv: req.GetArgv(), Stdin: req.GetStdin(), StdinOpen: req.GetKeepStdinOpen(),
 		Env: req.GetEnv(), Workdir: req.GetWorkdir(), TimeoutMs: req.TimeoutMs, OutputBytes: req.MaxOutputBytes, CPUTimeMs: req.CpuTimeMs}
 	e, err := ss.s.sessions.Exec(ctx, caller(ctx), req.GetSandboxId(), p)
 	return e, sandboxErr(req.GetSandboxId(), describeFull(err))
@@ -472,6 +485,18 @@ func (ss sessions) MakeDirectory(ctx context.Context, req *execfarmv1.MakeDirect
 		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
 	}
 	return &execfarmv1.MakeDirectoryResponse{}, nil
+}
+
+// MoveFile moves a path to another in a sandbox.
+func (ss sessions) MoveFile(ctx context.Context, req *execfarmv1.MoveFileRequest) (*execfarmv1.MoveFileResponse, error) {
+	if err := sandboxID(req.GetSandboxId()); err != nil {
+		return nil, rpcError(err)
+	}
+	src, dst, err := ss.s.sessions.Move(ctx, caller(ctx), req.GetSandboxId(), req.GetSource(), req.GetDestination(), req.GetOverwrite())
+	if err != nil {
+		return nil, rpcError(sandboxErr(req.GetSandboxId(), err))
+	}
+	return &execfarmv1.MoveFileResponse{Source: src, Destination: dst}, nil
 }
 
 // ReadEvents returns a page of a sandbox's event log.

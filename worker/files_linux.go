@@ -428,3 +428,52 @@ func (s *server) Mkdir(_ context.Context, req *workerv1.MkdirRequest) (*workerv1
 	}
 	return &workerv1.MkdirResponse{}, nil
 }
+
+// Move renames a path of the sandbox to another (renameat2, relative to
+// each one's parent opened in the root): a final link of either is the
+// link itself, never followed. Without overwrite an existing destination
+// is EEXIST (RENAME_NOREPLACE), never replaced.
+func (s *server) Move(_ context.Context, req *workerv1.MoveRequest) (*workerv1.MoveResponse, error) {
+	if !s.session {
+		return nil, errNotSession
+	}
+	src, err := sandboxPath(req.GetSource())
+	if err != nil {
+		return nil, err
+	}
+	dst, err := sandboxPath(req.GetDestination())
+	if err != nil {
+		return nil, err
+	}
+	if err := notRoot("move", src); err != nil {
+		return nil, err
+	}
+	if err := notRoot("move", dst); err != nil {
+		return nil, err
+	}
+	var flags uint
+	if !req.GetOverwrite() {
+		flags = unix.RENAME_NOREPLACE
+	}
+	what := src + " to " + dst
+	err = s.files.do(func(root int) error {
+		sdir, sbase, err := openParent(root, src)
+		if err != nil {
+			return fileError("move", what, err)
+		}
+		defer unix.Close(sdir)
+		ddir, dbase, err := openParent(root, dst)
+		if err != nil {
+			return fileError("move", what, err)
+		}
+		defer unix.Close(ddir)
+		if err := unix.Renameat2(sdir, sbase, ddir, dbase, flags); err != nil {
+			return fileError("move", what, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &workerv1.MoveResponse{}, nil
+}

@@ -492,3 +492,92 @@ func TestExecStartInAMissingDir(t *testing.T) {
 		})
 	}
 }
+
+// TestMove renames inside the root: a link is moved as the link (its
+// host target untouched), an existing destination is EEXIST unless
+// overwrite, a missing source ENOENT, a move out through a planted link
+// stays in the root, and the root itself is refused.
+func TestMove(t *testing.T) {
+	c, root := sessionWorker(t)
+	ws := filepath.Join(root, "workspace")
+	t.Cleanup(func() {
+		for _, name := range []string{"mv-a", "mv-b", "mv-c", "mv-link", "mv-link2", "mv-up", "mv-dir", "mv-dir2"} {
+			_ = os.RemoveAll(filepath.Join(ws, name))
+		}
+	})
+	ctx := context.Background()
+	move := func(src, dst string, overwrite bool) error {
+		_, err := c.Move(ctx, &workerv1.MoveRequest{Source: src, Destination: dst, Overwrite: overwrite})
+		return err
+	}
+	for name, data := range map[string]string{"mv-a": "a", "mv-b": "b"} {
+		if err := upload(c, name, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := move("mv-a", "mv-c", false); err != nil {
+		t.Fatalf("move to a new name: %v", err)
+	}
+	if got, err := download(c, "mv-c"); err != nil || string(got) != "a" {
+		t.Errorf("moved file: %q, %v", got, err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "mv-a")); !os.IsNotExist(err) {
+		t.Errorf("source still there: %v", err)
+	}
+	if err := move("mv-c", "/workspace/mv-b", false); code(err) != codes.AlreadyExists || reason(err) != "EEXIST" {
+		t.Errorf("move over an existing file: %v, want ALREADY_EXISTS EEXIST", err)
+	}
+	if got, _ := download(c, "mv-b"); string(got) != "b" {
+		t.Errorf("destination changed without overwrite: %q", got)
+	}
+	if err := move("mv-c", "mv-b", true); err != nil {
+		t.Fatalf("move with overwrite: %v", err)
+	}
+	if got, _ := download(c, "mv-b"); string(got) != "a" {
+		t.Errorf("overwritten destination: %q", got)
+	}
+	if err := move("mv-a", "mv-x", false); code(err) != codes.NotFound || reason(err) != "ENOENT" {
+		t.Errorf("move of a missing source: %v, want NOT_FOUND ENOENT", err)
+	}
+	// A link moves as itself.
+	if err := os.Symlink("/etc/passwd", filepath.Join(ws, "mv-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := move("mv-link", "mv-link2", false); err != nil {
+		t.Fatal(err)
+	}
+	if target, err := os.Readlink(filepath.Join(ws, "mv-link2")); err != nil || target != "/etc/passwd" {
+		t.Errorf("moved link: %q, %v", target, err)
+	}
+	// Through a link to "/", a destination resolves in the root: the file
+	// lands in the root's /etc (the sandbox user may not write there),
+	// never the host's.
+	if err := os.Symlink("/", filepath.Join(ws, "mv-up")); err != nil {
+		t.Fatal(err)
+	}
+	unique := "worker-mv-" + filepath.Base(root)
+	if err := move("mv-b", "mv-up/etc/"+unique, false); code(err) != codes.PermissionDenied {
+		t.Errorf("move into the root's /etc: %v, want PERMISSION_DENIED", err)
+	}
+	if _, err := os.Lstat("/etc/" + unique); err == nil {
+		t.Errorf("/etc/%s exists on the host", unique)
+	}
+	// A directory, into a non-empty directory only with nothing there.
+	if err := os.MkdirAll(filepath.Join(ws, "mv-dir", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Join(ws, "mv-dir"), namespace.SandboxUID, namespace.SandboxUID); err != nil {
+		t.Fatal(err)
+	}
+	if err := move("mv-dir", "mv-dir2", false); err != nil {
+		t.Fatalf("move a directory: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(ws, "mv-dir2", "sub")); err != nil || !fi.IsDir() {
+		t.Errorf("moved directory: %v", err)
+	}
+	for _, p := range [][2]string{{"/", "mv-x"}, {"mv-b", "/"}, {"mv-b", "../../x"}} {
+		if err := move(p[0], p[1], true); code(err) != codes.InvalidArgument || reason(err) != plugin.ReasonInvalidPath {
+			t.Errorf("move %q to %q: %v, want INVALID_ARGUMENT %s", p[0], p[1], err, plugin.ReasonInvalidPath)
+		}
+	}
+}

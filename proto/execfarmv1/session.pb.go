@@ -783,11 +783,65 @@ func (x *DeleteSandboxResponse) GetCancelledExecs() int32 {
 	return 0
 }
 
+type ExtendSandboxRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SandboxId string                 `protobuf:"bytes,1,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
+	// Seconds from now until the sandbox expires; 0 = no expiry (only a
+	// server without a lifetime ceiling allows it).
+	TtlSeconds    int64 `protobuf:"varint,2,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendSandboxRequest) Reset() {
+	*x = ExtendSandboxRequest{}
+	mi := &file_execfarm_v1_session_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendSandboxRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendSandboxRequest) ProtoMessage() {}
+
+func (x *ExtendSandboxRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_v1_session_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendSandboxRequest.ProtoReflect.Descriptor instead.
+func (*ExtendSandboxRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ExtendSandboxRequest) GetSandboxId() string {
+	if x != nil {
+		return x.SandboxId
+	}
+	return ""
+}
+
+func (x *ExtendSandboxRequest) GetTtlSeconds() int64 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
+}
+
 type ExecRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SandboxId string                 `protobuf:"bytes,1,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
 	// What to run: a shell command line (`/bin/sh -c CODE`), or the
-	// program text of the runtime.
+	// program text of the runtime. Either code or argv, not both.
 	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
 	// RUNTIME_UNSPECIFIED = the sandbox's runtime.
 	Runtime sandboxv1.Runtime `protobuf:"varint,3,opt,name=runtime,proto3,enum=prodisco.sandbox.v1.Runtime" json:"runtime,omitempty"`
@@ -806,14 +860,22 @@ type ExecRequest struct {
 	// Output kept per stream, bytes; absent = the sandbox's default.
 	MaxOutputBytes *int64 `protobuf:"varint,9,opt,name=max_output_bytes,json=maxOutputBytes,proto3,oneof" json:"max_output_bytes,omitempty"`
 	// CPU-time limit, ms; absent = the sandbox's default.
-	CpuTimeMs     *int64 `protobuf:"varint,10,opt,name=cpu_time_ms,json=cpuTimeMs,proto3,oneof" json:"cpu_time_ms,omitempty"`
+	CpuTimeMs *int64 `protobuf:"varint,10,opt,name=cpu_time_ms,json=cpuTimeMs,proto3,oneof" json:"cpu_time_ms,omitempty"`
+	// A program and its arguments, run without a shell: each element is
+	// one argument as it is (no quoting, globbing or expansion). argv[0]
+	// without a '/' is looked up on the PATH of the exec's environment
+	// (env's PATH, else /usr/local/bin:/usr/bin:/bin); one not found exits
+	// 127. Either argv or code, not both; runtime unspecified or shell. An
+	// empty argv[0], or an element holding a NUL byte, is
+	// INVALID_ARGUMENT naming argv.
+	Argv          []string `protobuf:"bytes,11,rep,name=argv,proto3" json:"argv,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[7]
+	mi := &file_execfarm_v1_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +887,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[7]
+	mi := &file_execfarm_v1_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +900,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{7}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ExecRequest) GetSandboxId() string {
@@ -911,6 +973,13 @@ func (x *ExecRequest) GetCpuTimeMs() int64 {
 	return 0
 }
 
+func (x *ExecRequest) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
 type ExecChunk struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	ExecutionId string                 `protobuf:"bytes,1,opt,name=execution_id,json=executionId,proto3" json:"execution_id,omitempty"`
@@ -930,7 +999,7 @@ type ExecChunk struct {
 
 func (x *ExecChunk) Reset() {
 	*x = ExecChunk{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[8]
+	mi := &file_execfarm_v1_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1011,7 @@ func (x *ExecChunk) String() string {
 func (*ExecChunk) ProtoMessage() {}
 
 func (x *ExecChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[8]
+	mi := &file_execfarm_v1_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1024,7 @@ func (x *ExecChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecChunk.ProtoReflect.Descriptor instead.
 func (*ExecChunk) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{8}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExecChunk) GetExecutionId() string {
@@ -1064,7 +1133,7 @@ type ExecStarted struct {
 
 func (x *ExecStarted) Reset() {
 	*x = ExecStarted{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[9]
+	mi := &file_execfarm_v1_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1145,7 @@ func (x *ExecStarted) String() string {
 func (*ExecStarted) ProtoMessage() {}
 
 func (x *ExecStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[9]
+	mi := &file_execfarm_v1_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1158,7 @@ func (x *ExecStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStarted.ProtoReflect.Descriptor instead.
 func (*ExecStarted) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{9}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExecStarted) GetSandboxId() string {
@@ -1126,7 +1195,7 @@ type WriteStdinRequest struct {
 
 func (x *WriteStdinRequest) Reset() {
 	*x = WriteStdinRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[10]
+	mi := &file_execfarm_v1_session_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1207,7 @@ func (x *WriteStdinRequest) String() string {
 func (*WriteStdinRequest) ProtoMessage() {}
 
 func (x *WriteStdinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[10]
+	mi := &file_execfarm_v1_session_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1220,7 @@ func (x *WriteStdinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStdinRequest.ProtoReflect.Descriptor instead.
 func (*WriteStdinRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{10}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WriteStdinRequest) GetExecutionId() string {
@@ -1183,7 +1252,7 @@ type WriteStdinResponse struct {
 
 func (x *WriteStdinResponse) Reset() {
 	*x = WriteStdinResponse{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[11]
+	mi := &file_execfarm_v1_session_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1264,7 @@ func (x *WriteStdinResponse) String() string {
 func (*WriteStdinResponse) ProtoMessage() {}
 
 func (x *WriteStdinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[11]
+	mi := &file_execfarm_v1_session_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1277,7 @@ func (x *WriteStdinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteStdinResponse.ProtoReflect.Descriptor instead.
 func (*WriteStdinResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{11}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{12}
 }
 
 type SignalExecRequest struct {
@@ -1224,7 +1293,7 @@ type SignalExecRequest struct {
 
 func (x *SignalExecRequest) Reset() {
 	*x = SignalExecRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[12]
+	mi := &file_execfarm_v1_session_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1305,7 @@ func (x *SignalExecRequest) String() string {
 func (*SignalExecRequest) ProtoMessage() {}
 
 func (x *SignalExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[12]
+	mi := &file_execfarm_v1_session_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1318,7 @@ func (x *SignalExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalExecRequest.ProtoReflect.Descriptor instead.
 func (*SignalExecRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{12}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SignalExecRequest) GetExecutionId() string {
@@ -1274,7 +1343,7 @@ type SignalExecResponse struct {
 
 func (x *SignalExecResponse) Reset() {
 	*x = SignalExecResponse{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[13]
+	mi := &file_execfarm_v1_session_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1355,7 @@ func (x *SignalExecResponse) String() string {
 func (*SignalExecResponse) ProtoMessage() {}
 
 func (x *SignalExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[13]
+	mi := &file_execfarm_v1_session_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1368,7 @@ func (x *SignalExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalExecResponse.ProtoReflect.Descriptor instead.
 func (*SignalExecResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{13}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{14}
 }
 
 type FileInfo struct {
@@ -1327,7 +1396,7 @@ type FileInfo struct {
 
 func (x *FileInfo) Reset() {
 	*x = FileInfo{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[14]
+	mi := &file_execfarm_v1_session_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1408,7 @@ func (x *FileInfo) String() string {
 func (*FileInfo) ProtoMessage() {}
 
 func (x *FileInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[14]
+	mi := &file_execfarm_v1_session_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1421,7 @@ func (x *FileInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileInfo.ProtoReflect.Descriptor instead.
 func (*FileInfo) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{14}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FileInfo) GetName() string {
@@ -1424,7 +1493,7 @@ type UploadFileRequest struct {
 
 func (x *UploadFileRequest) Reset() {
 	*x = UploadFileRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[15]
+	mi := &file_execfarm_v1_session_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1505,7 @@ func (x *UploadFileRequest) String() string {
 func (*UploadFileRequest) ProtoMessage() {}
 
 func (x *UploadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[15]
+	mi := &file_execfarm_v1_session_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1518,7 @@ func (x *UploadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadFileRequest.ProtoReflect.Descriptor instead.
 func (*UploadFileRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{15}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UploadFileRequest) GetPart() isUploadFileRequest_Part {
@@ -1508,7 +1577,7 @@ type UploadFileHeader struct {
 
 func (x *UploadFileHeader) Reset() {
 	*x = UploadFileHeader{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[16]
+	mi := &file_execfarm_v1_session_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1589,7 @@ func (x *UploadFileHeader) String() string {
 func (*UploadFileHeader) ProtoMessage() {}
 
 func (x *UploadFileHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[16]
+	mi := &file_execfarm_v1_session_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1602,7 @@ func (x *UploadFileHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadFileHeader.ProtoReflect.Descriptor instead.
 func (*UploadFileHeader) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{16}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UploadFileHeader) GetSandboxId() string {
@@ -1568,7 +1637,7 @@ type UploadFileResponse struct {
 
 func (x *UploadFileResponse) Reset() {
 	*x = UploadFileResponse{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[17]
+	mi := &file_execfarm_v1_session_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1649,7 @@ func (x *UploadFileResponse) String() string {
 func (*UploadFileResponse) ProtoMessage() {}
 
 func (x *UploadFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[17]
+	mi := &file_execfarm_v1_session_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1662,7 @@ func (x *UploadFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadFileResponse.ProtoReflect.Descriptor instead.
 func (*UploadFileResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{17}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UploadFileResponse) GetPath() string {
@@ -1620,7 +1689,7 @@ type DownloadFileRequest struct {
 
 func (x *DownloadFileRequest) Reset() {
 	*x = DownloadFileRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[18]
+	mi := &file_execfarm_v1_session_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1701,7 @@ func (x *DownloadFileRequest) String() string {
 func (*DownloadFileRequest) ProtoMessage() {}
 
 func (x *DownloadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[18]
+	mi := &file_execfarm_v1_session_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1714,7 @@ func (x *DownloadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadFileRequest.ProtoReflect.Descriptor instead.
 func (*DownloadFileRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{18}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DownloadFileRequest) GetSandboxId() string {
@@ -1675,7 +1744,7 @@ type DownloadFileResponse struct {
 
 func (x *DownloadFileResponse) Reset() {
 	*x = DownloadFileResponse{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[19]
+	mi := &file_execfarm_v1_session_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1756,7 @@ func (x *DownloadFileResponse) String() string {
 func (*DownloadFileResponse) ProtoMessage() {}
 
 func (x *DownloadFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[19]
+	mi := &file_execfarm_v1_session_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1769,7 @@ func (x *DownloadFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadFileResponse.ProtoReflect.Descriptor instead.
 func (*DownloadFileResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{19}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DownloadFileResponse) GetPart() isDownloadFileResponse_Part {
@@ -1758,7 +1827,7 @@ type ListFilesRequest struct {
 
 func (x *ListFilesRequest) Reset() {
 	*x = ListFilesRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[20]
+	mi := &file_execfarm_v1_session_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1839,7 @@ func (x *ListFilesRequest) String() string {
 func (*ListFilesRequest) ProtoMessage() {}
 
 func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[20]
+	mi := &file_execfarm_v1_session_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1852,7 @@ func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListFilesRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{20}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListFilesRequest) GetSandboxId() string {
@@ -1825,7 +1894,7 @@ type ListFilesResponse struct {
 
 func (x *ListFilesResponse) Reset() {
 	*x = ListFilesResponse{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[21]
+	mi := &file_execfarm_v1_session_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1906,7 @@ func (x *ListFilesResponse) String() string {
 func (*ListFilesResponse) ProtoMessage() {}
 
 func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[21]
+	mi := &file_execfarm_v1_session_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +1919,7 @@ func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListFilesResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{21}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListFilesResponse) GetPath() string {
@@ -1891,7 +1960,7 @@ type StatFileRequest struct {
 
 func (x *StatFileRequest) Reset() {
 	*x = StatFileRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[22]
+	mi := &file_execfarm_v1_session_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +1972,7 @@ func (x *StatFileRequest) String() string {
 func (*StatFileRequest) ProtoMessage() {}
 
 func (x *StatFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[22]
+	mi := &file_execfarm_v1_session_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +1985,7 @@ func (x *StatFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatFileRequest.ProtoReflect.Descriptor instead.
 func (*StatFileRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{22}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StatFileRequest) GetSandboxId() string {
@@ -1944,7 +2013,7 @@ type StatFileResponse struct {
 
 func (x *StatFileResponse) Reset() {
 	*x = StatFileResponse{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[23]
+	mi := &file_execfarm_v1_session_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2025,7 @@ func (x *StatFileResponse) String() string {
 func (*StatFileResponse) ProtoMessage() {}
 
 func (x *StatFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[23]
+	mi := &file_execfarm_v1_session_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2038,7 @@ func (x *StatFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatFileResponse.ProtoReflect.Descriptor instead.
 func (*StatFileResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{23}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StatFileResponse) GetExists() bool {
@@ -1998,7 +2067,7 @@ type RemoveFileRequest struct {
 
 func (x *RemoveFileRequest) Reset() {
 	*x = RemoveFileRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[24]
+	mi := &file_execfarm_v1_session_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2079,7 @@ func (x *RemoveFileRequest) String() string {
 func (*RemoveFileRequest) ProtoMessage() {}
 
 func (x *RemoveFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[24]
+	mi := &file_execfarm_v1_session_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2092,7 @@ func (x *RemoveFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveFileRequest.ProtoReflect.Descriptor instead.
 func (*RemoveFileRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{24}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RemoveFileRequest) GetSandboxId() string {
@@ -2055,7 +2124,7 @@ type RemoveFileResponse struct {
 
 func (x *RemoveFileResponse) Reset() {
 	*x = RemoveFileResponse{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[25]
+	mi := &file_execfarm_v1_session_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2067,7 +2136,7 @@ func (x *RemoveFileResponse) String() string {
 func (*RemoveFileResponse) ProtoMessage() {}
 
 func (x *RemoveFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[25]
+	mi := &file_execfarm_v1_session_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2080,7 +2149,7 @@ func (x *RemoveFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveFileResponse.ProtoReflect.Descriptor instead.
 func (*RemoveFileResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{25}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{26}
 }
 
 type MakeDirectoryRequest struct {
@@ -2097,7 +2166,7 @@ type MakeDirectoryRequest struct {
 
 func (x *MakeDirectoryRequest) Reset() {
 	*x = MakeDirectoryRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[26]
+	mi := &file_execfarm_v1_session_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2178,7 @@ func (x *MakeDirectoryRequest) String() string {
 func (*MakeDirectoryRequest) ProtoMessage() {}
 
 func (x *MakeDirectoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[26]
+	mi := &file_execfarm_v1_session_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2191,7 @@ func (x *MakeDirectoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeDirectoryRequest.ProtoReflect.Descriptor instead.
 func (*MakeDirectoryRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{26}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MakeDirectoryRequest) GetSandboxId() string {
@@ -2161,7 +2230,7 @@ type MakeDirectoryResponse struct {
 
 func (x *MakeDirectoryResponse) Reset() {
 	*x = MakeDirectoryResponse{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[27]
+	mi := &file_execfarm_v1_session_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2173,7 +2242,7 @@ func (x *MakeDirectoryResponse) String() string {
 func (*MakeDirectoryResponse) ProtoMessage() {}
 
 func (x *MakeDirectoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[27]
+	mi := &file_execfarm_v1_session_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2186,7 +2255,132 @@ func (x *MakeDirectoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MakeDirectoryResponse.ProtoReflect.Descriptor instead.
 func (*MakeDirectoryResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{27}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{28}
+}
+
+type MoveFileRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SandboxId string                 `protobuf:"bytes,1,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
+	// Paths as the other file calls take them: absolute, or relative to
+	// /workspace. Neither may be the root or /workspace itself, nor the
+	// destination inside the source.
+	Source      string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	Destination string `protobuf:"bytes,3,opt,name=destination,proto3" json:"destination,omitempty"`
+	// Replace a destination that exists.
+	Overwrite     bool `protobuf:"varint,4,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveFileRequest) Reset() {
+	*x = MoveFileRequest{}
+	mi := &file_execfarm_v1_session_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveFileRequest) ProtoMessage() {}
+
+func (x *MoveFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_v1_session_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveFileRequest.ProtoReflect.Descriptor instead.
+func (*MoveFileRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *MoveFileRequest) GetSandboxId() string {
+	if x != nil {
+		return x.SandboxId
+	}
+	return ""
+}
+
+func (x *MoveFileRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *MoveFileRequest) GetDestination() string {
+	if x != nil {
+		return x.Destination
+	}
+	return ""
+}
+
+func (x *MoveFileRequest) GetOverwrite() bool {
+	if x != nil {
+		return x.Overwrite
+	}
+	return false
+}
+
+type MoveFileResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Absolute paths inside the sandbox.
+	Source        string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Destination   string `protobuf:"bytes,2,opt,name=destination,proto3" json:"destination,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveFileResponse) Reset() {
+	*x = MoveFileResponse{}
+	mi := &file_execfarm_v1_session_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveFileResponse) ProtoMessage() {}
+
+func (x *MoveFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_v1_session_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveFileResponse.ProtoReflect.Descriptor instead.
+func (*MoveFileResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *MoveFileResponse) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *MoveFileResponse) GetDestination() string {
+	if x != nil {
+		return x.Destination
+	}
+	return ""
 }
 
 type ReadEventsRequest struct {
@@ -2207,7 +2401,7 @@ type ReadEventsRequest struct {
 
 func (x *ReadEventsRequest) Reset() {
 	*x = ReadEventsRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[28]
+	mi := &file_execfarm_v1_session_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2219,7 +2413,7 @@ func (x *ReadEventsRequest) String() string {
 func (*ReadEventsRequest) ProtoMessage() {}
 
 func (x *ReadEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[28]
+	mi := &file_execfarm_v1_session_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2232,7 +2426,7 @@ func (x *ReadEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadEventsRequest.ProtoReflect.Descriptor instead.
 func (*ReadEventsRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{28}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReadEventsRequest) GetSandboxId() string {
@@ -2271,7 +2465,7 @@ type ReadEventsResponse struct {
 
 func (x *ReadEventsResponse) Reset() {
 	*x = ReadEventsResponse{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[29]
+	mi := &file_execfarm_v1_session_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2283,7 +2477,7 @@ func (x *ReadEventsResponse) String() string {
 func (*ReadEventsResponse) ProtoMessage() {}
 
 func (x *ReadEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[29]
+	mi := &file_execfarm_v1_session_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2296,7 +2490,7 @@ func (x *ReadEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadEventsResponse.ProtoReflect.Descriptor instead.
 func (*ReadEventsResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{29}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReadEventsResponse) GetEvents() []*SandboxEvent {
@@ -2339,7 +2533,7 @@ type SubscribeEventsRequest struct {
 
 func (x *SubscribeEventsRequest) Reset() {
 	*x = SubscribeEventsRequest{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[30]
+	mi := &file_execfarm_v1_session_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2351,7 +2545,7 @@ func (x *SubscribeEventsRequest) String() string {
 func (*SubscribeEventsRequest) ProtoMessage() {}
 
 func (x *SubscribeEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[30]
+	mi := &file_execfarm_v1_session_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2364,7 +2558,7 @@ func (x *SubscribeEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeEventsRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeEventsRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{30}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SubscribeEventsRequest) GetSandboxId() string {
@@ -2400,6 +2594,7 @@ type SandboxEvent struct {
 	//	*SandboxEvent_DirectoryMade
 	//	*SandboxEvent_Expiring
 	//	*SandboxEvent_Ended
+	//	*SandboxEvent_FileMoved
 	Event         isSandboxEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2407,7 +2602,7 @@ type SandboxEvent struct {
 
 func (x *SandboxEvent) Reset() {
 	*x = SandboxEvent{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[31]
+	mi := &file_execfarm_v1_session_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +2614,7 @@ func (x *SandboxEvent) String() string {
 func (*SandboxEvent) ProtoMessage() {}
 
 func (x *SandboxEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[31]
+	mi := &file_execfarm_v1_session_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2627,7 @@ func (x *SandboxEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxEvent.ProtoReflect.Descriptor instead.
 func (*SandboxEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{31}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SandboxEvent) GetOffset() int64 {
@@ -2544,6 +2739,15 @@ func (x *SandboxEvent) GetEnded() *SandboxEndedEvent {
 	return nil
 }
 
+func (x *SandboxEvent) GetFileMoved() *FileMovedEvent {
+	if x != nil {
+		if x, ok := x.Event.(*SandboxEvent_FileMoved); ok {
+			return x.FileMoved
+		}
+	}
+	return nil
+}
+
 type isSandboxEvent_Event interface {
 	isSandboxEvent_Event()
 }
@@ -2584,6 +2788,10 @@ type SandboxEvent_Ended struct {
 	Ended *SandboxEndedEvent `protobuf:"bytes,18,opt,name=ended,proto3,oneof"`
 }
 
+type SandboxEvent_FileMoved struct {
+	FileMoved *FileMovedEvent `protobuf:"bytes,19,opt,name=file_moved,json=fileMoved,proto3,oneof"`
+}
+
 func (*SandboxEvent_Ready) isSandboxEvent_Event() {}
 
 func (*SandboxEvent_ExecStarted) isSandboxEvent_Event() {}
@@ -2602,6 +2810,8 @@ func (*SandboxEvent_Expiring) isSandboxEvent_Event() {}
 
 func (*SandboxEvent_Ended) isSandboxEvent_Event() {}
 
+func (*SandboxEvent_FileMoved) isSandboxEvent_Event() {}
+
 // The first event: the sandbox serves.
 type SandboxReadyEvent struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2611,7 +2821,7 @@ type SandboxReadyEvent struct {
 
 func (x *SandboxReadyEvent) Reset() {
 	*x = SandboxReadyEvent{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[32]
+	mi := &file_execfarm_v1_session_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2623,7 +2833,7 @@ func (x *SandboxReadyEvent) String() string {
 func (*SandboxReadyEvent) ProtoMessage() {}
 
 func (x *SandboxReadyEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[32]
+	mi := &file_execfarm_v1_session_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2636,7 +2846,7 @@ func (x *SandboxReadyEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxReadyEvent.ProtoReflect.Descriptor instead.
 func (*SandboxReadyEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{32}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{35}
 }
 
 // An exec was admitted (before any of its output).
@@ -2653,7 +2863,7 @@ type ExecStartedEvent struct {
 
 func (x *ExecStartedEvent) Reset() {
 	*x = ExecStartedEvent{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[33]
+	mi := &file_execfarm_v1_session_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2665,7 +2875,7 @@ func (x *ExecStartedEvent) String() string {
 func (*ExecStartedEvent) ProtoMessage() {}
 
 func (x *ExecStartedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[33]
+	mi := &file_execfarm_v1_session_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2678,7 +2888,7 @@ func (x *ExecStartedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStartedEvent.ProtoReflect.Descriptor instead.
 func (*ExecStartedEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{33}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ExecStartedEvent) GetExecutionId() string {
@@ -2723,7 +2933,7 @@ type ExecOutputEvent struct {
 
 func (x *ExecOutputEvent) Reset() {
 	*x = ExecOutputEvent{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[34]
+	mi := &file_execfarm_v1_session_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2945,7 @@ func (x *ExecOutputEvent) String() string {
 func (*ExecOutputEvent) ProtoMessage() {}
 
 func (x *ExecOutputEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[34]
+	mi := &file_execfarm_v1_session_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2958,7 @@ func (x *ExecOutputEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecOutputEvent.ProtoReflect.Descriptor instead.
 func (*ExecOutputEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{34}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ExecOutputEvent) GetExecutionId() string {
@@ -2790,7 +3000,7 @@ type ExecEndedEvent struct {
 
 func (x *ExecEndedEvent) Reset() {
 	*x = ExecEndedEvent{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[35]
+	mi := &file_execfarm_v1_session_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2802,7 +3012,7 @@ func (x *ExecEndedEvent) String() string {
 func (*ExecEndedEvent) ProtoMessage() {}
 
 func (x *ExecEndedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[35]
+	mi := &file_execfarm_v1_session_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2815,7 +3025,7 @@ func (x *ExecEndedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecEndedEvent.ProtoReflect.Descriptor instead.
 func (*ExecEndedEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{35}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ExecEndedEvent) GetExecutionId() string {
@@ -2842,7 +3052,7 @@ type FileWrittenEvent struct {
 
 func (x *FileWrittenEvent) Reset() {
 	*x = FileWrittenEvent{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[36]
+	mi := &file_execfarm_v1_session_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +3064,7 @@ func (x *FileWrittenEvent) String() string {
 func (*FileWrittenEvent) ProtoMessage() {}
 
 func (x *FileWrittenEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[36]
+	mi := &file_execfarm_v1_session_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +3077,7 @@ func (x *FileWrittenEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileWrittenEvent.ProtoReflect.Descriptor instead.
 func (*FileWrittenEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{36}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FileWrittenEvent) GetPath() string {
@@ -2893,7 +3103,7 @@ type FileRemovedEvent struct {
 
 func (x *FileRemovedEvent) Reset() {
 	*x = FileRemovedEvent{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[37]
+	mi := &file_execfarm_v1_session_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2905,7 +3115,7 @@ func (x *FileRemovedEvent) String() string {
 func (*FileRemovedEvent) ProtoMessage() {}
 
 func (x *FileRemovedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[37]
+	mi := &file_execfarm_v1_session_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2918,7 +3128,7 @@ func (x *FileRemovedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileRemovedEvent.ProtoReflect.Descriptor instead.
 func (*FileRemovedEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{37}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FileRemovedEvent) GetPath() string {
@@ -2937,7 +3147,7 @@ type DirectoryMadeEvent struct {
 
 func (x *DirectoryMadeEvent) Reset() {
 	*x = DirectoryMadeEvent{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[38]
+	mi := &file_execfarm_v1_session_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2949,7 +3159,7 @@ func (x *DirectoryMadeEvent) String() string {
 func (*DirectoryMadeEvent) ProtoMessage() {}
 
 func (x *DirectoryMadeEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[38]
+	mi := &file_execfarm_v1_session_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2962,12 +3172,64 @@ func (x *DirectoryMadeEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirectoryMadeEvent.ProtoReflect.Descriptor instead.
 func (*DirectoryMadeEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{38}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DirectoryMadeEvent) GetPath() string {
 	if x != nil {
 		return x.Path
+	}
+	return ""
+}
+
+type FileMovedEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Source        string                 `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Destination   string                 `protobuf:"bytes,2,opt,name=destination,proto3" json:"destination,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileMovedEvent) Reset() {
+	*x = FileMovedEvent{}
+	mi := &file_execfarm_v1_session_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileMovedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileMovedEvent) ProtoMessage() {}
+
+func (x *FileMovedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_v1_session_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileMovedEvent.ProtoReflect.Descriptor instead.
+func (*FileMovedEvent) Descriptor() ([]byte, []int) {
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *FileMovedEvent) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *FileMovedEvent) GetDestination() string {
+	if x != nil {
+		return x.Destination
 	}
 	return ""
 }
@@ -2983,7 +3245,7 @@ type SandboxExpiringEvent struct {
 
 func (x *SandboxExpiringEvent) Reset() {
 	*x = SandboxExpiringEvent{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[39]
+	mi := &file_execfarm_v1_session_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2995,7 +3257,7 @@ func (x *SandboxExpiringEvent) String() string {
 func (*SandboxExpiringEvent) ProtoMessage() {}
 
 func (x *SandboxExpiringEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[39]
+	mi := &file_execfarm_v1_session_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3008,7 +3270,7 @@ func (x *SandboxExpiringEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxExpiringEvent.ProtoReflect.Descriptor instead.
 func (*SandboxExpiringEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{39}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SandboxExpiringEvent) GetReason() EndReason {
@@ -3031,7 +3293,7 @@ type SandboxEndedEvent struct {
 
 func (x *SandboxEndedEvent) Reset() {
 	*x = SandboxEndedEvent{}
-	mi := &file_execfarm_v1_session_proto_msgTypes[40]
+	mi := &file_execfarm_v1_session_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3043,7 +3305,7 @@ func (x *SandboxEndedEvent) String() string {
 func (*SandboxEndedEvent) ProtoMessage() {}
 
 func (x *SandboxEndedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_v1_session_proto_msgTypes[40]
+	mi := &file_execfarm_v1_session_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3056,7 +3318,7 @@ func (x *SandboxEndedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxEndedEvent.ProtoReflect.Descriptor instead.
 func (*SandboxEndedEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{40}
+	return file_execfarm_v1_session_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SandboxEndedEvent) GetReason() EndReason {
@@ -3134,7 +3396,12 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\"@\n" +
 	"\x15DeleteSandboxResponse\x12'\n" +
-	"\x0fcancelled_execs\x18\x01 \x01(\x05R\x0ecancelledExecs\"\xe9\x03\n" +
+	"\x0fcancelled_execs\x18\x01 \x01(\x05R\x0ecancelledExecs\"V\n" +
+	"\x14ExtendSandboxRequest\x12\x1d\n" +
+	"\n" +
+	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x1f\n" +
+	"\vttl_seconds\x18\x02 \x01(\x03R\n" +
+	"ttlSeconds\"\xfd\x03\n" +
 	"\vExecRequest\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x12\n" +
@@ -3148,7 +3415,8 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"timeout_ms\x18\b \x01(\x03H\x00R\ttimeoutMs\x88\x01\x01\x12-\n" +
 	"\x10max_output_bytes\x18\t \x01(\x03H\x01R\x0emaxOutputBytes\x88\x01\x01\x12#\n" +
 	"\vcpu_time_ms\x18\n" +
-	" \x01(\x03H\x02R\tcpuTimeMs\x88\x01\x01\x1a6\n" +
+	" \x01(\x03H\x02R\tcpuTimeMs\x88\x01\x01\x12\x12\n" +
+	"\x04argv\x18\v \x03(\tR\x04argv\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +
@@ -3238,7 +3506,16 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x03 \x01(\rR\x04mode\x12\x18\n" +
 	"\aparents\x18\x04 \x01(\bR\aparents\"\x17\n" +
-	"\x15MakeDirectoryResponse\"r\n" +
+	"\x15MakeDirectoryResponse\"\x88\x01\n" +
+	"\x0fMoveFileRequest\x12\x1d\n" +
+	"\n" +
+	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12 \n" +
+	"\vdestination\x18\x03 \x01(\tR\vdestination\x12\x1c\n" +
+	"\toverwrite\x18\x04 \x01(\bR\toverwrite\"L\n" +
+	"\x10MoveFileResponse\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12 \n" +
+	"\vdestination\x18\x02 \x01(\tR\vdestination\"r\n" +
 	"\x11ReadEventsRequest\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x1f\n" +
@@ -3256,7 +3533,7 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x1f\n" +
 	"\vfrom_offset\x18\x02 \x01(\x03R\n" +
-	"fromOffset\"\xad\x05\n" +
+	"fromOffset\"\xeb\x05\n" +
 	"\fSandboxEvent\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x17\n" +
 	"\atime_ms\x18\x02 \x01(\x03R\x06timeMs\x12\x1d\n" +
@@ -3273,7 +3550,9 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\ffile_removed\x18\x0f \x01(\v2\x1d.execfarm.v1.FileRemovedEventH\x00R\vfileRemoved\x12H\n" +
 	"\x0edirectory_made\x18\x10 \x01(\v2\x1f.execfarm.v1.DirectoryMadeEventH\x00R\rdirectoryMade\x12?\n" +
 	"\bexpiring\x18\x11 \x01(\v2!.execfarm.v1.SandboxExpiringEventH\x00R\bexpiring\x126\n" +
-	"\x05ended\x18\x12 \x01(\v2\x1e.execfarm.v1.SandboxEndedEventH\x00R\x05endedB\a\n" +
+	"\x05ended\x18\x12 \x01(\v2\x1e.execfarm.v1.SandboxEndedEventH\x00R\x05ended\x12<\n" +
+	"\n" +
+	"file_moved\x18\x13 \x01(\v2\x1b.execfarm.v1.FileMovedEventH\x00R\tfileMovedB\a\n" +
 	"\x05event\"\x13\n" +
 	"\x11SandboxReadyEvent\"\xaa\x01\n" +
 	"\x10ExecStartedEvent\x12!\n" +
@@ -3295,7 +3574,10 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\x10FileRemovedEvent\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"(\n" +
 	"\x12DirectoryMadeEvent\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"F\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"J\n" +
+	"\x0eFileMovedEvent\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12 \n" +
+	"\vdestination\x18\x02 \x01(\tR\vdestination\"F\n" +
 	"\x14SandboxExpiringEvent\x12.\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x16.execfarm.v1.EndReasonR\x06reason\"\x86\x01\n" +
 	"\x11SandboxEndedEvent\x12.\n" +
@@ -3323,14 +3605,14 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\x12END_REASON_EXPIRED\x10\x02\x12\x13\n" +
 	"\x0fEND_REASON_IDLE\x10\x03\x12\x17\n" +
 	"\x13END_REASON_SHUTDOWN\x10\x04\x12\x15\n" +
-	"\x11END_REASON_FAILED\x10\x052\x82\n" +
-	"\n" +
+	"\x11END_REASON_FAILED\x10\x052\x95\v\n" +
 	"\x0eSessionService\x12H\n" +
 	"\rCreateSandbox\x12!.execfarm.v1.CreateSandboxRequest\x1a\x14.execfarm.v1.Sandbox\x12B\n" +
 	"\n" +
 	"GetSandbox\x12\x1e.execfarm.v1.GetSandboxRequest\x1a\x14.execfarm.v1.Sandbox\x12V\n" +
 	"\rListSandboxes\x12!.execfarm.v1.ListSandboxesRequest\x1a\".execfarm.v1.ListSandboxesResponse\x12V\n" +
-	"\rDeleteSandbox\x12!.execfarm.v1.DeleteSandboxRequest\x1a\".execfarm.v1.DeleteSandboxResponse\x12:\n" +
+	"\rDeleteSandbox\x12!.execfarm.v1.DeleteSandboxRequest\x1a\".execfarm.v1.DeleteSandboxResponse\x12H\n" +
+	"\rExtendSandbox\x12!.execfarm.v1.ExtendSandboxRequest\x1a\x14.execfarm.v1.Sandbox\x12:\n" +
 	"\x04Exec\x12\x18.execfarm.v1.ExecRequest\x1a\x16.execfarm.v1.ExecChunk0\x01\x12P\n" +
 	"\tExecAsync\x12\x18.execfarm.v1.ExecRequest\x1a).prodisco.sandbox.v1.ExecuteAsyncResponse\x12M\n" +
 	"\n" +
@@ -3344,7 +3626,8 @@ const file_execfarm_v1_session_proto_rawDesc = "" +
 	"\bStatFile\x12\x1c.execfarm.v1.StatFileRequest\x1a\x1d.execfarm.v1.StatFileResponse\x12M\n" +
 	"\n" +
 	"RemoveFile\x12\x1e.execfarm.v1.RemoveFileRequest\x1a\x1f.execfarm.v1.RemoveFileResponse\x12V\n" +
-	"\rMakeDirectory\x12!.execfarm.v1.MakeDirectoryRequest\x1a\".execfarm.v1.MakeDirectoryResponse\x12M\n" +
+	"\rMakeDirectory\x12!.execfarm.v1.MakeDirectoryRequest\x1a\".execfarm.v1.MakeDirectoryResponse\x12G\n" +
+	"\bMoveFile\x12\x1c.execfarm.v1.MoveFileRequest\x1a\x1d.execfarm.v1.MoveFileResponse\x12M\n" +
 	"\n" +
 	"ReadEvents\x12\x1e.execfarm.v1.ReadEventsRequest\x1a\x1f.execfarm.v1.ReadEventsResponse\x12S\n" +
 	"\x0fSubscribeEvents\x12#.execfarm.v1.SubscribeEventsRequest\x1a\x19.execfarm.v1.SandboxEvent0\x01B:Z8github.com/execfarm/execfarm/proto/execfarmv1;execfarmv1b\x06proto3"
@@ -3362,7 +3645,7 @@ func file_execfarm_v1_session_proto_rawDescGZIP() []byte {
 }
 
 var file_execfarm_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_execfarm_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_execfarm_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_execfarm_v1_session_proto_goTypes = []any{
 	(SandboxState)(0),                      // 0: execfarm.v1.SandboxState
 	(FileType)(0),                          // 1: execfarm.v1.FileType
@@ -3375,124 +3658,133 @@ var file_execfarm_v1_session_proto_goTypes = []any{
 	(*ListSandboxesResponse)(nil),          // 8: execfarm.v1.ListSandboxesResponse
 	(*DeleteSandboxRequest)(nil),           // 9: execfarm.v1.DeleteSandboxRequest
 	(*DeleteSandboxResponse)(nil),          // 10: execfarm.v1.DeleteSandboxResponse
-	(*ExecRequest)(nil),                    // 11: execfarm.v1.ExecRequest
-	(*ExecChunk)(nil),                      // 12: execfarm.v1.ExecChunk
-	(*ExecStarted)(nil),                    // 13: execfarm.v1.ExecStarted
-	(*WriteStdinRequest)(nil),              // 14: execfarm.v1.WriteStdinRequest
-	(*WriteStdinResponse)(nil),             // 15: execfarm.v1.WriteStdinResponse
-	(*SignalExecRequest)(nil),              // 16: execfarm.v1.SignalExecRequest
-	(*SignalExecResponse)(nil),             // 17: execfarm.v1.SignalExecResponse
-	(*FileInfo)(nil),                       // 18: execfarm.v1.FileInfo
-	(*UploadFileRequest)(nil),              // 19: execfarm.v1.UploadFileRequest
-	(*UploadFileHeader)(nil),               // 20: execfarm.v1.UploadFileHeader
-	(*UploadFileResponse)(nil),             // 21: execfarm.v1.UploadFileResponse
-	(*DownloadFileRequest)(nil),            // 22: execfarm.v1.DownloadFileRequest
-	(*DownloadFileResponse)(nil),           // 23: execfarm.v1.DownloadFileResponse
-	(*ListFilesRequest)(nil),               // 24: execfarm.v1.ListFilesRequest
-	(*ListFilesResponse)(nil),              // 25: execfarm.v1.ListFilesResponse
-	(*StatFileRequest)(nil),                // 26: execfarm.v1.StatFileRequest
-	(*StatFileResponse)(nil),               // 27: execfarm.v1.StatFileResponse
-	(*RemoveFileRequest)(nil),              // 28: execfarm.v1.RemoveFileRequest
-	(*RemoveFileResponse)(nil),             // 29: execfarm.v1.RemoveFileResponse
-	(*MakeDirectoryRequest)(nil),           // 30: execfarm.v1.MakeDirectoryRequest
-	(*MakeDirectoryResponse)(nil),          // 31: execfarm.v1.MakeDirectoryResponse
-	(*ReadEventsRequest)(nil),              // 32: execfarm.v1.ReadEventsRequest
-	(*ReadEventsResponse)(nil),             // 33: execfarm.v1.ReadEventsResponse
-	(*SubscribeEventsRequest)(nil),         // 34: execfarm.v1.SubscribeEventsRequest
-	(*SandboxEvent)(nil),                   // 35: execfarm.v1.SandboxEvent
-	(*SandboxReadyEvent)(nil),              // 36: execfarm.v1.SandboxReadyEvent
-	(*ExecStartedEvent)(nil),               // 37: execfarm.v1.ExecStartedEvent
-	(*ExecOutputEvent)(nil),                // 38: execfarm.v1.ExecOutputEvent
-	(*ExecEndedEvent)(nil),                 // 39: execfarm.v1.ExecEndedEvent
-	(*FileWrittenEvent)(nil),               // 40: execfarm.v1.FileWrittenEvent
-	(*FileRemovedEvent)(nil),               // 41: execfarm.v1.FileRemovedEvent
-	(*DirectoryMadeEvent)(nil),             // 42: execfarm.v1.DirectoryMadeEvent
-	(*SandboxExpiringEvent)(nil),           // 43: execfarm.v1.SandboxExpiringEvent
-	(*SandboxEndedEvent)(nil),              // 44: execfarm.v1.SandboxEndedEvent
-	nil,                                    // 45: execfarm.v1.CreateSandboxRequest.LabelsEntry
-	nil,                                    // 46: execfarm.v1.Sandbox.LabelsEntry
-	nil,                                    // 47: execfarm.v1.ListSandboxesRequest.LabelsEntry
-	nil,                                    // 48: execfarm.v1.ExecRequest.EnvEntry
-	(sandboxv1.Runtime)(0),                 // 49: prodisco.sandbox.v1.Runtime
-	(*sandboxv1.ResourceLimits)(nil),       // 50: prodisco.sandbox.v1.ResourceLimits
-	(*sandboxv1.ResourceUsage)(nil),        // 51: prodisco.sandbox.v1.ResourceUsage
-	(*sandboxv1.ExecuteResult)(nil),        // 52: prodisco.sandbox.v1.ExecuteResult
-	(sandboxv1.ExecutionState)(0),          // 53: prodisco.sandbox.v1.ExecutionState
-	(*sandboxv1.ExecuteAsyncResponse)(nil), // 54: prodisco.sandbox.v1.ExecuteAsyncResponse
+	(*ExtendSandboxRequest)(nil),           // 11: execfarm.v1.ExtendSandboxRequest
+	(*ExecRequest)(nil),                    // 12: execfarm.v1.ExecRequest
+	(*ExecChunk)(nil),                      // 13: execfarm.v1.ExecChunk
+	(*ExecStarted)(nil),                    // 14: execfarm.v1.ExecStarted
+	(*WriteStdinRequest)(nil),              // 15: execfarm.v1.WriteStdinRequest
+	(*WriteStdinResponse)(nil),             // 16: execfarm.v1.WriteStdinResponse
+	(*SignalExecRequest)(nil),              // 17: execfarm.v1.SignalExecRequest
+	(*SignalExecResponse)(nil),             // 18: execfarm.v1.SignalExecResponse
+	(*FileInfo)(nil),                       // 19: execfarm.v1.FileInfo
+	(*UploadFileRequest)(nil),              // 20: execfarm.v1.UploadFileRequest
+	(*UploadFileHeader)(nil),               // 21: execfarm.v1.UploadFileHeader
+	(*UploadFileResponse)(nil),             // 22: execfarm.v1.UploadFileResponse
+	(*DownloadFileRequest)(nil),            // 23: execfarm.v1.DownloadFileRequest
+	(*DownloadFileResponse)(nil),           // 24: execfarm.v1.DownloadFileResponse
+	(*ListFilesRequest)(nil),               // 25: execfarm.v1.ListFilesRequest
+	(*ListFilesResponse)(nil),              // 26: execfarm.v1.ListFilesResponse
+	(*StatFileRequest)(nil),                // 27: execfarm.v1.StatFileRequest
+	(*StatFileResponse)(nil),               // 28: execfarm.v1.StatFileResponse
+	(*RemoveFileRequest)(nil),              // 29: execfarm.v1.RemoveFileRequest
+	(*RemoveFileResponse)(nil),             // 30: execfarm.v1.RemoveFileResponse
+	(*MakeDirectoryRequest)(nil),           // 31: execfarm.v1.MakeDirectoryRequest
+	(*MakeDirectoryResponse)(nil),          // 32: execfarm.v1.MakeDirectoryResponse
+	(*MoveFileRequest)(nil),                // 33: execfarm.v1.MoveFileRequest
+	(*MoveFileResponse)(nil),               // 34: execfarm.v1.MoveFileResponse
+	(*ReadEventsRequest)(nil),              // 35: execfarm.v1.ReadEventsRequest
+	(*ReadEventsResponse)(nil),             // 36: execfarm.v1.ReadEventsResponse
+	(*SubscribeEventsRequest)(nil),         // 37: execfarm.v1.SubscribeEventsRequest
+	(*SandboxEvent)(nil),                   // 38: execfarm.v1.SandboxEvent
+	(*SandboxReadyEvent)(nil),              // 39: execfarm.v1.SandboxReadyEvent
+	(*ExecStartedEvent)(nil),               // 40: execfarm.v1.ExecStartedEvent
+	(*ExecOutputEvent)(nil),                // 41: execfarm.v1.ExecOutputEvent
+	(*ExecEndedEvent)(nil),                 // 42: execfarm.v1.ExecEndedEvent
+	(*FileWrittenEvent)(nil),               // 43: execfarm.v1.FileWrittenEvent
+	(*FileRemovedEvent)(nil),               // 44: execfarm.v1.FileRemovedEvent
+	(*DirectoryMadeEvent)(nil),             // 45: execfarm.v1.DirectoryMadeEvent
+	(*FileMovedEvent)(nil),                 // 46: execfarm.v1.FileMovedEvent
+	(*SandboxExpiringEvent)(nil),           // 47: execfarm.v1.SandboxExpiringEvent
+	(*SandboxEndedEvent)(nil),              // 48: execfarm.v1.SandboxEndedEvent
+	nil,                                    // 49: execfarm.v1.CreateSandboxRequest.LabelsEntry
+	nil,                                    // 50: execfarm.v1.Sandbox.LabelsEntry
+	nil,                                    // 51: execfarm.v1.ListSandboxesRequest.LabelsEntry
+	nil,                                    // 52: execfarm.v1.ExecRequest.EnvEntry
+	(sandboxv1.Runtime)(0),                 // 53: prodisco.sandbox.v1.Runtime
+	(*sandboxv1.ResourceLimits)(nil),       // 54: prodisco.sandbox.v1.ResourceLimits
+	(*sandboxv1.ResourceUsage)(nil),        // 55: prodisco.sandbox.v1.ResourceUsage
+	(*sandboxv1.ExecuteResult)(nil),        // 56: prodisco.sandbox.v1.ExecuteResult
+	(sandboxv1.ExecutionState)(0),          // 57: prodisco.sandbox.v1.ExecutionState
+	(*sandboxv1.ExecuteAsyncResponse)(nil), // 58: prodisco.sandbox.v1.ExecuteAsyncResponse
 }
 var file_execfarm_v1_session_proto_depIdxs = []int32{
-	49, // 0: execfarm.v1.CreateSandboxRequest.runtime:type_name -> prodisco.sandbox.v1.Runtime
-	50, // 1: execfarm.v1.CreateSandboxRequest.limits:type_name -> prodisco.sandbox.v1.ResourceLimits
-	45, // 2: execfarm.v1.CreateSandboxRequest.labels:type_name -> execfarm.v1.CreateSandboxRequest.LabelsEntry
+	53, // 0: execfarm.v1.CreateSandboxRequest.runtime:type_name -> prodisco.sandbox.v1.Runtime
+	54, // 1: execfarm.v1.CreateSandboxRequest.limits:type_name -> prodisco.sandbox.v1.ResourceLimits
+	49, // 2: execfarm.v1.CreateSandboxRequest.labels:type_name -> execfarm.v1.CreateSandboxRequest.LabelsEntry
 	0,  // 3: execfarm.v1.Sandbox.state:type_name -> execfarm.v1.SandboxState
-	46, // 4: execfarm.v1.Sandbox.labels:type_name -> execfarm.v1.Sandbox.LabelsEntry
-	49, // 5: execfarm.v1.Sandbox.runtime:type_name -> prodisco.sandbox.v1.Runtime
-	50, // 6: execfarm.v1.Sandbox.limits:type_name -> prodisco.sandbox.v1.ResourceLimits
-	51, // 7: execfarm.v1.Sandbox.usage:type_name -> prodisco.sandbox.v1.ResourceUsage
-	47, // 8: execfarm.v1.ListSandboxesRequest.labels:type_name -> execfarm.v1.ListSandboxesRequest.LabelsEntry
+	50, // 4: execfarm.v1.Sandbox.labels:type_name -> execfarm.v1.Sandbox.LabelsEntry
+	53, // 5: execfarm.v1.Sandbox.runtime:type_name -> prodisco.sandbox.v1.Runtime
+	54, // 6: execfarm.v1.Sandbox.limits:type_name -> prodisco.sandbox.v1.ResourceLimits
+	55, // 7: execfarm.v1.Sandbox.usage:type_name -> prodisco.sandbox.v1.ResourceUsage
+	51, // 8: execfarm.v1.ListSandboxesRequest.labels:type_name -> execfarm.v1.ListSandboxesRequest.LabelsEntry
 	5,  // 9: execfarm.v1.ListSandboxesResponse.sandboxes:type_name -> execfarm.v1.Sandbox
-	49, // 10: execfarm.v1.ExecRequest.runtime:type_name -> prodisco.sandbox.v1.Runtime
-	48, // 11: execfarm.v1.ExecRequest.env:type_name -> execfarm.v1.ExecRequest.EnvEntry
-	13, // 12: execfarm.v1.ExecChunk.started:type_name -> execfarm.v1.ExecStarted
-	52, // 13: execfarm.v1.ExecChunk.result:type_name -> prodisco.sandbox.v1.ExecuteResult
-	53, // 14: execfarm.v1.ExecStarted.state:type_name -> prodisco.sandbox.v1.ExecutionState
+	53, // 10: execfarm.v1.ExecRequest.runtime:type_name -> prodisco.sandbox.v1.Runtime
+	52, // 11: execfarm.v1.ExecRequest.env:type_name -> execfarm.v1.ExecRequest.EnvEntry
+	14, // 12: execfarm.v1.ExecChunk.started:type_name -> execfarm.v1.ExecStarted
+	56, // 13: execfarm.v1.ExecChunk.result:type_name -> prodisco.sandbox.v1.ExecuteResult
+	57, // 14: execfarm.v1.ExecStarted.state:type_name -> prodisco.sandbox.v1.ExecutionState
 	1,  // 15: execfarm.v1.FileInfo.type:type_name -> execfarm.v1.FileType
-	20, // 16: execfarm.v1.UploadFileRequest.header:type_name -> execfarm.v1.UploadFileHeader
-	18, // 17: execfarm.v1.DownloadFileResponse.info:type_name -> execfarm.v1.FileInfo
-	18, // 18: execfarm.v1.ListFilesResponse.entries:type_name -> execfarm.v1.FileInfo
-	18, // 19: execfarm.v1.StatFileResponse.info:type_name -> execfarm.v1.FileInfo
-	35, // 20: execfarm.v1.ReadEventsResponse.events:type_name -> execfarm.v1.SandboxEvent
-	36, // 21: execfarm.v1.SandboxEvent.ready:type_name -> execfarm.v1.SandboxReadyEvent
-	37, // 22: execfarm.v1.SandboxEvent.exec_started:type_name -> execfarm.v1.ExecStartedEvent
-	38, // 23: execfarm.v1.SandboxEvent.exec_output:type_name -> execfarm.v1.ExecOutputEvent
-	39, // 24: execfarm.v1.SandboxEvent.exec_ended:type_name -> execfarm.v1.ExecEndedEvent
-	40, // 25: execfarm.v1.SandboxEvent.file_written:type_name -> execfarm.v1.FileWrittenEvent
-	41, // 26: execfarm.v1.SandboxEvent.file_removed:type_name -> execfarm.v1.FileRemovedEvent
-	42, // 27: execfarm.v1.SandboxEvent.directory_made:type_name -> execfarm.v1.DirectoryMadeEvent
-	43, // 28: execfarm.v1.SandboxEvent.expiring:type_name -> execfarm.v1.SandboxExpiringEvent
-	44, // 29: execfarm.v1.SandboxEvent.ended:type_name -> execfarm.v1.SandboxEndedEvent
-	49, // 30: execfarm.v1.ExecStartedEvent.runtime:type_name -> prodisco.sandbox.v1.Runtime
-	2,  // 31: execfarm.v1.ExecOutputEvent.stream:type_name -> execfarm.v1.OutputStream
-	52, // 32: execfarm.v1.ExecEndedEvent.result:type_name -> prodisco.sandbox.v1.ExecuteResult
-	3,  // 33: execfarm.v1.SandboxExpiringEvent.reason:type_name -> execfarm.v1.EndReason
-	3,  // 34: execfarm.v1.SandboxEndedEvent.reason:type_name -> execfarm.v1.EndReason
-	4,  // 35: execfarm.v1.SessionService.CreateSandbox:input_type -> execfarm.v1.CreateSandboxRequest
-	6,  // 36: execfarm.v1.SessionService.GetSandbox:input_type -> execfarm.v1.GetSandboxRequest
-	7,  // 37: execfarm.v1.SessionService.ListSandboxes:input_type -> execfarm.v1.ListSandboxesRequest
-	9,  // 38: execfarm.v1.SessionService.DeleteSandbox:input_type -> execfarm.v1.DeleteSandboxRequest
-	11, // 39: execfarm.v1.SessionService.Exec:input_type -> execfarm.v1.ExecRequest
-	11, // 40: execfarm.v1.SessionService.ExecAsync:input_type -> execfarm.v1.ExecRequest
-	14, // 41: execfarm.v1.SessionService.WriteStdin:input_type -> execfarm.v1.WriteStdinRequest
-	16, // 42: execfarm.v1.SessionService.SignalExec:input_type -> execfarm.v1.SignalExecRequest
-	19, // 43: execfarm.v1.SessionService.UploadFile:input_type -> execfarm.v1.UploadFileRequest
-	22, // 44: execfarm.v1.SessionService.DownloadFile:input_type -> execfarm.v1.DownloadFileRequest
-	24, // 45: execfarm.v1.SessionService.ListFiles:input_type -> execfarm.v1.ListFilesRequest
-	26, // 46: execfarm.v1.SessionService.StatFile:input_type -> execfarm.v1.StatFileRequest
-	28, // 47: execfarm.v1.SessionService.RemoveFile:input_type -> execfarm.v1.RemoveFileRequest
-	30, // 48: execfarm.v1.SessionService.MakeDirectory:input_type -> execfarm.v1.MakeDirectoryRequest
-	32, // 49: execfarm.v1.SessionService.ReadEvents:input_type -> execfarm.v1.ReadEventsRequest
-	34, // 50: execfarm.v1.SessionService.SubscribeEvents:input_type -> execfarm.v1.SubscribeEventsRequest
-	5,  // 51: execfarm.v1.SessionService.CreateSandbox:output_type -> execfarm.v1.Sandbox
-	5,  // 52: execfarm.v1.SessionService.GetSandbox:output_type -> execfarm.v1.Sandbox
-	8,  // 53: execfarm.v1.SessionService.ListSandboxes:output_type -> execfarm.v1.ListSandboxesResponse
-	10, // 54: execfarm.v1.SessionService.DeleteSandbox:output_type -> execfarm.v1.DeleteSandboxResponse
-	12, // 55: execfarm.v1.SessionService.Exec:output_type -> execfarm.v1.ExecChunk
-	54, // 56: execfarm.v1.SessionService.ExecAsync:output_type -> prodisco.sandbox.v1.ExecuteAsyncResponse
-	15, // 57: execfarm.v1.SessionService.WriteStdin:output_type -> execfarm.v1.WriteStdinResponse
-	17, // 58: execfarm.v1.SessionService.SignalExec:output_type -> execfarm.v1.SignalExecResponse
-	21, // 59: execfarm.v1.SessionService.UploadFile:output_type -> execfarm.v1.UploadFileResponse
-	23, // 60: execfarm.v1.SessionService.DownloadFile:output_type -> execfarm.v1.DownloadFileResponse
-	25, // 61: execfarm.v1.SessionService.ListFiles:output_type -> execfarm.v1.ListFilesResponse
-	27, // 62: execfarm.v1.SessionService.StatFile:output_type -> execfarm.v1.StatFileResponse
-	29, // 63: execfarm.v1.SessionService.RemoveFile:output_type -> execfarm.v1.RemoveFileResponse
-	31, // 64: execfarm.v1.SessionService.MakeDirectory:output_type -> execfarm.v1.MakeDirectoryResponse
-	33, // 65: execfarm.v1.SessionService.ReadEvents:output_type -> execfarm.v1.ReadEventsResponse
-	35, // 66: execfarm.v1.SessionService.SubscribeEvents:output_type -> execfarm.v1.SandboxEvent
-	51, // [51:67] is the sub-list for method output_type
-	35, // [35:51] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	21, // 16: execfarm.v1.UploadFileRequest.header:type_name -> execfarm.v1.UploadFileHeader
+	19, // 17: execfarm.v1.DownloadFileResponse.info:type_name -> execfarm.v1.FileInfo
+	19, // 18: execfarm.v1.ListFilesResponse.entries:type_name -> execfarm.v1.FileInfo
+	19, // 19: execfarm.v1.StatFileResponse.info:type_name -> execfarm.v1.FileInfo
+	38, // 20: execfarm.v1.ReadEventsResponse.events:type_name -> execfarm.v1.SandboxEvent
+	39, // 21: execfarm.v1.SandboxEvent.ready:type_name -> execfarm.v1.SandboxReadyEvent
+	40, // 22: execfarm.v1.SandboxEvent.exec_started:type_name -> execfarm.v1.ExecStartedEvent
+	41, // 23: execfarm.v1.SandboxEvent.exec_output:type_name -> execfarm.v1.ExecOutputEvent
+	42, // 24: execfarm.v1.SandboxEvent.exec_ended:type_name -> execfarm.v1.ExecEndedEvent
+	43, // 25: execfarm.v1.SandboxEvent.file_written:type_name -> execfarm.v1.FileWrittenEvent
+	44, // 26: execfarm.v1.SandboxEvent.file_removed:type_name -> execfarm.v1.FileRemovedEvent
+	45, // 27: execfarm.v1.SandboxEvent.directory_made:type_name -> execfarm.v1.DirectoryMadeEvent
+	47, // 28: execfarm.v1.SandboxEvent.expiring:type_name -> execfarm.v1.SandboxExpiringEvent
+	48, // 29: execfarm.v1.SandboxEvent.ended:type_name -> execfarm.v1.SandboxEndedEvent
+	46, // 30: execfarm.v1.SandboxEvent.file_moved:type_name -> execfarm.v1.FileMovedEvent
+	53, // 31: execfarm.v1.ExecStartedEvent.runtime:type_name -> prodisco.sandbox.v1.Runtime
+	2,  // 32: execfarm.v1.ExecOutputEvent.stream:type_name -> execfarm.v1.OutputStream
+	56, // 33: execfarm.v1.ExecEndedEvent.result:type_name -> prodisco.sandbox.v1.ExecuteResult
+	3,  // 34: execfarm.v1.SandboxExpiringEvent.reason:type_name -> execfarm.v1.EndReason
+	3,  // 35: execfarm.v1.SandboxEndedEvent.reason:type_name -> execfarm.v1.EndReason
+	4,  // 36: execfarm.v1.SessionService.CreateSandbox:input_type -> execfarm.v1.CreateSandboxRequest
+	6,  // 37: execfarm.v1.SessionService.GetSandbox:input_type -> execfarm.v1.GetSandboxRequest
+	7,  // 38: execfarm.v1.SessionService.ListSandboxes:input_type -> execfarm.v1.ListSandboxesRequest
+	9,  // 39: execfarm.v1.SessionService.DeleteSandbox:input_type -> execfarm.v1.DeleteSandboxRequest
+	11, // 40: execfarm.v1.SessionService.ExtendSandbox:input_type -> execfarm.v1.ExtendSandboxRequest
+	12, // 41: execfarm.v1.SessionService.Exec:input_type -> execfarm.v1.ExecRequest
+	12, // 42: execfarm.v1.SessionService.ExecAsync:input_type -> execfarm.v1.ExecRequest
+	15, // 43: execfarm.v1.SessionService.WriteStdin:input_type -> execfarm.v1.WriteStdinRequest
+	17, // 44: execfarm.v1.SessionService.SignalExec:input_type -> execfarm.v1.SignalExecRequest
+	20, // 45: execfarm.v1.SessionService.UploadFile:input_type -> execfarm.v1.UploadFileRequest
+	23, // 46: execfarm.v1.SessionService.DownloadFile:input_type -> execfarm.v1.DownloadFileRequest
+	25, // 47: execfarm.v1.SessionService.ListFiles:input_type -> execfarm.v1.ListFilesRequest
+	27, // 48: execfarm.v1.SessionService.StatFile:input_type -> execfarm.v1.StatFileRequest
+	29, // 49: execfarm.v1.SessionService.RemoveFile:input_type -> execfarm.v1.RemoveFileRequest
+	31, // 50: execfarm.v1.SessionService.MakeDirectory:input_type -> execfarm.v1.MakeDirectoryRequest
+	33, // 51: execfarm.v1.SessionService.MoveFile:input_type -> execfarm.v1.MoveFileRequest
+	35, // 52: execfarm.v1.SessionService.ReadEvents:input_type -> execfarm.v1.ReadEventsRequest
+	37, // 53: execfarm.v1.SessionService.SubscribeEvents:input_type -> execfarm.v1.SubscribeEventsRequest
+	5,  // 54: execfarm.v1.SessionService.CreateSandbox:output_type -> execfarm.v1.Sandbox
+	5,  // 55: execfarm.v1.SessionService.GetSandbox:output_type -> execfarm.v1.Sandbox
+	8,  // 56: execfarm.v1.SessionService.ListSandboxes:output_type -> execfarm.v1.ListSandboxesResponse
+	10, // 57: execfarm.v1.SessionService.DeleteSandbox:output_type -> execfarm.v1.DeleteSandboxResponse
+	5,  // 58: execfarm.v1.SessionService.ExtendSandbox:output_type -> execfarm.v1.Sandbox
+	13, // 59: execfarm.v1.SessionService.Exec:output_type -> execfarm.v1.ExecChunk
+	58, // 60: execfarm.v1.SessionService.ExecAsync:output_type -> prodisco.sandbox.v1.ExecuteAsyncResponse
+	16, // 61: execfarm.v1.SessionService.WriteStdin:output_type -> execfarm.v1.WriteStdinResponse
+	18, // 62: execfarm.v1.SessionService.SignalExec:output_type -> execfarm.v1.SignalExecResponse
+	22, // 63: execfarm.v1.SessionService.UploadFile:output_type -> execfarm.v1.UploadFileResponse
+	24, // 64: execfarm.v1.SessionService.DownloadFile:output_type -> execfarm.v1.DownloadFileResponse
+	26, // 65: execfarm.v1.SessionService.ListFiles:output_type -> execfarm.v1.ListFilesResponse
+	28, // 66: execfarm.v1.SessionService.StatFile:output_type -> execfarm.v1.StatFileResponse
+	30, // 67: execfarm.v1.SessionService.RemoveFile:output_type -> execfarm.v1.RemoveFileResponse
+	32, // 68: execfarm.v1.SessionService.MakeDirectory:output_type -> execfarm.v1.MakeDirectoryResponse
+	34, // 69: execfarm.v1.SessionService.MoveFile:output_type -> execfarm.v1.MoveFileResponse
+	36, // 70: execfarm.v1.SessionService.ReadEvents:output_type -> execfarm.v1.ReadEventsResponse
+	38, // 71: execfarm.v1.SessionService.SubscribeEvents:output_type -> execfarm.v1.SandboxEvent
+	54, // [54:72] is the sub-list for method output_type
+	36, // [36:54] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_execfarm_v1_session_proto_init() }
@@ -3501,22 +3793,22 @@ func file_execfarm_v1_session_proto_init() {
 		return
 	}
 	file_execfarm_v1_session_proto_msgTypes[0].OneofWrappers = []any{}
-	file_execfarm_v1_session_proto_msgTypes[7].OneofWrappers = []any{}
-	file_execfarm_v1_session_proto_msgTypes[8].OneofWrappers = []any{
+	file_execfarm_v1_session_proto_msgTypes[8].OneofWrappers = []any{}
+	file_execfarm_v1_session_proto_msgTypes[9].OneofWrappers = []any{
 		(*ExecChunk_Started)(nil),
 		(*ExecChunk_Stdout)(nil),
 		(*ExecChunk_Stderr)(nil),
 		(*ExecChunk_Result)(nil),
 	}
-	file_execfarm_v1_session_proto_msgTypes[15].OneofWrappers = []any{
+	file_execfarm_v1_session_proto_msgTypes[16].OneofWrappers = []any{
 		(*UploadFileRequest_Header)(nil),
 		(*UploadFileRequest_Data)(nil),
 	}
-	file_execfarm_v1_session_proto_msgTypes[19].OneofWrappers = []any{
+	file_execfarm_v1_session_proto_msgTypes[20].OneofWrappers = []any{
 		(*DownloadFileResponse_Info)(nil),
 		(*DownloadFileResponse_Data)(nil),
 	}
-	file_execfarm_v1_session_proto_msgTypes[31].OneofWrappers = []any{
+	file_execfarm_v1_session_proto_msgTypes[34].OneofWrappers = []any{
 		(*SandboxEvent_Ready)(nil),
 		(*SandboxEvent_ExecStarted)(nil),
 		(*SandboxEvent_ExecOutput)(nil),
@@ -3526,6 +3818,7 @@ func file_execfarm_v1_session_proto_init() {
 		(*SandboxEvent_DirectoryMade)(nil),
 		(*SandboxEvent_Expiring)(nil),
 		(*SandboxEvent_Ended)(nil),
+		(*SandboxEvent_FileMoved)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3533,7 +3826,7 @@ func file_execfarm_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_execfarm_v1_session_proto_rawDesc), len(file_execfarm_v1_session_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   45,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

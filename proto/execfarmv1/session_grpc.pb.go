@@ -38,6 +38,7 @@ const (
 	SessionService_GetSandbox_FullMethodName      = "/execfarm.v1.SessionService/GetSandbox"
 	SessionService_ListSandboxes_FullMethodName   = "/execfarm.v1.SessionService/ListSandboxes"
 	SessionService_DeleteSandbox_FullMethodName   = "/execfarm.v1.SessionService/DeleteSandbox"
+	SessionService_ExtendSandbox_FullMethodName   = "/execfarm.v1.SessionService/ExtendSandbox"
 	SessionService_Exec_FullMethodName            = "/execfarm.v1.SessionService/Exec"
 	SessionService_ExecAsync_FullMethodName       = "/execfarm.v1.SessionService/ExecAsync"
 	SessionService_WriteStdin_FullMethodName      = "/execfarm.v1.SessionService/WriteStdin"
@@ -48,6 +49,7 @@ const (
 	SessionService_StatFile_FullMethodName        = "/execfarm.v1.SessionService/StatFile"
 	SessionService_RemoveFile_FullMethodName      = "/execfarm.v1.SessionService/RemoveFile"
 	SessionService_MakeDirectory_FullMethodName   = "/execfarm.v1.SessionService/MakeDirectory"
+	SessionService_MoveFile_FullMethodName        = "/execfarm.v1.SessionService/MoveFile"
 	SessionService_ReadEvents_FullMethodName      = "/execfarm.v1.SessionService/ReadEvents"
 	SessionService_SubscribeEvents_FullMethodName = "/execfarm.v1.SessionService/SubscribeEvents"
 )
@@ -75,6 +77,16 @@ type SessionServiceClient interface {
 	// running execs end CANCELLED), destroys it, and answers once nothing
 	// of it is left. A principal deletes its clients' sandboxes too.
 	DeleteSandbox(ctx context.Context, in *DeleteSandboxRequest, opts ...grpc.CallOption) (*DeleteSandboxResponse, error)
+	// ExtendSandbox sets the time left before a sandbox expires to
+	// ttl_seconds from now (shorter or longer than before) and answers with
+	// its status (expires_at_ms the new expiry). Its whole lifetime, from
+	// creation to the new expiry, stays within the server's ceiling
+	// (--sandbox-max-lifetime): past it RESOURCE_EXHAUSTED naming the
+	// ceiling, as CreateSandbox. ttl_seconds 0 = no expiry, only without a
+	// ceiling; negative: INVALID_ARGUMENT. A principal extends its clients'
+	// sandboxes too; another principal's, or an unknown one, is NOT_FOUND; a
+	// sandbox ending is FAILED_PRECONDITION.
+	ExtendSandbox(ctx context.Context, in *ExtendSandboxRequest, opts ...grpc.CallOption) (*Sandbox, error)
 	// Exec runs a command (or a program of any runtime) in the sandbox and
 	// streams its output as it is written: ExecChunk.started first, output
 	// chunks, the result last. The exec is an execution in the registry
@@ -106,6 +118,13 @@ type SessionServiceClient interface {
 	RemoveFile(ctx context.Context, in *RemoveFileRequest, opts ...grpc.CallOption) (*RemoveFileResponse, error)
 	// MakeDirectory creates a directory.
 	MakeDirectory(ctx context.Context, in *MakeDirectoryRequest, opts ...grpc.CallOption) (*MakeDirectoryResponse, error)
+	// MoveFile renames a file, a symlink (never what it points to) or a
+	// directory within the sandbox (rename(2): within one filesystem, so
+	// /workspace and /tmp are apart: FAILED_PRECONDITION BUSY). The
+	// destination's parent must exist. A destination that exists is
+	// ALREADY_EXISTS unless overwrite (then a file replaces a file, a
+	// directory an empty directory); a missing source is NOT_FOUND.
+	MoveFile(ctx context.Context, in *MoveFileRequest, opts ...grpc.CallOption) (*MoveFileResponse, error)
 	// ReadEvents returns a page of the sandbox's event log from an offset.
 	ReadEvents(ctx context.Context, in *ReadEventsRequest, opts ...grpc.CallOption) (*ReadEventsResponse, error)
 	// SubscribeEvents streams the event log from an offset: the events
@@ -158,6 +177,16 @@ func (c *sessionServiceClient) DeleteSandbox(ctx context.Context, in *DeleteSand
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeleteSandboxResponse)
 	err := c.cc.Invoke(ctx, SessionService_DeleteSandbox_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionServiceClient) ExtendSandbox(ctx context.Context, in *ExtendSandboxRequest, opts ...grpc.CallOption) (*Sandbox, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Sandbox)
+	err := c.cc.Invoke(ctx, SessionService_ExtendSandbox_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -285,6 +314,16 @@ func (c *sessionServiceClient) MakeDirectory(ctx context.Context, in *MakeDirect
 	return out, nil
 }
 
+func (c *sessionServiceClient) MoveFile(ctx context.Context, in *MoveFileRequest, opts ...grpc.CallOption) (*MoveFileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveFileResponse)
+	err := c.cc.Invoke(ctx, SessionService_MoveFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *sessionServiceClient) ReadEvents(ctx context.Context, in *ReadEventsRequest, opts ...grpc.CallOption) (*ReadEventsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReadEventsResponse)
@@ -337,6 +376,16 @@ type SessionServiceServer interface {
 	// running execs end CANCELLED), destroys it, and answers once nothing
 	// of it is left. A principal deletes its clients' sandboxes too.
 	DeleteSandbox(context.Context, *DeleteSandboxRequest) (*DeleteSandboxResponse, error)
+	// ExtendSandbox sets the time left before a sandbox expires to
+	// ttl_seconds from now (shorter or longer than before) and answers with
+	// its status (expires_at_ms the new expiry). Its whole lifetime, from
+	// creation to the new expiry, stays within the server's ceiling
+	// (--sandbox-max-lifetime): past it RESOURCE_EXHAUSTED naming the
+	// ceiling, as CreateSandbox. ttl_seconds 0 = no expiry, only without a
+	// ceiling; negative: INVALID_ARGUMENT. A principal extends its clients'
+	// sandboxes too; another principal's, or an unknown one, is NOT_FOUND; a
+	// sandbox ending is FAILED_PRECONDITION.
+	ExtendSandbox(context.Context, *ExtendSandboxRequest) (*Sandbox, error)
 	// Exec runs a command (or a program of any runtime) in the sandbox and
 	// streams its output as it is written: ExecChunk.started first, output
 	// chunks, the result last. The exec is an execution in the registry
@@ -368,6 +417,13 @@ type SessionServiceServer interface {
 	RemoveFile(context.Context, *RemoveFileRequest) (*RemoveFileResponse, error)
 	// MakeDirectory creates a directory.
 	MakeDirectory(context.Context, *MakeDirectoryRequest) (*MakeDirectoryResponse, error)
+	// MoveFile renames a file, a symlink (never what it points to) or a
+	// directory within the sandbox (rename(2): within one filesystem, so
+	// /workspace and /tmp are apart: FAILED_PRECONDITION BUSY). The
+	// destination's parent must exist. A destination that exists is
+	// ALREADY_EXISTS unless overwrite (then a file replaces a file, a
+	// directory an empty directory); a missing source is NOT_FOUND.
+	MoveFile(context.Context, *MoveFileRequest) (*MoveFileResponse, error)
 	// ReadEvents returns a page of the sandbox's event log from an offset.
 	ReadEvents(context.Context, *ReadEventsRequest) (*ReadEventsResponse, error)
 	// SubscribeEvents streams the event log from an offset: the events
@@ -398,6 +454,9 @@ func (UnimplementedSessionServiceServer) ListSandboxes(context.Context, *ListSan
 func (UnimplementedSessionServiceServer) DeleteSandbox(context.Context, *DeleteSandboxRequest) (*DeleteSandboxResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteSandbox not implemented")
 }
+func (UnimplementedSessionServiceServer) ExtendSandbox(context.Context, *ExtendSandboxRequest) (*Sandbox, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ExtendSandbox not implemented")
+}
 func (UnimplementedSessionServiceServer) Exec(*ExecRequest, grpc.ServerStreamingServer[ExecChunk]) error {
 	return status.Errorf(codes.Unimplemented, "method Exec not implemented")
 }
@@ -427,6 +486,9 @@ func (UnimplementedSessionServiceServer) RemoveFile(context.Context, *RemoveFile
 }
 func (UnimplementedSessionServiceServer) MakeDirectory(context.Context, *MakeDirectoryRequest) (*MakeDirectoryResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method MakeDirectory not implemented")
+}
+func (UnimplementedSessionServiceServer) MoveFile(context.Context, *MoveFileRequest) (*MoveFileResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method MoveFile not implemented")
 }
 func (UnimplementedSessionServiceServer) ReadEvents(context.Context, *ReadEventsRequest) (*ReadEventsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ReadEvents not implemented")
@@ -523,6 +585,24 @@ func _SessionService_DeleteSandbox_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(SessionServiceServer).DeleteSandbox(ctx, req.(*DeleteSandboxRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionService_ExtendSandbox_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExtendSandboxRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).ExtendSandbox(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_ExtendSandbox_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).ExtendSandbox(ctx, req.(*ExtendSandboxRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -682,6 +762,24 @@ func _SessionService_MakeDirectory_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SessionService_MoveFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionServiceServer).MoveFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionService_MoveFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionServiceServer).MoveFile(ctx, req.(*MoveFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _SessionService_ReadEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReadEventsRequest)
 	if err := dec(in); err != nil {
@@ -735,6 +833,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _SessionService_DeleteSandbox_Handler,
 		},
 		{
+			MethodName: "ExtendSandbox",
+			Handler:    _SessionService_ExtendSandbox_Handler,
+		},
+		{
 			MethodName: "ExecAsync",
 			Handler:    _SessionService_ExecAsync_Handler,
 		},
@@ -761,6 +863,10 @@ var SessionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MakeDirectory",
 			Handler:    _SessionService_MakeDirectory_Handler,
+		},
+		{
+			MethodName: "MoveFile",
+			Handler:    _SessionService_MoveFile_Handler,
 		},
 		{
 			MethodName: "ReadEvents",

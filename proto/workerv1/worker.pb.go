@@ -1202,6 +1202,102 @@ func (*MkdirResponse) Descriptor() ([]byte, []int) {
 	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{17}
 }
 
+type MoveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Source        string                 `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Destination   string                 `protobuf:"bytes,2,opt,name=destination,proto3" json:"destination,omitempty"`
+	Overwrite     bool                   `protobuf:"varint,3,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveRequest) Reset() {
+	*x = MoveRequest{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveRequest) ProtoMessage() {}
+
+func (x *MoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveRequest.ProtoReflect.Descriptor instead.
+func (*MoveRequest) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *MoveRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *MoveRequest) GetDestination() string {
+	if x != nil {
+		return x.Destination
+	}
+	return ""
+}
+
+func (x *MoveRequest) GetOverwrite() bool {
+	if x != nil {
+		return x.Overwrite
+	}
+	return false
+}
+
+type MoveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveResponse) Reset() {
+	*x = MoveResponse{}
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveResponse) ProtoMessage() {}
+
+func (x *MoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveResponse.ProtoReflect.Descriptor instead.
+func (*MoveResponse) Descriptor() ([]byte, []int) {
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{19}
+}
+
 // ErrorDetail is the detail of a failed file call's status: why, in a
 // form the supervisor maps without reading the message.
 type ErrorDetail struct {
@@ -1217,7 +1313,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1325,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[18]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1338,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{18}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ErrorDetail) GetReason() string {
@@ -1260,7 +1356,7 @@ type ResetRequest struct {
 
 func (x *ResetRequest) Reset() {
 	*x = ResetRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1368,7 @@ func (x *ResetRequest) String() string {
 func (*ResetRequest) ProtoMessage() {}
 
 func (x *ResetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[19]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1381,7 @@ func (x *ResetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetRequest.ProtoReflect.Descriptor instead.
 func (*ResetRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{19}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{21}
 }
 
 type ResetResponse struct {
@@ -1298,7 +1394,7 @@ type ResetResponse struct {
 
 func (x *ResetResponse) Reset() {
 	*x = ResetResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1406,7 @@ func (x *ResetResponse) String() string {
 func (*ResetResponse) ProtoMessage() {}
 
 func (x *ResetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[20]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1419,7 @@ func (x *ResetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetResponse.ProtoReflect.Descriptor instead.
 func (*ResetResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{20}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ResetResponse) GetKilled() int32 {
@@ -1341,7 +1437,7 @@ type PrepareResponse struct {
 
 func (x *PrepareResponse) Reset() {
 	*x = PrepareResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1449,7 @@ func (x *PrepareResponse) String() string {
 func (*PrepareResponse) ProtoMessage() {}
 
 func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[21]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1462,7 @@ func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
 func (*PrepareResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{21}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{23}
 }
 
 type StartupRequest struct {
@@ -1377,7 +1473,7 @@ type StartupRequest struct {
 
 func (x *StartupRequest) Reset() {
 	*x = StartupRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[22]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1485,7 @@ func (x *StartupRequest) String() string {
 func (*StartupRequest) ProtoMessage() {}
 
 func (x *StartupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[22]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1498,7 @@ func (x *StartupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartupRequest.ProtoReflect.Descriptor instead.
 func (*StartupRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{22}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{24}
 }
 
 type StartupResponse struct {
@@ -1415,7 +1511,7 @@ type StartupResponse struct {
 
 func (x *StartupResponse) Reset() {
 	*x = StartupResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[23]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1523,7 @@ func (x *StartupResponse) String() string {
 func (*StartupResponse) ProtoMessage() {}
 
 func (x *StartupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[23]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1536,7 @@ func (x *StartupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartupResponse.ProtoReflect.Descriptor instead.
 func (*StartupResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{23}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StartupResponse) GetPhases() []*Phase {
@@ -1463,7 +1559,7 @@ type Phase struct {
 
 func (x *Phase) Reset() {
 	*x = Phase{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[24]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1571,7 @@ func (x *Phase) String() string {
 func (*Phase) ProtoMessage() {}
 
 func (x *Phase) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[24]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1584,7 @@ func (x *Phase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Phase.ProtoReflect.Descriptor instead.
 func (*Phase) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{24}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Phase) GetName() string {
@@ -1517,7 +1613,7 @@ type Rlimit struct {
 
 func (x *Rlimit) Reset() {
 	*x = Rlimit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[25]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1625,7 @@ func (x *Rlimit) String() string {
 func (*Rlimit) ProtoMessage() {}
 
 func (x *Rlimit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[25]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1638,7 @@ func (x *Rlimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rlimit.ProtoReflect.Descriptor instead.
 func (*Rlimit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{25}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Rlimit) GetResource() string {
@@ -1609,7 +1705,7 @@ type RunRequest struct {
 
 func (x *RunRequest) Reset() {
 	*x = RunRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[26]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1717,7 @@ func (x *RunRequest) String() string {
 func (*RunRequest) ProtoMessage() {}
 
 func (x *RunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[26]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1730,7 @@ func (x *RunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRequest.ProtoReflect.Descriptor instead.
 func (*RunRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{26}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RunRequest) GetArgv() []string {
@@ -1747,7 +1843,7 @@ type Exit struct {
 
 func (x *Exit) Reset() {
 	*x = Exit{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[27]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +1855,7 @@ func (x *Exit) String() string {
 func (*Exit) ProtoMessage() {}
 
 func (x *Exit) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[27]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +1868,7 @@ func (x *Exit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exit.ProtoReflect.Descriptor instead.
 func (*Exit) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{27}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Exit) GetExitCode() int32 {
@@ -1841,7 +1937,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[28]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +1949,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[28]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +1962,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{28}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -1983,7 +2079,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[29]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2091,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[29]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2104,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{29}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Header) GetName() string {
@@ -2042,7 +2138,7 @@ type ProxyRequest struct {
 
 func (x *ProxyRequest) Reset() {
 	*x = ProxyRequest{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[30]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2150,7 @@ func (x *ProxyRequest) String() string {
 func (*ProxyRequest) ProtoMessage() {}
 
 func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[30]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2163,7 @@ func (x *ProxyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyRequest.ProtoReflect.Descriptor instead.
 func (*ProxyRequest) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{30}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ProxyRequest) GetTarget() string {
@@ -2118,7 +2214,7 @@ type ProxyRequestPart struct {
 
 func (x *ProxyRequestPart) Reset() {
 	*x = ProxyRequestPart{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[31]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2226,7 @@ func (x *ProxyRequestPart) String() string {
 func (*ProxyRequestPart) ProtoMessage() {}
 
 func (x *ProxyRequestPart) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[31]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2239,7 @@ func (x *ProxyRequestPart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyRequestPart.ProtoReflect.Descriptor instead.
 func (*ProxyRequestPart) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{31}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ProxyRequestPart) GetPart() isProxyRequestPart_Part {
@@ -2200,7 +2296,7 @@ type ProxyResponse struct {
 
 func (x *ProxyResponse) Reset() {
 	*x = ProxyResponse{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[32]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2212,7 +2308,7 @@ func (x *ProxyResponse) String() string {
 func (*ProxyResponse) ProtoMessage() {}
 
 func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[32]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2225,7 +2321,7 @@ func (x *ProxyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyResponse.ProtoReflect.Descriptor instead.
 func (*ProxyResponse) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{32}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ProxyResponse) GetStatus() int32 {
@@ -2255,7 +2351,7 @@ type ProxyResponsePart struct {
 
 func (x *ProxyResponsePart) Reset() {
 	*x = ProxyResponsePart{}
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[33]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2267,7 +2363,7 @@ func (x *ProxyResponsePart) String() string {
 func (*ProxyResponsePart) ProtoMessage() {}
 
 func (x *ProxyResponsePart) ProtoReflect() protoreflect.Message {
-	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[33]
+	mi := &file_execfarm_worker_v1_worker_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2280,7 +2376,7 @@ func (x *ProxyResponsePart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyResponsePart.ProtoReflect.Descriptor instead.
 func (*ProxyResponsePart) Descriptor() ([]byte, []int) {
-	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{33}
+	return file_execfarm_worker_v1_worker_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ProxyResponsePart) GetPart() isProxyResponsePart_Part {
@@ -2393,7 +2489,12 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x18\n" +
 	"\aparents\x18\x03 \x01(\bR\aparents\"\x0f\n" +
-	"\rMkdirResponse\"%\n" +
+	"\rMkdirResponse\"e\n" +
+	"\vMoveRequest\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12 \n" +
+	"\vdestination\x18\x02 \x01(\tR\vdestination\x12\x1c\n" +
+	"\toverwrite\x18\x03 \x01(\bR\toverwrite\"\x0e\n" +
+	"\fMoveResponse\"%\n" +
 	"\vErrorDetail\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x0e\n" +
 	"\fResetRequest\"'\n" +
@@ -2467,7 +2568,7 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x0eFILE_TYPE_FILE\x10\x01\x12\x17\n" +
 	"\x13FILE_TYPE_DIRECTORY\x10\x02\x12\x15\n" +
 	"\x11FILE_TYPE_SYMLINK\x10\x03\x12\x13\n" +
-	"\x0fFILE_TYPE_OTHER\x10\x042\xed\x06\n" +
+	"\x0fFILE_TYPE_OTHER\x10\x042\xb8\a\n" +
 	"\x06Worker\x12E\n" +
 	"\x03Run\x12\x1e.execfarm.worker.v1.RunRequest\x1a\x1c.execfarm.worker.v1.RunEvent0\x01\x12N\n" +
 	"\aPrepare\x12\x1e.execfarm.worker.v1.RunRequest\x1a#.execfarm.worker.v1.PrepareResponse\x12R\n" +
@@ -2479,7 +2580,8 @@ const file_execfarm_worker_v1_worker_proto_rawDesc = "" +
 	"\x04List\x12\x1f.execfarm.worker.v1.ListRequest\x1a .execfarm.worker.v1.ListResponse0\x01\x12I\n" +
 	"\x04Stat\x12\x1f.execfarm.worker.v1.StatRequest\x1a .execfarm.worker.v1.StatResponse\x12O\n" +
 	"\x06Remove\x12!.execfarm.worker.v1.RemoveRequest\x1a\".execfarm.worker.v1.RemoveResponse\x12L\n" +
-	"\x05Mkdir\x12 .execfarm.worker.v1.MkdirRequest\x1a!.execfarm.worker.v1.MkdirResponse2i\n" +
+	"\x05Mkdir\x12 .execfarm.worker.v1.MkdirRequest\x1a!.execfarm.worker.v1.MkdirResponse\x12I\n" +
+	"\x04Move\x12\x1f.execfarm.worker.v1.MoveRequest\x1a .execfarm.worker.v1.MoveResponse2i\n" +
 	"\tHostProxy\x12\\\n" +
 	"\tRoundTrip\x12$.execfarm.worker.v1.ProxyRequestPart\x1a%.execfarm.worker.v1.ProxyResponsePart(\x010\x01B6Z4github.com/execfarm/execfarm/proto/workerv1;workerv1b\x06proto3"
 
@@ -2496,7 +2598,7 @@ func file_execfarm_worker_v1_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_execfarm_worker_v1_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_execfarm_worker_v1_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_execfarm_worker_v1_worker_proto_goTypes = []any{
 	(FileType)(0),             // 0: execfarm.worker.v1.FileType
 	(*ExecStart)(nil),         // 1: execfarm.worker.v1.ExecStart
@@ -2517,44 +2619,46 @@ var file_execfarm_worker_v1_worker_proto_goTypes = []any{
 	(*RemoveResponse)(nil),    // 16: execfarm.worker.v1.RemoveResponse
 	(*MkdirRequest)(nil),      // 17: execfarm.worker.v1.MkdirRequest
 	(*MkdirResponse)(nil),     // 18: execfarm.worker.v1.MkdirResponse
-	(*ErrorDetail)(nil),       // 19: execfarm.worker.v1.ErrorDetail
-	(*ResetRequest)(nil),      // 20: execfarm.worker.v1.ResetRequest
-	(*ResetResponse)(nil),     // 21: execfarm.worker.v1.ResetResponse
-	(*PrepareResponse)(nil),   // 22: execfarm.worker.v1.PrepareResponse
-	(*StartupRequest)(nil),    // 23: execfarm.worker.v1.StartupRequest
-	(*StartupResponse)(nil),   // 24: execfarm.worker.v1.StartupResponse
-	(*Phase)(nil),             // 25: execfarm.worker.v1.Phase
-	(*Rlimit)(nil),            // 26: execfarm.worker.v1.Rlimit
-	(*RunRequest)(nil),        // 27: execfarm.worker.v1.RunRequest
-	(*Exit)(nil),              // 28: execfarm.worker.v1.Exit
-	(*RunEvent)(nil),          // 29: execfarm.worker.v1.RunEvent
-	(*Header)(nil),            // 30: execfarm.worker.v1.Header
-	(*ProxyRequest)(nil),      // 31: execfarm.worker.v1.ProxyRequest
-	(*ProxyRequestPart)(nil),  // 32: execfarm.worker.v1.ProxyRequestPart
-	(*ProxyResponse)(nil),     // 33: execfarm.worker.v1.ProxyResponse
-	(*ProxyResponsePart)(nil), // 34: execfarm.worker.v1.ProxyResponsePart
+	(*MoveRequest)(nil),       // 19: execfarm.worker.v1.MoveRequest
+	(*MoveResponse)(nil),      // 20: execfarm.worker.v1.MoveResponse
+	(*ErrorDetail)(nil),       // 21: execfarm.worker.v1.ErrorDetail
+	(*ResetRequest)(nil),      // 22: execfarm.worker.v1.ResetRequest
+	(*ResetResponse)(nil),     // 23: execfarm.worker.v1.ResetResponse
+	(*PrepareResponse)(nil),   // 24: execfarm.worker.v1.PrepareResponse
+	(*StartupRequest)(nil),    // 25: execfarm.worker.v1.StartupRequest
+	(*StartupResponse)(nil),   // 26: execfarm.worker.v1.StartupResponse
+	(*Phase)(nil),             // 27: execfarm.worker.v1.Phase
+	(*Rlimit)(nil),            // 28: execfarm.worker.v1.Rlimit
+	(*RunRequest)(nil),        // 29: execfarm.worker.v1.RunRequest
+	(*Exit)(nil),              // 30: execfarm.worker.v1.Exit
+	(*RunEvent)(nil),          // 31: execfarm.worker.v1.RunEvent
+	(*Header)(nil),            // 32: execfarm.worker.v1.Header
+	(*ProxyRequest)(nil),      // 33: execfarm.worker.v1.ProxyRequest
+	(*ProxyRequestPart)(nil),  // 34: execfarm.worker.v1.ProxyRequestPart
+	(*ProxyResponse)(nil),     // 35: execfarm.worker.v1.ProxyResponse
+	(*ProxyResponsePart)(nil), // 36: execfarm.worker.v1.ProxyResponsePart
 }
 var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
-	27, // 0: execfarm.worker.v1.ExecStart.request:type_name -> execfarm.worker.v1.RunRequest
+	29, // 0: execfarm.worker.v1.ExecStart.request:type_name -> execfarm.worker.v1.RunRequest
 	1,  // 1: execfarm.worker.v1.ExecInput.start:type_name -> execfarm.worker.v1.ExecStart
 	0,  // 2: execfarm.worker.v1.FileInfo.type:type_name -> execfarm.worker.v1.FileType
 	6,  // 3: execfarm.worker.v1.UploadRequest.header:type_name -> execfarm.worker.v1.UploadHeader
 	5,  // 4: execfarm.worker.v1.DownloadResponse.info:type_name -> execfarm.worker.v1.FileInfo
 	5,  // 5: execfarm.worker.v1.ListResponse.entries:type_name -> execfarm.worker.v1.FileInfo
 	5,  // 6: execfarm.worker.v1.StatResponse.info:type_name -> execfarm.worker.v1.FileInfo
-	25, // 7: execfarm.worker.v1.StartupResponse.phases:type_name -> execfarm.worker.v1.Phase
-	26, // 8: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
+	27, // 7: execfarm.worker.v1.StartupResponse.phases:type_name -> execfarm.worker.v1.Phase
+	28, // 8: execfarm.worker.v1.RunRequest.rlimits:type_name -> execfarm.worker.v1.Rlimit
 	4,  // 9: execfarm.worker.v1.Exit.usage:type_name -> execfarm.worker.v1.Rusage
-	28, // 10: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
+	30, // 10: execfarm.worker.v1.RunEvent.exit:type_name -> execfarm.worker.v1.Exit
 	3,  // 11: execfarm.worker.v1.RunEvent.started:type_name -> execfarm.worker.v1.ExecStarted
-	30, // 12: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
-	31, // 13: execfarm.worker.v1.ProxyRequestPart.head:type_name -> execfarm.worker.v1.ProxyRequest
-	30, // 14: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
-	33, // 15: execfarm.worker.v1.ProxyResponsePart.head:type_name -> execfarm.worker.v1.ProxyResponse
-	27, // 16: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
-	27, // 17: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
-	23, // 18: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
-	20, // 19: execfarm.worker.v1.Worker.Reset:input_type -> execfarm.worker.v1.ResetRequest
+	32, // 12: execfarm.worker.v1.ProxyRequest.headers:type_name -> execfarm.worker.v1.Header
+	33, // 13: execfarm.worker.v1.ProxyRequestPart.head:type_name -> execfarm.worker.v1.ProxyRequest
+	32, // 14: execfarm.worker.v1.ProxyResponse.headers:type_name -> execfarm.worker.v1.Header
+	35, // 15: execfarm.worker.v1.ProxyResponsePart.head:type_name -> execfarm.worker.v1.ProxyResponse
+	29, // 16: execfarm.worker.v1.Worker.Run:input_type -> execfarm.worker.v1.RunRequest
+	29, // 17: execfarm.worker.v1.Worker.Prepare:input_type -> execfarm.worker.v1.RunRequest
+	25, // 18: execfarm.worker.v1.Worker.Startup:input_type -> execfarm.worker.v1.StartupRequest
+	22, // 19: execfarm.worker.v1.Worker.Reset:input_type -> execfarm.worker.v1.ResetRequest
 	2,  // 20: execfarm.worker.v1.Worker.Exec:input_type -> execfarm.worker.v1.ExecInput
 	7,  // 21: execfarm.worker.v1.Worker.Upload:input_type -> execfarm.worker.v1.UploadRequest
 	9,  // 22: execfarm.worker.v1.Worker.Download:input_type -> execfarm.worker.v1.DownloadRequest
@@ -2562,21 +2666,23 @@ var file_execfarm_worker_v1_worker_proto_depIdxs = []int32{
 	13, // 24: execfarm.worker.v1.Worker.Stat:input_type -> execfarm.worker.v1.StatRequest
 	15, // 25: execfarm.worker.v1.Worker.Remove:input_type -> execfarm.worker.v1.RemoveRequest
 	17, // 26: execfarm.worker.v1.Worker.Mkdir:input_type -> execfarm.worker.v1.MkdirRequest
-	32, // 27: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequestPart
-	29, // 28: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
-	22, // 29: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
-	24, // 30: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
-	21, // 31: execfarm.worker.v1.Worker.Reset:output_type -> execfarm.worker.v1.ResetResponse
-	29, // 32: execfarm.worker.v1.Worker.Exec:output_type -> execfarm.worker.v1.RunEvent
-	8,  // 33: execfarm.worker.v1.Worker.Upload:output_type -> execfarm.worker.v1.UploadResponse
-	10, // 34: execfarm.worker.v1.Worker.Download:output_type -> execfarm.worker.v1.DownloadResponse
-	12, // 35: execfarm.worker.v1.Worker.List:output_type -> execfarm.worker.v1.ListResponse
-	14, // 36: execfarm.worker.v1.Worker.Stat:output_type -> execfarm.worker.v1.StatResponse
-	16, // 37: execfarm.worker.v1.Worker.Remove:output_type -> execfarm.worker.v1.RemoveResponse
-	18, // 38: execfarm.worker.v1.Worker.Mkdir:output_type -> execfarm.worker.v1.MkdirResponse
-	34, // 39: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponsePart
-	28, // [28:40] is the sub-list for method output_type
-	16, // [16:28] is the sub-list for method input_type
+	19, // 27: execfarm.worker.v1.Worker.Move:input_type -> execfarm.worker.v1.MoveRequest
+	34, // 28: execfarm.worker.v1.HostProxy.RoundTrip:input_type -> execfarm.worker.v1.ProxyRequestPart
+	31, // 29: execfarm.worker.v1.Worker.Run:output_type -> execfarm.worker.v1.RunEvent
+	24, // 30: execfarm.worker.v1.Worker.Prepare:output_type -> execfarm.worker.v1.PrepareResponse
+	26, // 31: execfarm.worker.v1.Worker.Startup:output_type -> execfarm.worker.v1.StartupResponse
+	23, // 32: execfarm.worker.v1.Worker.Reset:output_type -> execfarm.worker.v1.ResetResponse
+	31, // 33: execfarm.worker.v1.Worker.Exec:output_type -> execfarm.worker.v1.RunEvent
+	8,  // 34: execfarm.worker.v1.Worker.Upload:output_type -> execfarm.worker.v1.UploadResponse
+	10, // 35: execfarm.worker.v1.Worker.Download:output_type -> execfarm.worker.v1.DownloadResponse
+	12, // 36: execfarm.worker.v1.Worker.List:output_type -> execfarm.worker.v1.ListResponse
+	14, // 37: execfarm.worker.v1.Worker.Stat:output_type -> execfarm.worker.v1.StatResponse
+	16, // 38: execfarm.worker.v1.Worker.Remove:output_type -> execfarm.worker.v1.RemoveResponse
+	18, // 39: execfarm.worker.v1.Worker.Mkdir:output_type -> execfarm.worker.v1.MkdirResponse
+	20, // 40: execfarm.worker.v1.Worker.Move:output_type -> execfarm.worker.v1.MoveResponse
+	36, // 41: execfarm.worker.v1.HostProxy.RoundTrip:output_type -> execfarm.worker.v1.ProxyResponsePart
+	29, // [29:42] is the sub-list for method output_type
+	16, // [16:29] is the sub-list for method input_type
 	16, // [16:16] is the sub-list for extension type_name
 	16, // [16:16] is the sub-list for extension extendee
 	0,  // [0:16] is the sub-list for field type_name
@@ -2601,7 +2707,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 		(*DownloadResponse_Info)(nil),
 		(*DownloadResponse_Data)(nil),
 	}
-	file_execfarm_worker_v1_worker_proto_msgTypes[28].OneofWrappers = []any{
+	file_execfarm_worker_v1_worker_proto_msgTypes[30].OneofWrappers = []any{
 		(*RunEvent_Stdout)(nil),
 		(*RunEvent_Stderr)(nil),
 		(*RunEvent_Exit)(nil),
@@ -2609,11 +2715,11 @@ func file_execfarm_worker_v1_worker_proto_init() {
 		(*RunEvent_Started)(nil),
 		(*RunEvent_Console)(nil),
 	}
-	file_execfarm_worker_v1_worker_proto_msgTypes[31].OneofWrappers = []any{
+	file_execfarm_worker_v1_worker_proto_msgTypes[33].OneofWrappers = []any{
 		(*ProxyRequestPart_Head)(nil),
 		(*ProxyRequestPart_Body)(nil),
 	}
-	file_execfarm_worker_v1_worker_proto_msgTypes[33].OneofWrappers = []any{
+	file_execfarm_worker_v1_worker_proto_msgTypes[35].OneofWrappers = []any{
 		(*ProxyResponsePart_Head)(nil),
 		(*ProxyResponsePart_Body)(nil),
 	}
@@ -2623,7 +2729,7 @@ func file_execfarm_worker_v1_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_execfarm_worker_v1_worker_proto_rawDesc), len(file_execfarm_worker_v1_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

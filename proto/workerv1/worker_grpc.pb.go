@@ -34,6 +34,7 @@ const (
 	Worker_Stat_FullMethodName     = "/execfarm.worker.v1.Worker/Stat"
 	Worker_Remove_FullMethodName   = "/execfarm.worker.v1.Worker/Remove"
 	Worker_Mkdir_FullMethodName    = "/execfarm.worker.v1.Worker/Mkdir"
+	Worker_Move_FullMethodName     = "/execfarm.worker.v1.Worker/Move"
 )
 
 // WorkerClient is the client API for Worker service.
@@ -90,6 +91,10 @@ type WorkerClient interface {
 	// Mkdir creates a directory; with parents, its missing parents too, and
 	// an existing directory is no error.
 	Mkdir(ctx context.Context, in *MkdirRequest, opts ...grpc.CallOption) (*MkdirResponse, error)
+	// Move renames a path (never following a final symbolic link of
+	// either); without overwrite an existing destination is EEXIST
+	// (renameat2 RENAME_NOREPLACE).
+	Move(ctx context.Context, in *MoveRequest, opts ...grpc.CallOption) (*MoveResponse, error)
 }
 
 type workerClient struct {
@@ -243,6 +248,16 @@ func (c *workerClient) Mkdir(ctx context.Context, in *MkdirRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *workerClient) Move(ctx context.Context, in *MoveRequest, opts ...grpc.CallOption) (*MoveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveResponse)
+	err := c.cc.Invoke(ctx, Worker_Move_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServer is the server API for Worker service.
 // All implementations must embed UnimplementedWorkerServer
 // for forward compatibility.
@@ -297,6 +312,10 @@ type WorkerServer interface {
 	// Mkdir creates a directory; with parents, its missing parents too, and
 	// an existing directory is no error.
 	Mkdir(context.Context, *MkdirRequest) (*MkdirResponse, error)
+	// Move renames a path (never following a final symbolic link of
+	// either); without overwrite an existing destination is EEXIST
+	// (renameat2 RENAME_NOREPLACE).
+	Move(context.Context, *MoveRequest) (*MoveResponse, error)
 	mustEmbedUnimplementedWorkerServer()
 }
 
@@ -339,6 +358,9 @@ func (UnimplementedWorkerServer) Remove(context.Context, *RemoveRequest) (*Remov
 }
 func (UnimplementedWorkerServer) Mkdir(context.Context, *MkdirRequest) (*MkdirResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Mkdir not implemented")
+}
+func (UnimplementedWorkerServer) Move(context.Context, *MoveRequest) (*MoveResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Move not implemented")
 }
 func (UnimplementedWorkerServer) mustEmbedUnimplementedWorkerServer() {}
 func (UnimplementedWorkerServer) testEmbeddedByValue()                {}
@@ -516,6 +538,24 @@ func _Worker_Mkdir_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Worker_Move_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).Move(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_Move_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).Move(ctx, req.(*MoveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Worker_ServiceDesc is the grpc.ServiceDesc for Worker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -546,6 +586,10 @@ var Worker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Mkdir",
 			Handler:    _Worker_Mkdir_Handler,
+		},
+		{
+			MethodName: "Move",
+			Handler:    _Worker_Move_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

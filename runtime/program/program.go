@@ -43,6 +43,9 @@ type Input struct {
 	// Code is the program text (TypeScript or JavaScript for goja, a shell
 	// command line for shell, Python source for python).
 	Code string
+	// Argv, instead of Code (runtime Shell), is a program and its
+	// arguments, run without a shell interpreting them (ArgvCommand).
+	Argv []string
 	// Stdin is given to the program on standard input.
 	Stdin []byte
 	// Env is added to the base environment; keys must be non-empty and
@@ -121,6 +124,9 @@ type NULError struct {
 }
 
 func (e *NULError) Error() string {
+	if e.Field == "argv" {
+		return fmt.Sprintf("argv holds a NUL byte (at byte %d of an argument); execve takes NUL-terminated strings, so no argument can hold one", e.Offset)
+	}
 	return fmt.Sprintf("%s holds a NUL byte (at byte %d); the shell and python runtimes pass it as a command-line argument, which cannot hold one (execve takes NUL-terminated strings); write the byte from the program instead (printf '\\0', chr(0))", e.Field, e.Offset)
 }
 
@@ -198,6 +204,9 @@ func (e *SizeError) Error() string {
 // *SizeError; env for a goja or node program (their process.env is
 // always empty), or env holding NUL, as ErrBadEnv.
 func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
+	if len(in.Argv) > 0 {
+		return buildArgv(in)
+	}
 	if in.Code == "" && (!in.Tests || in.TestsCode == "") {
 		return nil, transform.ErrEmptyCode
 	}
@@ -276,6 +285,54 @@ func Build(ctx context.Context, in Input) (*workerv1.RunRequest, error) {
 	return req, nil
 }
 
+// ErrArgv is wrapped by the refusal of an Argv that cannot run: an
+// empty program name, code beside it, a runtime other than Shell, test
+// mode.
+var ErrArgv = errors.New("program: invalid argv")
+
+// buildArgv is Build for in.Argv.
+func buildArgv(in Input) (*workerv1.RunRequest, error) {
+	switch {
+	case in.Code != "":
+		return nil, fmt.Errorf("%w: give code or argv, not both", ErrArgv)
+	case in.Runtime != Shell:
+		return nil, fmt.Errorf("%w: argv runs a program without a runtime; the runtime must be shell or unspecified, not %s", ErrArgv, in.Runtime)
+	case in.Tests:
+		return nil, fmt.Errorf("%w: argv has no test mode", ErrArgv)
+	case in.Argv[0] == "":
+		return nil, fmt.Errorf("%w: argv[0], the program, is empty", ErrArgv)
+	}
+	env, err := environ(in.Env)
+	if err != nil {
+		return nil, err
+	}
+	req := &workerv1.RunRequest{Env: env, Dir: rootfs.WorkspaceDir, Stdin: in.Stdin, Argv: ArgvCommand(in.Argv)}
+	if err := checkExecve(in, req); err != nil {
+		return nil, err
+	}
+	if n := proto.Size(req); n > MaxRequestBytes {
+		return nil, &SizeError{Bytes: n, Limit: MaxRequestBytes}
+	}
+	return req, nil
+}
+
+// argvExec is the script that runs a program name without a '/' found on
+// PATH: dash's exec takes no options, so every argument, "-x" or "A=b",
+// stays the program's; "$@" is expanded once, never split or globbed.
+const argvExec = `exec "$@"`
+
+// ArgvCommand is the runtime process's argv for argv, run as it is: a
+// program named with a '/' is executed directly (relative to the working
+// directory); one without is looked up on the PATH of its environment as
+// execvp does, by /bin/sh's exec, which interprets none of the arguments
+// (a program not found exits 127, "not found" on stderr).
+func ArgvCommand(argv []string) []string {
+	if strings.Contains(argv[0], "/") {
+		return slices.Clone(argv)
+	}
+	return append([]string{"/bin/sh", "-c", argvExec, "execfarm"}, argv...)
+}
+
 // transformJS transforms a goja or node program. In test mode the code and
 // the tests are transformed apart and assembled for the harness
 // (testresult.Assemble), and the program is the payload of a fresh nonce
@@ -340,7 +397,7 @@ func checkExecve(in Input, req *workerv1.RunRequest) error {
 	total := 0
 	for _, a := range req.Argv {
 		field := "argv"
-		if a == in.Code {
+		if len(in.Argv) == 0 && a == in.Code {
 			field = "code"
 		}
 		if err := CheckArg(field, a); err != nil {

@@ -3,6 +3,7 @@ package execution
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/testresult"
@@ -19,6 +20,9 @@ type Input struct {
 	Runtime string
 	// Code is the program text; ignored when Cached is set.
 	Code string
+	// Argv, instead of Code (runtime program.Shell), is a program and
+	// its arguments, run without a shell (program.ArgvCommand).
+	Argv []string
 	// Cached names a cached script to run instead of Code; nil = Code.
 	Cached *string
 	// Stdin is given to the program on standard input.
@@ -69,7 +73,7 @@ func (r *Runner) Prepare(ctx context.Context, in Input) (*Job, error) {
 			return nil, err
 		}
 	}
-	req, err := program.Build(transformer.WithOwner(ctx, in.Account), program.Input{Runtime: in.Runtime, Code: code, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, TestsCode: in.TestsCode, Node: r.cfg.Node,
+	req, err := program.Build(transformer.WithOwner(ctx, in.Account), program.Input{Runtime: in.Runtime, Code: code, Argv: in.Argv, Stdin: in.Stdin, Env: in.Env, Tests: in.Tests, TestsCode: in.TestsCode, Node: r.cfg.Node,
 		Deterministic: in.Deterministic, Seed: in.Seed})
 	if err != nil {
 		r.logTransformFailure(in, len(code), err)
@@ -80,10 +84,32 @@ func (r *Runner) Prepare(ctx context.Context, in Input) (*Job, error) {
 	if in.Tests {
 		nonce = testresult.PayloadNonce(req.GetProgram())
 	}
+	if len(in.Argv) > 0 {
+		// What the registry and event log show of it (code previews).
+		code = ArgvText(in.Argv)
+	}
 	deterministic := in.Deterministic && (in.Runtime == program.Goja || in.Runtime == program.Node)
 	return &Job{Runtime: in.Runtime, Request: req, Limits: in.Limits, ResultsNonce: nonce, Code: code, CachedName: cachedName,
 		Deterministic: deterministic, Seed: in.Seed, Account: in.Account, Client: in.Client,
 		Cacheable: !in.Tests && cachedName == "" && r.cfg.Cache != nil && (in.Runtime == program.Goja || in.Runtime == program.Node)}, nil
+}
+
+// ArgvText renders argv as a shell would read it back: each argument
+// single-quoted unless it is made of characters no shell treats
+// specially.
+func ArgvText(argv []string) string {
+	var b strings.Builder
+	for i, a := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			b.WriteString(a)
+			continue
+		}
+		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+	}
+	return b.String()
 }
 
 // cached returns the code of owner's cached script name and its full

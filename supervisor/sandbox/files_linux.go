@@ -303,6 +303,18 @@ func (s *Sandbox) Mkdir(ctx context.Context, path string, mode uint32, parents b
 	})
 }
 
+// Move renames source to destination (a final symbolic link of either is
+// the link itself); without overwrite an existing destination is
+// ErrExist. Errors: ErrNotSession, ErrInvalidPath (also the root),
+// ErrNotExist, ErrExist, ErrIsDirectory, ErrNotDirectory, ErrNotEmpty,
+// ErrPermission, ErrBusy (across mounts: EXDEV).
+func (s *Sandbox) Move(ctx context.Context, source, destination string, overwrite bool) error {
+	return s.fileCall(ctx, "move", source, func() error {
+		_, err := s.worker.Move(ctx, &workerv1.MoveRequest{Source: source, Destination: destination, Overwrite: overwrite})
+		return err
+	})
+}
+
 // fileCall runs the unary worker call call (op on path) in one of the
 // sandbox's file-call turns and maps its error (sessionError).
 func (s *Sandbox) fileCall(ctx context.Context, op, path string, call func() error) error {
@@ -329,6 +341,7 @@ var reasonErrors = map[string]error{
 	"ENOTDIR": ErrNotDirectory, "EISDIR": ErrIsDirectory, "ENOTEMPTY": ErrNotEmpty,
 	"EBUSY": ErrBusy, "EXDEV": ErrBusy, "ETXTBSY": ErrBusy,
 	"ENAMETOOLONG":           ErrInvalidPath,
+	"EINVAL":                 ErrInvalidPath, // a move of a directory into itself
 	plugin.ReasonInvalidPath: ErrInvalidPath,
 	plugin.ReasonNotRegular:  ErrNotRegular,
 }

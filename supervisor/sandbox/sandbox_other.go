@@ -132,6 +132,9 @@ func (s *Sandbox) Remove(ctx context.Context, path string, recursive bool) error
 func (s *Sandbox) Mkdir(ctx context.Context, path string, mode uint32, parents bool) error {
 	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
 }
+func (s *Sandbox) Move(ctx context.Context, source, destination string, overwrite bool) error {
+	return fmt.Errorf("sandbox: %w", isolation.ErrNotSupported)
+}
 
 // ForkServerCheck has no fork server to check off Linux.
 func ForkServerCheck() error { return nil }

@@ -103,6 +103,10 @@ type Box interface {
 	// Mkdir creates the directory path; with parents, missing parents
 	// too and an existing directory is no error.
 	Mkdir(ctx context.Context, path string, mode uint32, parents bool) error
+	// Move renames source to destination, never following a final
+	// symlink of either; without overwrite an existing destination is
+	// fs.ErrExist (syscall.EEXIST).
+	Move(ctx context.Context, source, destination string, overwrite bool) error
 
 	// Usage reads the sandbox's cgroup.
 	Usage() (cgroup.Usage, error)
@@ -366,6 +370,10 @@ func (b *sandboxBox) Remove(ctx context.Context, p string, recursive bool) error
 
 func (b *sandboxBox) Mkdir(ctx context.Context, p string, mode uint32, parents bool) error {
 	return mechanismError(b.Sandbox.Mkdir(ctx, p, mode, parents))
+}
+
+func (b *sandboxBox) Move(ctx context.Context, source, destination string, overwrite bool) error {
+	return mechanismError(b.Sandbox.Move(ctx, source, destination, overwrite))
 }
 
 // boxFileInfo is the mechanism's description of the file at p.

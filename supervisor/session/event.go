@@ -28,6 +28,9 @@ const (
 	EventExpiring
 	// EventEnded is a sandbox's last event: it is destroyed.
 	EventEnded
+	// EventFileMoved: a path was moved (Path, to Destination); numbered
+	// after the others, which it came later than.
+	EventFileMoved
 )
 
 // EndReason says why a sandbox ended.
@@ -78,6 +81,8 @@ type Event struct {
 	// EventDirectoryMade); Size the bytes written (EventFileWritten).
 	Path string
 	Size int64
+	// Destination is where Path was moved to (EventFileMoved).
+	Destination string
 	// Reason is why the sandbox ends (EventExpiring, EventEnded).
 	Reason EndReason
 	// CancelledExecs counts the execs that were pending or running when
@@ -93,5 +98,5 @@ const eventOverhead = 128
 
 // size is what e counts against the log's byte bound.
 func (e *Event) size() int64 {
-	return eventOverhead + int64(len(e.Data)+len(e.CodePreview)+len(e.Path)+len(e.Workdir)+len(e.Message)+len(e.Result.Error))
+	return eventOverhead + int64(len(e.Data)+len(e.CodePreview)+len(e.Path)+len(e.Destination)+len(e.Workdir)+len(e.Message)+len(e.Result.Error))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/execfarm/execfarm/internal/quote"
 	"github.com/execfarm/execfarm/isolation/cgroup"
 	"github.com/execfarm/execfarm/proto/workerv1"
+	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/supervisor/execution"
 	"github.com/execfarm/execfarm/supervisor/limits"
 	"github.com/execfarm/execfarm/supervisor/principal"
@@ -27,6 +28,10 @@ type ExecParams struct {
 	Runtime string
 	// Code is the command line (shell) or the program text.
 	Code string
+	// Argv, instead of Code, is a program and its arguments, run without
+	// a shell (program.ArgvCommand): argv[0] without a '/' is found on
+	// the exec's PATH. Runtime must be "" or program.Shell.
+	Argv []string
 	// Stdin is given on standard input first.
 	Stdin []byte
 	// StdinOpen keeps standard input open after Stdin, for WriteStdin.
@@ -104,7 +109,13 @@ func (m *Manager) Exec(ctx context.Context, owner principal.Principal, id string
 	if rt == "" {
 		rt = s.runtime
 	}
-	j, err := m.cfg.Runner.Prepare(ctx, execution.Input{Runtime: rt, Code: p.Code, Stdin: p.Stdin, Env: p.Env, Limits: l, Account: s.account, Client: s.client})
+	if p.Argv != nil {
+		if err := checkArgv(p); err != nil {
+			return nil, err
+		}
+		rt = program.Shell // no runtime: the sandbox's does not apply
+	}
+	j, err := m.cfg.Runner.Prepare(ctx, execution.Input{Runtime: rt, Code: p.Code, Argv: p.Argv, Stdin: p.Stdin, Env: p.Env, Limits: l, Account: s.account, Client: s.client})
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +134,22 @@ func (m *Manager) Exec(ctx context.Context, owner principal.Principal, id string
 		return nil, err
 	}
 	return e, nil
+}
+
+// checkArgv refuses an exec's argv that cannot run, as a *FieldError:
+// code beside it, an empty program name, a runtime other than shell.
+// NUL bytes and lengths are program.Build's to refuse (a
+// *program.NULError or *program.ArgError naming argv).
+func checkArgv(p ExecParams) error {
+	switch {
+	case len(p.Argv) == 0 || p.Argv[0] == "":
+		return &FieldError{Field: "argv", Reason: "argv[0], the program to run, is empty"}
+	case p.Code != "":
+		return &FieldError{Field: "argv", Reason: "give code (a shell command line) or argv (a program and its arguments), not both"}
+	case p.Runtime != "" && p.Runtime != program.Shell:
+		return &FieldError{Field: "runtime", Reason: fmt.Sprintf("argv runs a program directly; the runtime must be shell or unspecified, not %s", p.Runtime)}
+	}
+	return nil
 }
 
 // execLimits returns the sandbox's limits with an exec's overrides,

@@ -72,6 +72,8 @@ func (b *fakeBackend) open() []string {
 //	stdin               standard input copied to stdout until EOF
 //	block               runs until killed
 //	exit N              exit status N
+//
+// Any other argv (an exec's argv) prints itself, %q-quoted.
 type fakeBox struct {
 	id   string
 	uid  uint32
@@ -124,6 +126,11 @@ func (b *fakeBox) runExec(ctx context.Context, id string, req *workerv1.RunReque
 		b.mu.Unlock()
 	}()
 	out := func(s string) { onEvent(&workerv1.RunEvent{Event: &workerv1.RunEvent_Stdout{Stdout: []byte(s)}}) }
+	if a := req.GetArgv(); len(a) != 3 || a[0] != "/bin/sh" {
+		// Not a shell command line (an exec's argv): the argv itself.
+		out(fmt.Sprintf("%q", a))
+		return &workerv1.Exit{}, nil
+	}
 	f := strings.Fields(req.GetArgv()[2])
 	arg := func(i int) string { return strings.Join(f[i:], " ") }
 	switch f[0] {
@@ -282,6 +289,37 @@ func (b *fakeBox) Mkdir(ctx context.Context, p string, mode uint32, parents bool
 		return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.EEXIST}
 	}
 	b.dirs[p] = true
+	return nil
+}
+
+// Move moves a file, or a directory with what is below it.
+func (b *fakeBox) Move(ctx context.Context, src, dst string, overwrite bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, isFile := b.files[src]
+	switch {
+	case !isFile && !b.dirs[src], !b.dirs[path.Dir(dst)]:
+		return &fs.PathError{Op: "rename", Path: src, Err: syscall.ENOENT}
+	case !overwrite && (b.dirs[dst] || b.files[dst] != nil):
+		return &fs.PathError{Op: "rename", Path: dst, Err: syscall.EEXIST}
+	}
+	if isFile {
+		b.files[dst] = b.files[src]
+		delete(b.files, src)
+		return nil
+	}
+	for p, c := range b.files {
+		if strings.HasPrefix(p, src+"/") {
+			b.files[dst+p[len(src):]] = c
+			delete(b.files, p)
+		}
+	}
+	for p := range b.dirs {
+		if p == src || strings.HasPrefix(p, src+"/") {
+			b.dirs[dst+p[len(src):]] = true
+			delete(b.dirs, p)
+		}
+	}
 	return nil
 }
 

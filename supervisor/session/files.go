@@ -2,9 +2,12 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/execfarm/execfarm/isolation/rootfs"
 	"github.com/execfarm/execfarm/supervisor/metrics"
 	"github.com/execfarm/execfarm/supervisor/principal"
 )
@@ -164,6 +167,47 @@ func (m *Manager) Mkdir(ctx context.Context, owner principal.Principal, id, path
 		s.appendEvent(&Event{Kind: EventDirectoryMade, Path: p})
 		return nil
 	})
+}
+
+// Move moves source to destination in owner's sandbox id (rename: a
+// file, a symlink itself or a directory; the destination's parent must
+// exist) and logs a file-moved event. It returns both absolute paths.
+// Errors: ErrNotFound, ErrNotReady, *FieldError (source, destination:
+// as ResolvePath, the root or the workspace itself, a destination inside
+// the source), a *FileError (fs.ErrNotExist for a missing source or
+// destination parent, fs.ErrExist for an existing destination without
+// overwrite, syscall.EISDIR, ENOTDIR, ENOTEMPTY, EBUSY across mounts, the
+// mechanism's).
+func (m *Manager) Move(ctx context.Context, owner principal.Principal, id, source, destination string, overwrite bool) (src, dst string, err error) {
+	if src, err = ResolvePath("source", source); err != nil {
+		return "", "", err
+	}
+	if dst, err = ResolvePath("destination", destination); err != nil {
+		return "", "", err
+	}
+	for _, p := range []struct{ field, path string }{{"source", src}, {"destination", dst}} {
+		if p.path == "/" || p.path == rootfs.WorkspaceDir {
+			return "", "", &FieldError{Field: p.field, Reason: fmt.Sprintf("%s cannot be moved or replaced", p.path)}
+		}
+	}
+	if dst == src || strings.HasPrefix(dst, src+"/") {
+		return "", "", &FieldError{Field: "destination", Reason: fmt.Sprintf("%s is %s itself or inside it", dst, src)}
+	}
+	err = m.fileOpAt(ctx, owner, id, src, func(ctx context.Context, s *Sandbox, p string) error {
+		err := s.box.Move(ctx, src, dst, overwrite)
+		var fe *FieldError
+		if errors.As(err, &fe) && fe.Field == "path" {
+			// The mechanism's refusal of the pair (a directory moved
+			// below itself through a link): the destination's fault.
+			return &FieldError{Field: "destination", Reason: fe.Reason}
+		}
+		if err != nil {
+			return fileError("move", src+" to "+dst, err)
+		}
+		s.appendEvent(&Event{Kind: EventFileMoved, Path: src, Destination: dst})
+		return nil
+	})
+	return src, dst, err
 }
 
 // countingReader counts the bytes read through it.

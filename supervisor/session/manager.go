@@ -545,6 +545,79 @@ func (m *Manager) Delete(caller principal.Principal, id string) (int, error) {
 	return n, nil
 }
 
+// Extend sets the time left before the sandbox id that caller oversees
+// (its own, or, for a principal itself, one of its clients') expires to
+// ttlSeconds from now, shorter or longer than before; 0 = no expiry,
+// which only a server without a lifetime ceiling allows. The sandbox's
+// whole lifetime, from its creation to the new expiry, stays within the
+// ceiling, so that extending it again and again cannot outlive it. The
+// idle timeout is unchanged. Errors: Oversee's; a *FieldError
+// (ttl_seconds) for a negative ttlSeconds, or one past MaxSeconds without
+// a ceiling; a *QuotaError (wrapped) past the ceiling; ErrNotReady
+// (wrapped) for a sandbox that is ending.
+func (m *Manager) Extend(caller principal.Principal, id string, ttlSeconds int64) (*Sandbox, error) {
+	s, err := m.Oversee(caller, id)
+	if err != nil {
+		return nil, err
+	}
+	ceiling := m.cfg.MaxLifetime
+	switch {
+	case ttlSeconds < 0:
+		return nil, &FieldError{Field: "ttl_seconds", Reason: "must not be negative"}
+	case ttlSeconds > MaxSeconds && ceiling == NoLifetimeCeiling:
+		return nil, &FieldError{Field: "ttl_seconds", Reason: fmt.Sprintf("%d s is over the maximum %d s", ttlSeconds, MaxSeconds)}
+	case ttlSeconds > MaxSeconds:
+		return nil, fmt.Errorf("ttl_seconds %d: %w", ttlSeconds, m.overCeiling(ttlSeconds))
+	}
+	ttl := time.Duration(ttlSeconds) * time.Second
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateReady {
+		return nil, fmt.Errorf("sandbox %s is ending: %w", quote.Q(id), ErrNotReady)
+	}
+	now := m.cfg.Now()
+	if ceiling != NoLifetimeCeiling {
+		lived := now.Sub(s.created)
+		if ttl == 0 {
+			return nil, fmt.Errorf("ttl_seconds 0 (no expiry): %w", m.overCeiling(0))
+		}
+		if ttl > ceiling-lived {
+			asked := int64(lived/time.Second) + ttlSeconds
+			return nil, fmt.Errorf("ttl_seconds %d from now would make the sandbox live %d s since its creation %d s ago: %w",
+				ttlSeconds, asked, int64(lived/time.Second), m.overCeiling(asked))
+		}
+	}
+	if s.lifeTimer != nil {
+		s.lifeTimer.Stop()
+	}
+	s.expires = time.Time{}
+	if ttl > 0 {
+		s.expires = now.Add(ttl)
+		if s.lifeTimer == nil {
+			s.lifeTimer = time.AfterFunc(ttl, func() { m.expire(s, EndExpired) })
+		} else {
+			s.lifeTimer.Reset(ttl)
+		}
+	}
+	m.log.Debug("session sandbox extended", "sandbox", id, "box", s.box.ID(), "ttl", ttl)
+	return s, nil
+}
+
+// expiredNow reports whether s's lifetime has passed; if not (Extend
+// moved it while its timer fired), it re-arms the timer for the rest.
+func (s *Sandbox) expiredNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.expires.IsZero() {
+		return false
+	}
+	if left := s.expires.Sub(s.m.cfg.Now()); left > 0 {
+		s.lifeTimer.Reset(left)
+		return false
+	}
+	return true
+}
+
 // watch ends s, EndFailed, once its worker exits while s is live (an OOM
 // kill of the worker, say, when tmpfs pages that belong to no process
 // leave it the largest process of the cgroup): such a sandbox can serve
@@ -571,7 +644,7 @@ func (m *Manager) expire(s *Sandbox, reason EndReason) {
 	m.timers.Add(1)
 	m.mu.Unlock()
 	defer m.timers.Done()
-	if reason == EndIdle && !s.idleNow() {
+	if reason == EndIdle && !s.idleNow() || reason == EndExpired && !s.expiredNow() {
 		return
 	}
 	msg := "its lifetime passed"

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/execfarm/execfarm/internal/leakcheck"
+	"github.com/execfarm/execfarm/runtime/program"
 	"github.com/execfarm/execfarm/runtime/transformer"
 	"github.com/execfarm/execfarm/supervisor/budget"
 	"github.com/execfarm/execfarm/supervisor/eventlog"
@@ -1209,5 +1210,212 @@ func TestDeleteDuringUpload(t *testing.T) {
 	}
 	if err := <-errc; !errors.Is(err, ErrNotReady) || errors.Is(err, context.Canceled) {
 		t.Fatalf("upload during the delete: %v; want ErrNotReady", err)
+	}
+}
+
+// TestExecArgv: an argv runs without a shell (the shell runtime's
+// trampoline for a bare name, looked up on PATH; the program itself
+// for a path), whatever the sandbox's runtime; refusals name their
+// field, before the exec exists.
+func TestExecArgv(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{Runtime: program.Python})
+	for _, tt := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"printf", "%s|", "a b", "$HOME", "-x", "A=b"}, `["/bin/sh" "-c" "exec \"$@\"" "execfarm" "printf" "%s|" "a b" "$HOME" "-x" "A=b"]`},
+		{[]string{"/usr/bin/printf", "x y"}, `["/usr/bin/printf" "x y"]`},
+		{[]string{"./run.sh"}, `["./run.sh"]`},
+	} {
+		e, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Argv: tt.argv})
+		if err != nil {
+			t.Fatalf("argv %q: %v", tt.argv, err)
+		}
+		res, err := e.Wait(context.Background())
+		if err != nil || res.State != registry.StateCompleted {
+			t.Fatalf("argv %q: %+v, %v", tt.argv, res, err)
+		}
+		if out, _, _, _ := e.Read(registry.Stdout, 0); string(out) != tt.want {
+			t.Errorf("argv %q ran %s, want %s", tt.argv, out, tt.want)
+		}
+		if m := e.Meta(); m.Runtime != program.Shell {
+			t.Errorf("argv %q: runtime %q, want shell", tt.argv, m.Runtime)
+		}
+	}
+	// The preview shows the arguments as a shell would read them back.
+	es := events(t, h.m, alice, s.ID())
+	if got := es[1].Value.CodePreview; got != `printf '%s|' 'a b' '$HOME' -x A=b` {
+		t.Errorf("code preview %q", got)
+	}
+	for _, tt := range []struct {
+		p     ExecParams
+		field string
+	}{
+		{ExecParams{Argv: []string{""}}, "argv"},
+		{ExecParams{Argv: []string{}}, "argv"},
+		{ExecParams{Argv: []string{"echo"}, Code: "echo"}, "argv"},
+		{ExecParams{Argv: []string{"echo"}, Runtime: program.Python}, "runtime"},
+	} {
+		_, err := h.m.Exec(context.Background(), alice, s.ID(), tt.p)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tt.field {
+			t.Errorf("%+v: %v, want a FieldError of %s", tt.p, err, tt.field)
+		}
+	}
+	var nul *program.NULError
+	if _, err := h.m.Exec(context.Background(), alice, s.ID(), ExecParams{Argv: []string{"echo", "a\x00b"}}); !errors.As(err, &nul) || nul.Field != "argv" {
+		t.Errorf("argv with a NUL byte: %v, want a NULError of argv", err)
+	}
+}
+
+// TestExtend: Extend sets the time left from now, shorter or longer, and
+// re-arms the expiry; the whole lifetime stays under the ceiling; another
+// principal's sandbox is not found.
+func TestExtend(t *testing.T) {
+	var mu sync.Mutex
+	var skew time.Duration
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(skew) }
+	h := newHarness(t, Config{Now: clock, MaxLifetime: time.Hour})
+	s := h.create(t, CreateParams{Lifetime: durationPtr(time.Minute)})
+	created := s.Info().Created
+	// Half an hour later, 20 more minutes fit (50 min in all), 40 do not.
+	mu.Lock()
+	skew = 30 * time.Minute
+	mu.Unlock()
+	got, err := h.m.Extend(alice, s.ID(), 20*60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp := got.Info().Expires; exp.Sub(created) < 50*time.Minute || exp.Sub(created) > 51*time.Minute {
+		t.Errorf("expires %v after creation, want 50m", exp.Sub(created))
+	}
+	var qe *QuotaError
+	if _, err := h.m.Extend(alice, s.ID(), 40*60); !errors.As(err, &qe) || qe.Flag != "--sandbox-max-lifetime" || qe.Max != 3600 || qe.Asked < 70*60 {
+		t.Errorf("extend past the ceiling: %v, want a QuotaError naming --sandbox-max-lifetime", err)
+	} else if !strings.Contains(err.Error(), "ttl_seconds 2400") {
+		t.Errorf("message %q does not name ttl_seconds", err)
+	}
+	if _, err := h.m.Extend(alice, s.ID(), 0); !errors.As(err, &qe) {
+		t.Errorf("extend to no expiry under a ceiling: %v, want a QuotaError", err)
+	}
+	if _, err := h.m.Extend(alice, s.ID(), MaxSeconds+1); !errors.As(err, &qe) {
+		t.Errorf("extend past MaxSeconds: %v, want a QuotaError", err)
+	}
+	var fe *FieldError
+	if _, err := h.m.Extend(alice, s.ID(), -1); !errors.As(err, &fe) || fe.Field != "ttl_seconds" {
+		t.Errorf("negative ttl: %v, want a FieldError of ttl_seconds", err)
+	}
+	if _, err := h.m.Extend(bob, s.ID(), 60); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bob's extend: %v, want ErrNotFound", err)
+	}
+	if in := s.Info(); in.Expires.Sub(created) < 50*time.Minute {
+		t.Errorf("a refused extend changed the expiry: %v", in.Expires.Sub(created))
+	}
+	// Shortened to a moment: it expires (the real timer), reason expired.
+	mu.Lock()
+	skew = 0
+	mu.Unlock()
+	if _, err := h.m.Extend(alice, s.ID(), 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shortened sandbox did not expire")
+	}
+	es := events(t, h.m, alice, s.ID())
+	if last := es[len(es)-1].Value; last.Kind != EventEnded || last.Reason != EndExpired {
+		t.Errorf("last event %+v, want ended, expired", last)
+	}
+	if _, err := h.m.Extend(alice, s.ID(), 60); !errors.Is(err, ErrNotFound) {
+		t.Errorf("extend of an ended sandbox: %v, want ErrNotFound", err)
+	}
+}
+
+// TestExtendTimerRace: a lifetime timer that fires after Extend moved the
+// expiry later ends nothing.
+func TestExtendTimerRace(t *testing.T) {
+	h := newHarness(t, Config{MaxLifetime: NoLifetimeCeiling})
+	s := h.create(t, CreateParams{Lifetime: durationPtr(time.Hour)})
+	if _, err := h.m.Extend(alice, s.ID(), 2*3600); err != nil {
+		t.Fatal(err)
+	}
+	h.m.expire(s, EndExpired) // the old timer, firing late
+	if _, err := h.m.Get(alice, s.ID()); err != nil {
+		t.Fatalf("the extended sandbox expired: %v", err)
+	}
+	// Without a ceiling, 0 is no expiry.
+	if got, err := h.m.Extend(alice, s.ID(), 0); err != nil || !got.Info().Expires.IsZero() {
+		t.Fatalf("extend to no expiry: %v, %v", got.Info().Expires, err)
+	}
+	h.m.expire(s, EndExpired)
+	if _, err := h.m.Get(alice, s.ID()); err != nil {
+		t.Fatalf("a sandbox without expiry expired: %v", err)
+	}
+	var fe *FieldError
+	if _, err := h.m.Extend(alice, s.ID(), MaxSeconds+1); !errors.As(err, &fe) || fe.Field != "ttl_seconds" {
+		t.Errorf("past MaxSeconds without a ceiling: %v, want a FieldError of ttl_seconds", err)
+	}
+}
+
+// TestMove: Move renames a file or a directory's tree, logs file_moved,
+// refuses an existing destination without overwrite, a missing source,
+// the root and the workspace, and a destination inside the source.
+func TestMove(t *testing.T) {
+	h := newHarness(t, Config{})
+	s := h.create(t, CreateParams{})
+	ctx := context.Background()
+	for p, c := range map[string]string{"a.txt": "A", "b.txt": "B", "d/x": "X"} {
+		if _, _, err := h.m.Upload(ctx, alice, s.ID(), p, 0, strings.NewReader(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, dst, err := h.m.Move(ctx, alice, s.ID(), "a.txt", "sub/../c.txt", false)
+	if err != nil || src != "/workspace/a.txt" || dst != "/workspace/c.txt" {
+		t.Fatalf("Move = %q, %q, %v", src, dst, err)
+	}
+	if _, out := h.run(t, alice, s, ExecParams{Code: "cat c.txt"}); out != "A" {
+		t.Errorf("moved file holds %q", out)
+	}
+	if _, ok, _ := h.m.Stat(ctx, alice, s.ID(), "a.txt"); ok {
+		t.Error("the source is still there")
+	}
+	var fileErr *FileError
+	if _, _, err := h.m.Move(ctx, alice, s.ID(), "c.txt", "b.txt", false); !errors.As(err, &fileErr) || !errors.Is(err, fs.ErrExist) {
+		t.Errorf("move over an existing file: %v, want a FileError of fs.ErrExist", err)
+	}
+	if _, _, err := h.m.Move(ctx, alice, s.ID(), "c.txt", "b.txt", true); err != nil {
+		t.Errorf("move with overwrite: %v", err)
+	}
+	if _, _, err := h.m.Move(ctx, alice, s.ID(), "nope", "x", false); !errors.As(err, &fileErr) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("move of a missing source: %v, want a FileError of fs.ErrNotExist", err)
+	}
+	if _, _, err := h.m.Move(ctx, alice, s.ID(), "d", "dd", false); err != nil {
+		t.Errorf("move a directory: %v", err)
+	}
+	if _, ok, _ := h.m.Stat(ctx, alice, s.ID(), "dd/x"); !ok {
+		t.Error("the directory's file did not move with it")
+	}
+	for _, tt := range []struct{ src, dst, field string }{
+		{"", "x", "source"}, {"x", "", "destination"}, {"/", "x", "source"}, {"x", "/workspace", "destination"},
+		{"x", "/..", "destination"}, {"x\x00", "y", "source"}, {"dd", "dd/e", "destination"}, {"b.txt", "./b.txt", "destination"},
+	} {
+		var fe *FieldError
+		if _, _, err := h.m.Move(ctx, alice, s.ID(), tt.src, tt.dst, true); !errors.As(err, &fe) || fe.Field != tt.field {
+			t.Errorf("Move(%q, %q): %v, want a FieldError of %s", tt.src, tt.dst, err, tt.field)
+		}
+	}
+	if _, _, err := h.m.Move(ctx, bob, s.ID(), "b.txt", "e.txt", false); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bob's Move: %v, want ErrNotFound", err)
+	}
+	var moved []string
+	for _, en := range events(t, h.m, alice, s.ID()) {
+		if e := en.Value; e.Kind == EventFileMoved {
+			moved = append(moved, e.Path+">"+e.Destination)
+		}
+	}
+	if want := "/workspace/a.txt>/workspace/c.txt /workspace/c.txt>/workspace/b.txt /workspace/d>/workspace/dd"; strings.Join(moved, " ") != want {
+		t.Errorf("file_moved events %q, want %q", moved, want)
 	}
 }
