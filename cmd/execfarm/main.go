@@ -1,6 +1,6 @@
 // Command execfarm is execfarm's single binary: the supervisor (serve),
 // the host check (doctor), the client commands (run, test, status, cancel,
-// ps, cache, health; sandbox, exec, cp, ls, events for session sandboxes)
+// ps, cache, health; sandbox, exec, cp, mv, ls, events for session sandboxes)
 // that talk to a supervisor over gRPC, and the MCP bridge (mcp) that
 // serves them to AI agents. See README.md.
 package main
@@ -49,7 +49,7 @@ func rootCmd() *cobra.Command {
 	var cf clientFlags
 	cf.register(root)
 	root.AddCommand(serveCmd(), doctorCmd(), runCmd(&cf), statusCmd(&cf), cancelCmd(&cf), psCmd(&cf), healthCmd(&cf), mcpCmd(&cf), testCmd(&cf), cacheCmd(&cf),
-		sandboxCmd(&cf), execCmd(&cf), cpCmd(&cf), lsCmd(&cf), eventsCmd(&cf), versionCmd(&cf))
+		sandboxCmd(&cf), execCmd(&cf), cpCmd(&cf), mvCmd(&cf), lsCmd(&cf), eventsCmd(&cf), versionCmd(&cf))
 	refuseUnknownSubcommands(root)
 	return root
 }

@@ -43,18 +43,18 @@ func (c *clientFlags) sessionCall(f func(sessionClients) error) error {
 	return nil
 }
 
-// sandboxCmd is `execfarm sandbox`: create, ls, status, rm.
+// sandboxCmd is `execfarm sandbox`: create, ls, status, extend, rm.
 func sandboxCmd(cf *clientFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Create, list, inspect and delete session sandboxes",
 		Long: `A session sandbox lives across many execs and file copies until it is
 deleted or expires. Run commands in it with execfarm exec, move files with
-execfarm cp, list them with execfarm ls, follow its event log with
+execfarm cp, rename them with execfarm mv, list them with execfarm ls, follow its event log with
 execfarm events. It belongs to the principal that created it (its bearer
 token's name, its client certificate, or the local caller).`,
 	}
-	cmd.AddCommand(sandboxCreateCmd(cf), sandboxListCmd(cf), sandboxStatusCmd(cf), sandboxRemoveCmd(cf))
+	cmd.AddCommand(sandboxCreateCmd(cf), sandboxListCmd(cf), sandboxStatusCmd(cf), sandboxExtendCmd(cf), sandboxRemoveCmd(cf))
 	return cmd
 }
 
