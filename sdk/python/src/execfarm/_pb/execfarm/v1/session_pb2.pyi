@@ -121,7 +121,7 @@ class ExecOutputEvent(_message.Message):
     def __init__(self, execution_id: _Optional[str] = ..., stream: _Optional[_Union[OutputStream, str]] = ..., data: _Optional[bytes] = ..., stream_offset: _Optional[int] = ...) -> None: ...
 
 class ExecRequest(_message.Message):
-    __slots__ = ["code", "cpu_time_ms", "env", "keep_stdin_open", "max_output_bytes", "runtime", "sandbox_id", "stdin", "timeout_ms", "workdir"]
+    __slots__ = ["argv", "code", "cpu_time_ms", "env", "keep_stdin_open", "max_output_bytes", "runtime", "sandbox_id", "stdin", "timeout_ms", "workdir"]
     class EnvEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -129,6 +129,7 @@ class ExecRequest(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ARGV_FIELD_NUMBER: _ClassVar[int]
     CODE_FIELD_NUMBER: _ClassVar[int]
     CPU_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     ENV_FIELD_NUMBER: _ClassVar[int]
@@ -139,6 +140,7 @@ class ExecRequest(_message.Message):
     STDIN_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     WORKDIR_FIELD_NUMBER: _ClassVar[int]
+    argv: _containers.RepeatedScalarFieldContainer[str]
     code: str
     cpu_time_ms: int
     env: _containers.ScalarMap[str, str]
@@ -149,7 +151,7 @@ class ExecRequest(_message.Message):
     stdin: bytes
     timeout_ms: int
     workdir: str
-    def __init__(self, sandbox_id: _Optional[str] = ..., code: _Optional[str] = ..., runtime: _Optional[_Union[_sandbox_pb2.Runtime, str]] = ..., stdin: _Optional[bytes] = ..., keep_stdin_open: bool = ..., env: _Optional[_Mapping[str, str]] = ..., workdir: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., max_output_bytes: _Optional[int] = ..., cpu_time_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, sandbox_id: _Optional[str] = ..., code: _Optional[str] = ..., runtime: _Optional[_Union[_sandbox_pb2.Runtime, str]] = ..., stdin: _Optional[bytes] = ..., keep_stdin_open: bool = ..., env: _Optional[_Mapping[str, str]] = ..., workdir: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., max_output_bytes: _Optional[int] = ..., cpu_time_ms: _Optional[int] = ..., argv: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ExecStarted(_message.Message):
     __slots__ = ["queue_position", "sandbox_id", "state"]
@@ -173,6 +175,14 @@ class ExecStartedEvent(_message.Message):
     workdir: str
     def __init__(self, execution_id: _Optional[str] = ..., runtime: _Optional[_Union[_sandbox_pb2.Runtime, str]] = ..., code_preview: _Optional[str] = ..., workdir: _Optional[str] = ...) -> None: ...
 
+class ExtendSandboxRequest(_message.Message):
+    __slots__ = ["sandbox_id", "ttl_seconds"]
+    SANDBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    sandbox_id: str
+    ttl_seconds: int
+    def __init__(self, sandbox_id: _Optional[str] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
+
 class FileInfo(_message.Message):
     __slots__ = ["link_target", "mod_time_ms", "mode", "name", "not_utf8", "path", "size", "type"]
     LINK_TARGET_FIELD_NUMBER: _ClassVar[int]
@@ -192,6 +202,14 @@ class FileInfo(_message.Message):
     size: int
     type: FileType
     def __init__(self, name: _Optional[str] = ..., path: _Optional[str] = ..., size: _Optional[int] = ..., type: _Optional[_Union[FileType, str]] = ..., mode: _Optional[int] = ..., mod_time_ms: _Optional[int] = ..., link_target: _Optional[str] = ..., not_utf8: bool = ...) -> None: ...
+
+class FileMovedEvent(_message.Message):
+    __slots__ = ["destination", "source"]
+    DESTINATION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    destination: str
+    source: str
+    def __init__(self, source: _Optional[str] = ..., destination: _Optional[str] = ...) -> None: ...
 
 class FileRemovedEvent(_message.Message):
     __slots__ = ["path"]
@@ -269,6 +287,26 @@ class MakeDirectoryRequest(_message.Message):
 class MakeDirectoryResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class MoveFileRequest(_message.Message):
+    __slots__ = ["destination", "overwrite", "sandbox_id", "source"]
+    DESTINATION_FIELD_NUMBER: _ClassVar[int]
+    OVERWRITE_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    destination: str
+    overwrite: bool
+    sandbox_id: str
+    source: str
+    def __init__(self, sandbox_id: _Optional[str] = ..., source: _Optional[str] = ..., destination: _Optional[str] = ..., overwrite: bool = ...) -> None: ...
+
+class MoveFileResponse(_message.Message):
+    __slots__ = ["destination", "source"]
+    DESTINATION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    destination: str
+    source: str
+    def __init__(self, source: _Optional[str] = ..., destination: _Optional[str] = ...) -> None: ...
 
 class ReadEventsRequest(_message.Message):
     __slots__ = ["from_offset", "max_events", "sandbox_id"]
@@ -362,13 +400,14 @@ class SandboxEndedEvent(_message.Message):
     def __init__(self, reason: _Optional[_Union[EndReason, str]] = ..., cancelled_execs: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class SandboxEvent(_message.Message):
-    __slots__ = ["directory_made", "ended", "exec_ended", "exec_output", "exec_started", "expiring", "file_removed", "file_written", "offset", "ready", "sandbox_id", "time_ms"]
+    __slots__ = ["directory_made", "ended", "exec_ended", "exec_output", "exec_started", "expiring", "file_moved", "file_removed", "file_written", "offset", "ready", "sandbox_id", "time_ms"]
     DIRECTORY_MADE_FIELD_NUMBER: _ClassVar[int]
     ENDED_FIELD_NUMBER: _ClassVar[int]
     EXEC_ENDED_FIELD_NUMBER: _ClassVar[int]
     EXEC_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     EXEC_STARTED_FIELD_NUMBER: _ClassVar[int]
     EXPIRING_FIELD_NUMBER: _ClassVar[int]
+    FILE_MOVED_FIELD_NUMBER: _ClassVar[int]
     FILE_REMOVED_FIELD_NUMBER: _ClassVar[int]
     FILE_WRITTEN_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -381,13 +420,14 @@ class SandboxEvent(_message.Message):
     exec_output: ExecOutputEvent
     exec_started: ExecStartedEvent
     expiring: SandboxExpiringEvent
+    file_moved: FileMovedEvent
     file_removed: FileRemovedEvent
     file_written: FileWrittenEvent
     offset: int
     ready: SandboxReadyEvent
     sandbox_id: str
     time_ms: int
-    def __init__(self, offset: _Optional[int] = ..., time_ms: _Optional[int] = ..., sandbox_id: _Optional[str] = ..., ready: _Optional[_Union[SandboxReadyEvent, _Mapping]] = ..., exec_started: _Optional[_Union[ExecStartedEvent, _Mapping]] = ..., exec_output: _Optional[_Union[ExecOutputEvent, _Mapping]] = ..., exec_ended: _Optional[_Union[ExecEndedEvent, _Mapping]] = ..., file_written: _Optional[_Union[FileWrittenEvent, _Mapping]] = ..., file_removed: _Optional[_Union[FileRemovedEvent, _Mapping]] = ..., directory_made: _Optional[_Union[DirectoryMadeEvent, _Mapping]] = ..., expiring: _Optional[_Union[SandboxExpiringEvent, _Mapping]] = ..., ended: _Optional[_Union[SandboxEndedEvent, _Mapping]] = ...) -> None: ...
+    def __init__(self, offset: _Optional[int] = ..., time_ms: _Optional[int] = ..., sandbox_id: _Optional[str] = ..., ready: _Optional[_Union[SandboxReadyEvent, _Mapping]] = ..., exec_started: _Optional[_Union[ExecStartedEvent, _Mapping]] = ..., exec_output: _Optional[_Union[ExecOutputEvent, _Mapping]] = ..., exec_ended: _Optional[_Union[ExecEndedEvent, _Mapping]] = ..., file_written: _Optional[_Union[FileWrittenEvent, _Mapping]] = ..., file_removed: _Optional[_Union[FileRemovedEvent, _Mapping]] = ..., directory_made: _Optional[_Union[DirectoryMadeEvent, _Mapping]] = ..., expiring: _Optional[_Union[SandboxExpiringEvent, _Mapping]] = ..., ended: _Optional[_Union[SandboxEndedEvent, _Mapping]] = ..., file_moved: _Optional[_Union[FileMovedEvent, _Mapping]] = ...) -> None: ...
 
 class SandboxExpiringEvent(_message.Message):
     __slots__ = ["reason"]

@@ -35,6 +35,11 @@ class SessionServiceStub(object):
                 request_serializer=execfarm_dot_v1_dot_session__pb2.DeleteSandboxRequest.SerializeToString,
                 response_deserializer=execfarm_dot_v1_dot_session__pb2.DeleteSandboxResponse.FromString,
                 )
+        self.ExtendSandbox = channel.unary_unary(
+                '/execfarm.v1.SessionService/ExtendSandbox',
+                request_serializer=execfarm_dot_v1_dot_session__pb2.ExtendSandboxRequest.SerializeToString,
+                response_deserializer=execfarm_dot_v1_dot_session__pb2.Sandbox.FromString,
+                )
         self.Exec = channel.unary_stream(
                 '/execfarm.v1.SessionService/Exec',
                 request_serializer=execfarm_dot_v1_dot_session__pb2.ExecRequest.SerializeToString,
@@ -85,6 +90,11 @@ class SessionServiceStub(object):
                 request_serializer=execfarm_dot_v1_dot_session__pb2.MakeDirectoryRequest.SerializeToString,
                 response_deserializer=execfarm_dot_v1_dot_session__pb2.MakeDirectoryResponse.FromString,
                 )
+        self.MoveFile = channel.unary_unary(
+                '/execfarm.v1.SessionService/MoveFile',
+                request_serializer=execfarm_dot_v1_dot_session__pb2.MoveFileRequest.SerializeToString,
+                response_deserializer=execfarm_dot_v1_dot_session__pb2.MoveFileResponse.FromString,
+                )
         self.ReadEvents = channel.unary_unary(
                 '/execfarm.v1.SessionService/ReadEvents',
                 request_serializer=execfarm_dot_v1_dot_session__pb2.ReadEventsRequest.SerializeToString,
@@ -134,6 +144,21 @@ class SessionServiceServicer(object):
         """DeleteSandbox kills everything in the sandbox (its pending and
         running execs end CANCELLED), destroys it, and answers once nothing
         of it is left. A principal deletes its clients' sandboxes too.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExtendSandbox(self, request, context):
+        """ExtendSandbox sets the time left before a sandbox expires to
+        ttl_seconds from now (shorter or longer than before) and answers with
+        its status (expires_at_ms the new expiry). Its whole lifetime, from
+        creation to the new expiry, stays within the server's ceiling
+        (--sandbox-max-lifetime): past it RESOURCE_EXHAUSTED naming the
+        ceiling, as CreateSandbox. ttl_seconds 0 = no expiry, only without a
+        ceiling; negative: INVALID_ARGUMENT. A principal extends its clients'
+        sandboxes too; another principal's, or an unknown one, is NOT_FOUND; a
+        sandbox ending is FAILED_PRECONDITION.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -220,6 +245,18 @@ class SessionServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def MoveFile(self, request, context):
+        """MoveFile renames a file, a symlink (never what it points to) or a
+        directory within the sandbox (rename(2): within one filesystem, so
+        /workspace and /tmp are apart: FAILED_PRECONDITION BUSY). The
+        destination's parent must exist. A destination that exists is
+        ALREADY_EXISTS unless overwrite (then a file replaces a file, a
+        directory an empty directory); a missing source is NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ReadEvents(self, request, context):
         """ReadEvents returns a page of the sandbox's event log from an offset.
         """
@@ -260,6 +297,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.DeleteSandbox,
                     request_deserializer=execfarm_dot_v1_dot_session__pb2.DeleteSandboxRequest.FromString,
                     response_serializer=execfarm_dot_v1_dot_session__pb2.DeleteSandboxResponse.SerializeToString,
+            ),
+            'ExtendSandbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExtendSandbox,
+                    request_deserializer=execfarm_dot_v1_dot_session__pb2.ExtendSandboxRequest.FromString,
+                    response_serializer=execfarm_dot_v1_dot_session__pb2.Sandbox.SerializeToString,
             ),
             'Exec': grpc.unary_stream_rpc_method_handler(
                     servicer.Exec,
@@ -310,6 +352,11 @@ def add_SessionServiceServicer_to_server(servicer, server):
                     servicer.MakeDirectory,
                     request_deserializer=execfarm_dot_v1_dot_session__pb2.MakeDirectoryRequest.FromString,
                     response_serializer=execfarm_dot_v1_dot_session__pb2.MakeDirectoryResponse.SerializeToString,
+            ),
+            'MoveFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveFile,
+                    request_deserializer=execfarm_dot_v1_dot_session__pb2.MoveFileRequest.FromString,
+                    response_serializer=execfarm_dot_v1_dot_session__pb2.MoveFileResponse.SerializeToString,
             ),
             'ReadEvents': grpc.unary_unary_rpc_method_handler(
                     servicer.ReadEvents,
@@ -396,6 +443,23 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/execfarm.v1.SessionService/DeleteSandbox',
             execfarm_dot_v1_dot_session__pb2.DeleteSandboxRequest.SerializeToString,
             execfarm_dot_v1_dot_session__pb2.DeleteSandboxResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ExtendSandbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/execfarm.v1.SessionService/ExtendSandbox',
+            execfarm_dot_v1_dot_session__pb2.ExtendSandboxRequest.SerializeToString,
+            execfarm_dot_v1_dot_session__pb2.Sandbox.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
@@ -566,6 +630,23 @@ class SessionService(object):
         return grpc.experimental.unary_unary(request, target, '/execfarm.v1.SessionService/MakeDirectory',
             execfarm_dot_v1_dot_session__pb2.MakeDirectoryRequest.SerializeToString,
             execfarm_dot_v1_dot_session__pb2.MakeDirectoryResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def MoveFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/execfarm.v1.SessionService/MoveFile',
+            execfarm_dot_v1_dot_session__pb2.MoveFileRequest.SerializeToString,
+            execfarm_dot_v1_dot_session__pb2.MoveFileResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
