@@ -34,6 +34,16 @@
 	const append = (list, v) => { defineProperty(list, list.length, { value: v, writable: true, enumerable: true, configurable: true }); };
 	const state = { __test__: '', __suite__: '' };
 	let started = false;
+	// The built-ins as the harness found them (data properties of the
+	// global object; accessors such as node's lazy k8s are left out), for
+	// unshadowed below.
+	const getOwnPropertyNames = Object.getOwnPropertyNames, getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+	const globalObject = globalThis;
+	const builtins = { __proto__: null };
+	for (const name of getOwnPropertyNames(globalObject)) {
+		const d = getOwnPropertyDescriptor(globalObject, name);
+		if (d && 'value' in d) builtins[name] = d.value;
+	}
 
 	const register = (only, skip) => function (name, handler) {
 		if (started) throw new ErrorCtor('test() called after the tests started: register every test at the top level');
@@ -150,6 +160,26 @@
 		host.done();
 	}
 
+	// unshadowed throws when the code under test declares, at its top
+	// level, the name of a built-in that the tests' text names (a const
+	// Number or JSON of its own): the tests see the code's declarations,
+	// so they would compute with the code's stand-in instead of the
+	// built-in. codeModule reads the code's binding of each such name.
+	const unshadowed = (mod) => {
+		for (const name of getOwnPropertyNames(mod)) {
+			if (!(name in builtins) || name === 'test' || name === 'assert' || name === 'require') continue;
+			let v, ok = true;
+			try {
+				v = mod[name];
+			} catch (e) {
+				ok = false; // a declaration not yet initialised: the code's own
+			}
+			if (!ok || v !== builtins[name]) {
+				throw new TypeErrorCtor('the code under test declares ' + name + ', the name of a built-in the tests use, so the tests would see the code\'s ' + name + ': rename it');
+			}
+		}
+	};
+
 	// tests runs the tests' top level: completion, the program's promise,
 	// fulfils with [codeModule, testsFunction].
 	const tests = (v) => {
@@ -157,6 +187,7 @@
 			throw new TypeErrorCtor('the program did not hand over its tests');
 		}
 		codeModule = v[0];
+		unshadowed(codeModule);
 		host.phase('tests');
 		return v[1](test, assert, testsRequire);
 	};

@@ -40,6 +40,13 @@ const (
 	// MaxSmallRequestBytes is the largest request message of every other
 	// method: ids, names, paths, labels and limits.
 	MaxSmallRequestBytes = 64 << 10
+	// MaxHeaderListBytes bounds a call's header block (grpc-go's
+	// MaxHeaderListSize; its default is 16 MiB): a client may send an
+	// unfinished block of CONTINUATION frames before any token check (the
+	// tap runs once the block ends), and grpc-go's decoder holds what it
+	// has decoded until then. A call's metadata (path, token, timeout,
+	// execfarm's own headers) takes well under a KiB.
+	MaxHeaderListBytes = 16 << 10
 	// WindowBytes and ConnWindowBytes are the server's HTTP/2 receive
 	// windows, per stream and per connection, fixed (grpc-go would
 	// otherwise grow them toward the client, up to 16 MiB each, by BDP
@@ -253,6 +260,7 @@ func callLimitOf(ctx context.Context) *callLimit {
 func limitOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
+		grpc.MaxHeaderListSize(MaxHeaderListBytes),
 		grpc.InitialWindowSize(WindowBytes),
 		grpc.InitialConnWindowSize(ConnWindowBytes),
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

@@ -1,10 +1,12 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -370,5 +374,70 @@ func TestFloodSlowRequests(t *testing.T) {
 			t.Fatalf("WriteStdin calls of 3 MiB 10 s after the flood's connections closed: codes %v, want none RESOURCE_EXHAUSTED", got)
 		}
 		time.Sleep(50 * time.Millisecond) // a poll's pace, not a synchronisation
+	}
+}
+
+// TestFloodUnfinishedHeaders: 48 connections without the token each send
+// a call's HEADERS frame without END_HEADERS, then 12 MiB of header
+// fields in CONTINUATION frames, and never end the block. The token is
+// checked once a header block ends, so only the bound on a header list
+// (transport.MaxHeaderListBytes) keeps the supervisor from holding what
+// each sends: its VmHWM stays under rssBound (without the bound grpc-go
+// took up to 16 MiB a connection: 1.1 GB for 64 connections of 15 MiB),
+// and a caller with the token is still served.
+func TestFloodUnfinishedHeaders(t *testing.T) {
+	requireRoot(t)
+	s, sock, _ := tokenServer(t, 0)
+	const conns, perConn = 48, 12 << 20
+	var wg sync.WaitGroup
+	var held atomic.Int64 // bytes the server took before refusing
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("unix", sock)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+			if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+				return
+			}
+			fr := http2.NewFramer(c, nil)
+			if fr.WriteSettings() != nil {
+				return
+			}
+			var hb bytes.Buffer
+			enc := hpack.NewEncoder(&hb)
+			for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", sandboxv1.SandboxService_HealthCheck_FullMethodName}, {":authority", "execfarm"}, {"content-type", "application/grpc"}} {
+				_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+			}
+			if fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes()}) != nil {
+				return
+			}
+			value := strings.Repeat("v", 8000)
+			for sent := 0; sent < perConn; {
+				hb.Reset()
+				_ = enc.WriteField(hpack.HeaderField{Name: "x-pad-" + strconv.Itoa(sent), Value: value, Sensitive: true})
+				if fr.WriteContinuation(1, false, hb.Bytes()) != nil {
+					return // refused: the connection is closed
+				}
+				sent += hb.Len()
+				held.Add(int64(hb.Len()))
+			}
+		}()
+	}
+	wg.Wait()
+	hwm := vmHWM(t, s.proc.Pid())
+	t.Logf("%d unfinished header blocks of up to %d MiB: %d MiB sent in all; supervisor VmHWM %s (bound %s)", conns, perConn>>20, held.Load()>>20, mib(hwm), mib(rssBound))
+	if hwm > rssBound {
+		t.Errorf("supervisor VmHWM %s, over the bound %s\n%s", mib(hwm), mib(rssBound), s.logText())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.client.HealthCheck(ctx, &sandboxv1.HealthCheckRequest{}); err != nil {
+		t.Errorf("a caller after the flood: %v", err)
 	}
 }
