@@ -16,7 +16,7 @@ PY_PB          := sdk/python/src/execfarm/_pb
 # protoc itself comes from Debian's protobuf-compiler (3.21.12 on bookworm);
 # its version is written into the generated files, so drift shows up too.
 
-.PHONY: all build demo test test-go test-python test-cgroup2 deps bundle bench proto proto-check lint clean
+.PHONY: all build demo test test-go test-python test-typescript test-cgroup2 deps bundle bench proto proto-check lint clean
 
 all: build
 
@@ -29,15 +29,20 @@ demo: build
 	$(BIN)/execfarm run --verbose examples/hello.ts
 
 # The README's test command: installs what the tests need, then runs every
-# test (unit, integration, hostile, compatibility) and the race detector on
-# the supervisor and worker packages. A package's tests may take up to
+# test (unit, integration, hostile, compatibility, the client libraries)
+# and the race detector on the supervisor and worker packages. A package's tests may take up to
 # 30 minutes (go test's default is 10): the compatibility suite takes
 # about 2 minutes on a quiet 2-core machine and 10 at a load of 20.
-test: test-go test-python
+test: test-go test-python test-typescript
 
 test-go: deps
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -timeout 30m -race ./supervisor/... ./worker/... ./runtime/...
+
+# The TypeScript SDK's tests (node's test runner through tsx) against a
+# real `execfarm serve` that they start from bin/execfarm; and npm pack.
+test-typescript: build deps
+	cd sdk/typescript && EXECFARM_BIN=$(CURDIR)/$(BIN)/execfarm npm test
 
 # The Python SDK (sdk/python): built into a wheel, installed from it into a
 # fresh venv of Debian's /usr/bin/python3 (its python3-grpcio and
@@ -54,11 +59,13 @@ test-python: build
 test-cgroup2: bundle
 	test/cgroup2/run.sh
 
-# What the tests need from npm: the node runtime bundle and the Node.js
-# client of the compatibility test (test/compat).
+# What the tests need from npm: the node runtime bundle, the Node.js
+# client of the compatibility test (test/compat) and the TypeScript SDK's
+# dependencies (sdk/typescript).
 deps: bundle
 	@command -v node >/dev/null || { echo "node is required (apt-get install nodejs)"; exit 1; }
 	@[ -d test/compat/node_modules ] || npm ci --prefix test/compat --no-audit --no-fund --ignore-scripts
+	@[ -d sdk/typescript/node_modules ] || npm ci --prefix sdk/typescript --no-audit --no-fund --ignore-scripts
 
 # The node runtime's bundle (@kubernetes/client-node, prometheus-query, uvu),
 # mounted read-only into sandboxes at /.execfarm/node.
@@ -101,11 +108,21 @@ proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 		proto/prodisco/sandbox/v1/sandbox.proto proto/execfarm/v1/session.proto
 	sed -i -E 's/^from (prodisco|execfarm)\./from execfarm._pb.\1./' $$(find $(PY_PB) -name '*.py' -o -name '*.pyi')
 	find $(PY_PB) -type d -exec touch {}/__init__.py \;
+	# The TypeScript SDK's stubs (ts-proto, pinned in its package-lock.json).
+	@[ -x sdk/typescript/node_modules/.bin/protoc-gen-ts_proto ] || npm ci --prefix sdk/typescript --no-audit --no-fund --ignore-scripts
+	rm -rf sdk/typescript/src/gen
+	mkdir -p sdk/typescript/src/gen
+	protoc -I proto -I sdk/typescript/proto \
+		--plugin=protoc-gen-ts_proto=sdk/typescript/node_modules/.bin/protoc-gen-ts_proto \
+		--ts_proto_out=sdk/typescript/src/gen \
+		--ts_proto_opt=outputServices=grpc-js,esModuleInterop=true,importSuffix=.js,env=node,forceLong=number,useExactTypes=false \
+		proto/prodisco/sandbox/v1/sandbox.proto proto/execfarm/v1/session.proto \
+		sdk/typescript/proto/google/rpc/status.proto sdk/typescript/proto/google/rpc/error_details.proto
 
 # Fails when the checked-in generated code differs from a fresh `make proto`.
 proto-check: proto
-	git diff --exit-code -- proto/ test/compat/prodiscopb/ $(PY_PB)/
-	@untracked=$$(git ls-files --others --exclude-standard -- $(PY_PB)); [ -z "$$untracked" ] || { echo "generated but not checked in:"; echo "$$untracked"; exit 1; }
+	git diff --exit-code -- proto/ test/compat/prodiscopb/ $(PY_PB)/ sdk/typescript/src/gen/
+	@untracked=$$(git ls-files --others --exclude-standard -- $(PY_PB) sdk/typescript/src/gen/); [ -z "$$untracked" ] || { echo "generated but not checked in:"; echo "$$untracked"; exit 1; }
 
 lint: $(TOOLS)/staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
