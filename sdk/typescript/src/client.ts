@@ -287,6 +287,8 @@ export class ExecFarm {
   /** @internal */ readonly sessions: SessionServiceClient;
   /** @internal */ readonly md: Metadata;
   private closed?: Promise<void>;
+  /** close(), for `await using` (registered under Symbol.asyncDispose and Symbol.for("Symbol.asyncDispose")). */
+  declare [Symbol.asyncDispose]: () => Promise<void>;
 
   /** @internal */
   constructor(address: string, token: string | undefined, embedded?: Embedded) {
@@ -360,6 +362,8 @@ class ExecfarmStreamError extends CancelledError {}
 export class Sandbox {
   readonly files: Files;
   private deleted?: Promise<void>;
+  /** Deletes a sandbox that createSandbox made (not one sandbox(id) attached to), for `await using`. */
+  declare [Symbol.asyncDispose]: () => Promise<void>;
 
   /** @internal */
   constructor(private readonly ef: ExecFarm, readonly id: string, readonly info: SandboxInfo | undefined, private readonly owned: boolean) {

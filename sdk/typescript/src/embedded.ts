@@ -31,6 +31,8 @@ export interface Embedded {
   readonly token: string;
   readonly pid: number;
   readonly dir: string;
+  /** Its cgroup parent (serve nests it under its own cgroup). */
+  readonly cgroupParent: string;
   /** The last 64 KiB of its log (with log "pipe"). */
   log(): string;
   /** SIGTERM, then SIGKILL after the grace period; removes its directory. Idempotent. */
@@ -230,7 +232,7 @@ async function startOnce(bin: string, uidBase: number, opts: SpawnOptions): Prom
     throw new EmbeddedStartError(`embedded mode: ${bin} serve ${why}: ${lastError(logText)}\n` +
       "(or point at a running server with SANDBOX_SOCKET_PATH and EXECFARM_TOKEN)");
   }
-  return { socketPath, token, pid: child.pid!, dir, log: () => logText, stop };
+  return { socketPath, token, pid: child.pid!, dir, cgroupParent, log: () => logText, stop };
 }
 
 // lastError picks the error serve logged last (a JSON line's @message and
