@@ -400,11 +400,20 @@ export interface DeleteSandboxResponse {
   cancelledExecs: number;
 }
 
+export interface ExtendSandboxRequest {
+  sandboxId: string;
+  /**
+   * Seconds from now until the sandbox expires; 0 = no expiry (only a
+   * server without a lifetime ceiling allows it).
+   */
+  ttlSeconds: number;
+}
+
 export interface ExecRequest {
   sandboxId: string;
   /**
    * What to run: a shell command line (`/bin/sh -c CODE`), or the
-   * program text of the runtime.
+   * program text of the runtime. Either code or argv, not both.
    */
   code: string;
   /** RUNTIME_UNSPECIFIED = the sandbox's runtime. */
@@ -432,7 +441,19 @@ export interface ExecRequest {
     | number
     | undefined;
   /** CPU-time limit, ms; absent = the sandbox's default. */
-  cpuTimeMs?: number | undefined;
+  cpuTimeMs?:
+    | number
+    | undefined;
+  /**
+   * A program and its arguments, run without a shell: each element is
+   * one argument as it is (no quoting, globbing or expansion). argv[0]
+   * without a '/' is looked up on the PATH of the exec's environment
+   * (env's PATH, else /usr/local/bin:/usr/bin:/bin); one not found exits
+   * 127. Either argv or code, not both; runtime unspecified or shell. An
+   * empty argv[0], or an element holding a NUL byte, is
+   * INVALID_ARGUMENT naming argv.
+   */
+  argv: string[];
 }
 
 export interface ExecRequest_EnvEntry {
@@ -604,6 +625,25 @@ export interface MakeDirectoryRequest {
 export interface MakeDirectoryResponse {
 }
 
+export interface MoveFileRequest {
+  sandboxId: string;
+  /**
+   * Paths as the other file calls take them: absolute, or relative to
+   * /workspace. Neither may be the root or /workspace itself, nor the
+   * destination inside the source.
+   */
+  source: string;
+  destination: string;
+  /** Replace a destination that exists. */
+  overwrite: boolean;
+}
+
+export interface MoveFileResponse {
+  /** Absolute paths inside the sandbox. */
+  source: string;
+  destination: string;
+}
+
 export interface ReadEventsRequest {
   sandboxId: string;
   /**
@@ -658,6 +698,7 @@ export interface SandboxEvent {
   directoryMade?: DirectoryMadeEvent | undefined;
   expiring?: SandboxExpiringEvent | undefined;
   ended?: SandboxEndedEvent | undefined;
+  fileMoved?: FileMovedEvent | undefined;
 }
 
 /** The first event: the sandbox serves. */
@@ -699,6 +740,11 @@ export interface FileRemovedEvent {
 
 export interface DirectoryMadeEvent {
   path: string;
+}
+
+export interface FileMovedEvent {
+  source: string;
+  destination: string;
 }
 
 /**
@@ -1966,6 +2012,99 @@ export const DeleteSandboxResponse: MessageFns<DeleteSandboxResponse> = {
   },
 };
 
+function createBaseExtendSandboxRequest(): ExtendSandboxRequest {
+  return { sandboxId: "", ttlSeconds: 0 };
+}
+
+export const ExtendSandboxRequest: MessageFns<ExtendSandboxRequest> = {
+  encode(message: ExtendSandboxRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sandboxId !== "") {
+      writer.uint32(10).string(message.sandboxId);
+    }
+    if (message.ttlSeconds !== 0) {
+      writer.uint32(16).int64(message.ttlSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExtendSandboxRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExtendSandboxRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sandboxId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.ttlSeconds = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExtendSandboxRequest {
+    return {
+      sandboxId: isSet(object.sandboxId)
+        ? globalThis.String(object.sandboxId)
+        : isSet(object.sandbox_id)
+        ? globalThis.String(object.sandbox_id)
+        : "",
+      ttlSeconds: isSet(object.ttlSeconds)
+        ? globalThis.Number(object.ttlSeconds)
+        : isSet(object.ttl_seconds)
+        ? globalThis.Number(object.ttl_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: ExtendSandboxRequest): unknown {
+    const obj: any = {};
+    if (message.sandboxId !== "") {
+      obj.sandboxId = message.sandboxId;
+    }
+    if (message.ttlSeconds !== 0) {
+      obj.ttlSeconds = Math.round(message.ttlSeconds);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ExtendSandboxRequest>): ExtendSandboxRequest {
+    return ExtendSandboxRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ExtendSandboxRequest>): ExtendSandboxRequest {
+    const message = createBaseExtendSandboxRequest();
+    message.sandboxId = object.sandboxId ?? "";
+    message.ttlSeconds = object.ttlSeconds ?? 0;
+    return message;
+  },
+};
+
 function createBaseExecRequest(): ExecRequest {
   return {
     sandboxId: "",
@@ -1978,6 +2117,7 @@ function createBaseExecRequest(): ExecRequest {
     timeoutMs: undefined,
     maxOutputBytes: undefined,
     cpuTimeMs: undefined,
+    argv: [],
   };
 }
 
@@ -2012,6 +2152,9 @@ export const ExecRequest: MessageFns<ExecRequest> = {
     }
     if (message.cpuTimeMs !== undefined) {
       writer.uint32(80).int64(message.cpuTimeMs);
+    }
+    for (const v of message.argv) {
+      writer.uint32(90).string(v!);
     }
     return writer;
   },
@@ -2112,6 +2255,14 @@ export const ExecRequest: MessageFns<ExecRequest> = {
             message.cpuTimeMs = longToNumber(reader.int64());
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.argv.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2169,6 +2320,9 @@ export const ExecRequest: MessageFns<ExecRequest> = {
         : isSet(object.cpu_time_ms)
         ? globalThis.Number(object.cpu_time_ms)
         : undefined,
+      argv: globalThis.Array.isArray(object?.argv)
+        ? object.argv.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2210,6 +2364,9 @@ export const ExecRequest: MessageFns<ExecRequest> = {
     if (message.cpuTimeMs !== undefined) {
       obj.cpuTimeMs = Math.round(message.cpuTimeMs);
     }
+    if (message.argv?.length) {
+      obj.argv = message.argv;
+    }
     return obj;
   },
 
@@ -2236,6 +2393,7 @@ export const ExecRequest: MessageFns<ExecRequest> = {
     message.timeoutMs = object.timeoutMs ?? undefined;
     message.maxOutputBytes = object.maxOutputBytes ?? undefined;
     message.cpuTimeMs = object.cpuTimeMs ?? undefined;
+    message.argv = object.argv?.map((e) => e) || [];
     return message;
   },
 };
@@ -4303,6 +4461,212 @@ export const MakeDirectoryResponse: MessageFns<MakeDirectoryResponse> = {
   },
 };
 
+function createBaseMoveFileRequest(): MoveFileRequest {
+  return { sandboxId: "", source: "", destination: "", overwrite: false };
+}
+
+export const MoveFileRequest: MessageFns<MoveFileRequest> = {
+  encode(message: MoveFileRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sandboxId !== "") {
+      writer.uint32(10).string(message.sandboxId);
+    }
+    if (message.source !== "") {
+      writer.uint32(18).string(message.source);
+    }
+    if (message.destination !== "") {
+      writer.uint32(26).string(message.destination);
+    }
+    if (message.overwrite !== false) {
+      writer.uint32(32).bool(message.overwrite);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MoveFileRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMoveFileRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sandboxId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.source = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.destination = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.overwrite = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MoveFileRequest {
+    return {
+      sandboxId: isSet(object.sandboxId)
+        ? globalThis.String(object.sandboxId)
+        : isSet(object.sandbox_id)
+        ? globalThis.String(object.sandbox_id)
+        : "",
+      source: isSet(object.source) ? globalThis.String(object.source) : "",
+      destination: isSet(object.destination) ? globalThis.String(object.destination) : "",
+      overwrite: isSet(object.overwrite) ? globalThis.Boolean(object.overwrite) : false,
+    };
+  },
+
+  toJSON(message: MoveFileRequest): unknown {
+    const obj: any = {};
+    if (message.sandboxId !== "") {
+      obj.sandboxId = message.sandboxId;
+    }
+    if (message.source !== "") {
+      obj.source = message.source;
+    }
+    if (message.destination !== "") {
+      obj.destination = message.destination;
+    }
+    if (message.overwrite !== false) {
+      obj.overwrite = message.overwrite;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<MoveFileRequest>): MoveFileRequest {
+    return MoveFileRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<MoveFileRequest>): MoveFileRequest {
+    const message = createBaseMoveFileRequest();
+    message.sandboxId = object.sandboxId ?? "";
+    message.source = object.source ?? "";
+    message.destination = object.destination ?? "";
+    message.overwrite = object.overwrite ?? false;
+    return message;
+  },
+};
+
+function createBaseMoveFileResponse(): MoveFileResponse {
+  return { source: "", destination: "" };
+}
+
+export const MoveFileResponse: MessageFns<MoveFileResponse> = {
+  encode(message: MoveFileResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.source !== "") {
+      writer.uint32(10).string(message.source);
+    }
+    if (message.destination !== "") {
+      writer.uint32(18).string(message.destination);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MoveFileResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMoveFileResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.source = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.destination = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MoveFileResponse {
+    return {
+      source: isSet(object.source) ? globalThis.String(object.source) : "",
+      destination: isSet(object.destination) ? globalThis.String(object.destination) : "",
+    };
+  },
+
+  toJSON(message: MoveFileResponse): unknown {
+    const obj: any = {};
+    if (message.source !== "") {
+      obj.source = message.source;
+    }
+    if (message.destination !== "") {
+      obj.destination = message.destination;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<MoveFileResponse>): MoveFileResponse {
+    return MoveFileResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<MoveFileResponse>): MoveFileResponse {
+    const message = createBaseMoveFileResponse();
+    message.source = object.source ?? "";
+    message.destination = object.destination ?? "";
+    return message;
+  },
+};
+
 function createBaseReadEventsRequest(): ReadEventsRequest {
   return { sandboxId: "", fromOffset: 0, maxEvents: 0 };
 }
@@ -4648,6 +5012,7 @@ function createBaseSandboxEvent(): SandboxEvent {
     directoryMade: undefined,
     expiring: undefined,
     ended: undefined,
+    fileMoved: undefined,
   };
 }
 
@@ -4688,6 +5053,9 @@ export const SandboxEvent: MessageFns<SandboxEvent> = {
     }
     if (message.ended !== undefined) {
       SandboxEndedEvent.encode(message.ended, writer.uint32(146).fork()).join();
+    }
+    if (message.fileMoved !== undefined) {
+      FileMovedEvent.encode(message.fileMoved, writer.uint32(154).fork()).join();
     }
     return writer;
   },
@@ -4801,6 +5169,14 @@ export const SandboxEvent: MessageFns<SandboxEvent> = {
             message.ended = SandboxEndedEvent.decode(reader, reader.uint32());
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.fileMoved = FileMovedEvent.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4859,6 +5235,11 @@ export const SandboxEvent: MessageFns<SandboxEvent> = {
         : undefined,
       expiring: isSet(object.expiring) ? SandboxExpiringEvent.fromJSON(object.expiring) : undefined,
       ended: isSet(object.ended) ? SandboxEndedEvent.fromJSON(object.ended) : undefined,
+      fileMoved: isSet(object.fileMoved)
+        ? FileMovedEvent.fromJSON(object.fileMoved)
+        : isSet(object.file_moved)
+        ? FileMovedEvent.fromJSON(object.file_moved)
+        : undefined,
     };
   },
 
@@ -4900,6 +5281,9 @@ export const SandboxEvent: MessageFns<SandboxEvent> = {
     if (message.ended !== undefined) {
       obj.ended = SandboxEndedEvent.toJSON(message.ended);
     }
+    if (message.fileMoved !== undefined) {
+      obj.fileMoved = FileMovedEvent.toJSON(message.fileMoved);
+    }
     return obj;
   },
 
@@ -4937,6 +5321,9 @@ export const SandboxEvent: MessageFns<SandboxEvent> = {
       : undefined;
     message.ended = (object.ended !== undefined && object.ended !== null)
       ? SandboxEndedEvent.fromPartial(object.ended)
+      : undefined;
+    message.fileMoved = (object.fileMoved !== undefined && object.fileMoved !== null)
+      ? FileMovedEvent.fromPartial(object.fileMoved)
       : undefined;
     return message;
   },
@@ -5554,6 +5941,91 @@ export const DirectoryMadeEvent: MessageFns<DirectoryMadeEvent> = {
   },
 };
 
+function createBaseFileMovedEvent(): FileMovedEvent {
+  return { source: "", destination: "" };
+}
+
+export const FileMovedEvent: MessageFns<FileMovedEvent> = {
+  encode(message: FileMovedEvent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.source !== "") {
+      writer.uint32(10).string(message.source);
+    }
+    if (message.destination !== "") {
+      writer.uint32(18).string(message.destination);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FileMovedEvent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFileMovedEvent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.source = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.destination = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FileMovedEvent {
+    return {
+      source: isSet(object.source) ? globalThis.String(object.source) : "",
+      destination: isSet(object.destination) ? globalThis.String(object.destination) : "",
+    };
+  },
+
+  toJSON(message: FileMovedEvent): unknown {
+    const obj: any = {};
+    if (message.source !== "") {
+      obj.source = message.source;
+    }
+    if (message.destination !== "") {
+      obj.destination = message.destination;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<FileMovedEvent>): FileMovedEvent {
+    return FileMovedEvent.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<FileMovedEvent>): FileMovedEvent {
+    const message = createBaseFileMovedEvent();
+    message.source = object.source ?? "";
+    message.destination = object.destination ?? "";
+    return message;
+  },
+};
+
 function createBaseSandboxExpiringEvent(): SandboxExpiringEvent {
   return { reason: 0 };
 }
@@ -5790,6 +6262,26 @@ export const SessionServiceService = {
     responseDeserialize: (value: Buffer): DeleteSandboxResponse => DeleteSandboxResponse.decode(value),
   },
   /**
+   * ExtendSandbox sets the time left before a sandbox expires to
+   * ttl_seconds from now (shorter or longer than before) and answers with
+   * its status (expires_at_ms the new expiry). Its whole lifetime, from
+   * creation to the new expiry, stays within the server's ceiling
+   * (--sandbox-max-lifetime): past it RESOURCE_EXHAUSTED naming the
+   * ceiling, as CreateSandbox. ttl_seconds 0 = no expiry, only without a
+   * ceiling; negative: INVALID_ARGUMENT. A principal extends its clients'
+   * sandboxes too; another principal's, or an unknown one, is NOT_FOUND; a
+   * sandbox ending is FAILED_PRECONDITION.
+   */
+  extendSandbox: {
+    path: "/execfarm.v1.SessionService/ExtendSandbox" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ExtendSandboxRequest): Buffer => Buffer.from(ExtendSandboxRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExtendSandboxRequest => ExtendSandboxRequest.decode(value),
+    responseSerialize: (value: Sandbox): Buffer => Buffer.from(Sandbox.encode(value).finish()),
+    responseDeserialize: (value: Buffer): Sandbox => Sandbox.decode(value),
+  },
+  /**
    * Exec runs a command (or a program of any runtime) in the sandbox and
    * streams its output as it is written: ExecChunk.started first, output
    * chunks, the result last. The exec is an execution in the registry
@@ -5917,6 +6409,23 @@ export const SessionServiceService = {
       Buffer.from(MakeDirectoryResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): MakeDirectoryResponse => MakeDirectoryResponse.decode(value),
   },
+  /**
+   * MoveFile renames a file, a symlink (never what it points to) or a
+   * directory within the sandbox (rename(2): within one filesystem, so
+   * /workspace and /tmp are apart: FAILED_PRECONDITION BUSY). The
+   * destination's parent must exist. A destination that exists is
+   * ALREADY_EXISTS unless overwrite (then a file replaces a file, a
+   * directory an empty directory); a missing source is NOT_FOUND.
+   */
+  moveFile: {
+    path: "/execfarm.v1.SessionService/MoveFile" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: MoveFileRequest): Buffer => Buffer.from(MoveFileRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): MoveFileRequest => MoveFileRequest.decode(value),
+    responseSerialize: (value: MoveFileResponse): Buffer => Buffer.from(MoveFileResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): MoveFileResponse => MoveFileResponse.decode(value),
+  },
   /** ReadEvents returns a page of the sandbox's event log from an offset. */
   readEvents: {
     path: "/execfarm.v1.SessionService/ReadEvents" as const,
@@ -5975,6 +6484,18 @@ export interface SessionServiceServer extends UntypedServiceImplementation {
    */
   deleteSandbox: handleUnaryCall<DeleteSandboxRequest, DeleteSandboxResponse>;
   /**
+   * ExtendSandbox sets the time left before a sandbox expires to
+   * ttl_seconds from now (shorter or longer than before) and answers with
+   * its status (expires_at_ms the new expiry). Its whole lifetime, from
+   * creation to the new expiry, stays within the server's ceiling
+   * (--sandbox-max-lifetime): past it RESOURCE_EXHAUSTED naming the
+   * ceiling, as CreateSandbox. ttl_seconds 0 = no expiry, only without a
+   * ceiling; negative: INVALID_ARGUMENT. A principal extends its clients'
+   * sandboxes too; another principal's, or an unknown one, is NOT_FOUND; a
+   * sandbox ending is FAILED_PRECONDITION.
+   */
+  extendSandbox: handleUnaryCall<ExtendSandboxRequest, Sandbox>;
+  /**
    * Exec runs a command (or a program of any runtime) in the sandbox and
    * streams its output as it is written: ExecChunk.started first, output
    * chunks, the result last. The exec is an execution in the registry
@@ -6019,6 +6540,15 @@ export interface SessionServiceServer extends UntypedServiceImplementation {
   removeFile: handleUnaryCall<RemoveFileRequest, RemoveFileResponse>;
   /** MakeDirectory creates a directory. */
   makeDirectory: handleUnaryCall<MakeDirectoryRequest, MakeDirectoryResponse>;
+  /**
+   * MoveFile renames a file, a symlink (never what it points to) or a
+   * directory within the sandbox (rename(2): within one filesystem, so
+   * /workspace and /tmp are apart: FAILED_PRECONDITION BUSY). The
+   * destination's parent must exist. A destination that exists is
+   * ALREADY_EXISTS unless overwrite (then a file replaces a file, a
+   * directory an empty directory); a missing source is NOT_FOUND.
+   */
+  moveFile: handleUnaryCall<MoveFileRequest, MoveFileResponse>;
   /** ReadEvents returns a page of the sandbox's event log from an offset. */
   readEvents: handleUnaryCall<ReadEventsRequest, ReadEventsResponse>;
   /**
@@ -6114,6 +6644,32 @@ export interface SessionServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteSandboxResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ExtendSandbox sets the time left before a sandbox expires to
+   * ttl_seconds from now (shorter or longer than before) and answers with
+   * its status (expires_at_ms the new expiry). Its whole lifetime, from
+   * creation to the new expiry, stays within the server's ceiling
+   * (--sandbox-max-lifetime): past it RESOURCE_EXHAUSTED naming the
+   * ceiling, as CreateSandbox. ttl_seconds 0 = no expiry, only without a
+   * ceiling; negative: INVALID_ARGUMENT. A principal extends its clients'
+   * sandboxes too; another principal's, or an unknown one, is NOT_FOUND; a
+   * sandbox ending is FAILED_PRECONDITION.
+   */
+  extendSandbox(
+    request: ExtendSandboxRequest,
+    callback: (error: ServiceError | null, response: Sandbox) => void,
+  ): ClientUnaryCall;
+  extendSandbox(
+    request: ExtendSandboxRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: Sandbox) => void,
+  ): ClientUnaryCall;
+  extendSandbox(
+    request: ExtendSandboxRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: Sandbox) => void,
   ): ClientUnaryCall;
   /**
    * Exec runs a command (or a program of any runtime) in the sandbox and
@@ -6281,6 +6837,29 @@ export interface SessionServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: MakeDirectoryResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * MoveFile renames a file, a symlink (never what it points to) or a
+   * directory within the sandbox (rename(2): within one filesystem, so
+   * /workspace and /tmp are apart: FAILED_PRECONDITION BUSY). The
+   * destination's parent must exist. A destination that exists is
+   * ALREADY_EXISTS unless overwrite (then a file replaces a file, a
+   * directory an empty directory); a missing source is NOT_FOUND.
+   */
+  moveFile(
+    request: MoveFileRequest,
+    callback: (error: ServiceError | null, response: MoveFileResponse) => void,
+  ): ClientUnaryCall;
+  moveFile(
+    request: MoveFileRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: MoveFileResponse) => void,
+  ): ClientUnaryCall;
+  moveFile(
+    request: MoveFileRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: MoveFileResponse) => void,
   ): ClientUnaryCall;
   /** ReadEvents returns a page of the sandbox's event log from an offset. */
   readEvents(
