@@ -375,7 +375,7 @@ export class Sandbox {
     const out = new Collector(opts.outputLimit ?? defaultCollect, opts.onStdout);
     const err = new Collector(opts.outputLimit ?? defaultCollect, opts.onStderr);
     const call = this.ef.sessions.exec({
-      sandboxId: this.id, code: command, runtime: runtimeOf(opts.runtime), stdin: bytesOf(opts.stdin), keepStdinOpen: false,
+      sandboxId: this.id, code: command, argv: [], runtime: runtimeOf(opts.runtime), stdin: bytesOf(opts.stdin), keepStdinOpen: false,
       env: opts.env ?? {}, workdir: opts.cwd ?? "", timeoutMs: opts.timeoutMs, maxOutputBytes: opts.outputLimit, cpuTimeMs: opts.cpuTimeMs,
     }, this.ef.md);
     let id = "";
