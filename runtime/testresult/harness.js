@@ -37,7 +37,7 @@
 	// The built-ins as the harness found them (data properties of the
 	// global object; accessors such as node's lazy k8s are left out), for
 	// unshadowed below.
-	const getOwnPropertyNames = Object.getOwnPropertyNames, getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+	const getOwnPropertyNames = Object.getOwnPropertyNames, getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor, sameValue = Object.is;
 	const globalObject = globalThis;
 	const builtins = { __proto__: null };
 	for (const name of getOwnPropertyNames(globalObject)) {
@@ -174,7 +174,7 @@
 			} catch (e) {
 				ok = false; // a declaration not yet initialised: the code's own
 			}
-			if (!ok || v !== builtins[name]) {
+			if (!ok || !sameValue(v, builtins[name])) { // NaN is NaN
 				throw new TypeErrorCtor('the code under test declares ' + name + ', the name of a built-in the tests use, so the tests would see the code\'s ' + name + ': rename it');
 			}
 		}
